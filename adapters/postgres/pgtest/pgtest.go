@@ -1,0 +1,161 @@
+// Package pgtest gives integration tests a real, freshly migrated Postgres
+// database of their own.
+//
+// The server comes from DATABASE_URL when it is set (CI starts one); otherwise a
+// testcontainers-go Postgres is started once per test binary when Docker is up;
+// otherwise the tests skip with one line. When CI is set, a missing server fails
+// the run instead: CI must never go green by skipping.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+)
+
+var (
+	once      sync.Once
+	serverURL string
+	skipWhy   string
+	container testcontainers.Container
+)
+
+// Main wraps testing.M.Run for a package whose tests use New: it stops the
+// container (if one was started) after the tests. Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if container != nil {
+		_ = container.Terminate(context.Background())
+	}
+	return code
+}
+
+// URL returns the admin URL of the test server, starting a container if need be.
+// It skips t (or fails it under CI) when no server can be had.
+func URL(t testing.TB) string {
+	t.Helper()
+	once.Do(start)
+	if serverURL == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("pgtest: CI is set but no Postgres is available: %s", skipWhy)
+		}
+		t.Skipf("pgtest: skipping, no Postgres: %s", skipWhy)
+	}
+	return serverURL
+}
+
+func start() {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		serverURL = u
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, err := startContainer(ctx)
+	if err != nil {
+		skipWhy = "DATABASE_URL unset and testcontainers could not start Postgres (" + err.Error() + ")"
+		fmt.Fprintln(os.Stderr, "pgtest: "+skipWhy)
+		return
+	}
+	container = c
+	u, err := c.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		skipWhy = "container connection string: " + err.Error()
+		return
+	}
+	serverURL = u
+}
+
+func startContainer(ctx context.Context) (c *tcpostgres.PostgresContainer, err error) {
+	// testcontainers panics rather than erroring when no Docker is found on
+	// some code paths; turn that into a skip reason.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return tcpostgres.Run(ctx, "postgres:15-alpine",
+		tcpostgres.WithDatabase("postgres"),
+		tcpostgres.BasicWaitStrategies(),
+	)
+}
+
+// New creates an empty database owned by this test, applies the migrations in
+// fsys and returns a pool on it. The database is dropped when the test ends.
+func New(t testing.TB, fsys fs.FS) *pgxpool.Pool {
+	t.Helper()
+	dbURL := NewDatabase(t)
+	ctx := context.Background()
+	pool, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: open: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	if fsys != nil {
+		if _, err := postgres.Migrate(ctx, pool, fsys); err != nil {
+			t.Fatalf("pgtest: migrate: %v", err)
+		}
+	}
+	return pool
+}
+
+// NewDatabase creates an empty database owned by this test and returns its URL.
+// It is dropped when the test ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := URL(t)
+	ctx := context.Background()
+	name := "t_" + randomHex(8)
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgtest: connect %s: %v", redact(admin), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			return
+		}
+		defer c.Close(ctx)
+		_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(admin)
+	if err != nil {
+		t.Fatalf("pgtest: parse url: %v", err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparseable url>"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,65 @@
+// Package postgres holds what both services' Postgres adapters share: opening a
+// pgx pool and applying embedded goose migrations. The stores themselves live in
+// one sub-package per bounded context (paymentstore, ledgerstore).
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// Open connects a pool to url and checks that the server answers.
+func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping postgres: %w", err)
+	}
+	return pool, nil
+}
+
+// Migrate applies every pending goose migration in fsys. It takes a Postgres
+// session-level advisory lock first, so several replicas starting at once
+// migrate one after another instead of racing each other.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, fsys fs.FS) ([]*goose.MigrationResult, error) {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, fmt.Errorf("migration lock: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	if err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	res, err := provider.Up(ctx)
+	if err != nil {
+		return res, fmt.Errorf("apply migrations: %w", err)
+	}
+	return res, nil
+}
+
+// IsUniqueViolation reports whether err is a unique-constraint violation,
+// optionally of the named constraint only.
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	return constraint == "" || pgErr.ConstraintName == constraint
+}
