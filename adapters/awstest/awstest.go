@@ -1,0 +1,265 @@
+// Package awstest gives integration tests a real SNS/SQS endpoint and resources
+// of their own, the way pgtest gives them a database.
+//
+// The endpoint comes from AWS_ENDPOINT_URL when it is set (CI starts moto_server);
+// otherwise a testcontainers-go LocalStack is started once per test binary when
+// Docker is up; otherwise the tests skip with one line. When CI is set, a missing
+// endpoint fails the run instead: CI must never go green by skipping.
+//
+// Tests share the endpoint, so NewTopicQueue names every resource uniquely and
+// deletes it when the test ends: each test owns its topic and queues.
+package awstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/modules/localstack"
+)
+
+// Image is the LocalStack image started when no endpoint is configured: the last
+// tag that runs without an auth token.
+const Image = "localstack/localstack:4.14.0"
+
+var (
+	once      sync.Once
+	endpoint  string
+	skipWhy   string
+	container testcontainers.Container
+)
+
+// Main wraps testing.M.Run for a package whose tests use Config: it stops the
+// LocalStack container (if one was started) after the tests. Use it from TestMain,
+// chained with pgtest.Main when a package needs both.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if container != nil {
+		_ = container.Terminate(context.Background())
+	}
+	return code
+}
+
+// Endpoint returns the SNS/SQS endpoint URL, starting a container if need be. It
+// skips t (or fails it under CI) when no endpoint can be had.
+func Endpoint(t testing.TB) string {
+	t.Helper()
+	once.Do(start)
+	if endpoint == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("awstest: CI is set but no SNS/SQS endpoint is available: %s", skipWhy)
+		}
+		t.Skipf("awstest: skipping, no SNS/SQS endpoint: %s", skipWhy)
+	}
+	return endpoint
+}
+
+func start() {
+	if u := os.Getenv("AWS_ENDPOINT_URL"); u != "" {
+		endpoint = u
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := startContainer(ctx)
+	if err != nil {
+		skipWhy = "AWS_ENDPOINT_URL unset and testcontainers could not start LocalStack (" + err.Error() + ")"
+		fmt.Fprintln(os.Stderr, "awstest: "+skipWhy)
+		return
+	}
+	container = c
+	host, err := c.Host(ctx)
+	if err != nil {
+		skipWhy = "container host: " + err.Error()
+		return
+	}
+	port, err := c.MappedPort(ctx, "4566/tcp")
+	if err != nil {
+		skipWhy = "container port: " + err.Error()
+		return
+	}
+	endpoint = "http://" + host + ":" + port.Port()
+}
+
+func startContainer(ctx context.Context) (c *localstack.LocalStackContainer, err error) {
+	// testcontainers panics rather than erroring when no Docker is found on
+	// some code paths; turn that into a skip reason.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return localstack.Run(ctx, Image, testcontainers.WithEnv(map[string]string{"SERVICES": "sns,sqs"}))
+}
+
+// Config returns an SDK configuration aimed at the test endpoint, with static
+// "test" credentials (local endpoints accept any) and the region from AWS_REGION,
+// defaulting to us-east-1. It leaves the SDK's HTTP client alone, so settings such
+// as AWS_CA_BUNDLE keep working.
+func Config(t testing.TB) aws.Config {
+	t.Helper()
+	ep := Endpoint(t)
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = "us-east-1"
+	}
+	cfg, err := config.LoadDefaultConfig(context.Background(),
+		config.WithRegion(region),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")),
+		config.WithBaseEndpoint(ep),
+	)
+	if err != nil {
+		t.Fatalf("awstest: load aws config: %v", err)
+	}
+	return cfg
+}
+
+// TopicQueue is a topic with a queue subscribed to it by raw delivery and that
+// queue's dead-letter queue: the production wiring of localstack/init-aws.sh in
+// miniature, owned by one test.
+type TopicQueue struct {
+	Config   aws.Config
+	SNS      *sns.Client
+	SQS      *sqs.Client
+	TopicARN string
+	QueueURL string
+	QueueARN string
+	DLQURL   string
+	DLQARN   string
+}
+
+type options struct {
+	maxReceiveCount   int
+	visibilityTimeout time.Duration
+}
+
+// Option adjusts what NewTopicQueue creates.
+type Option func(*options)
+
+// WithMaxReceiveCount sets how many receives a message survives before SQS moves it
+// to the DLQ (default 5, as in production). Tests of poison messages lower it.
+func WithMaxReceiveCount(n int) Option { return func(o *options) { o.maxReceiveCount = n } }
+
+// WithVisibilityTimeout sets the queue's visibility timeout (default 30s, as in
+// production; whole seconds). Tests that wait for a redelivery shorten it.
+func WithVisibilityTimeout(d time.Duration) Option {
+	return func(o *options) { o.visibilityTimeout = d }
+}
+
+// NewTopicQueue creates a uniquely named topic, queue and DLQ, subscribes the queue
+// to the topic with raw message delivery, and deletes all three when t ends.
+func NewTopicQueue(t testing.TB, opts ...Option) *TopicQueue {
+	t.Helper()
+	o := options{maxReceiveCount: 5, visibilityTimeout: 30 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg := Config(t)
+	ctx := context.Background()
+	tq := &TopicQueue{Config: cfg, SNS: sns.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg)}
+	name := "t-" + randomHex(6)
+
+	topic, err := tq.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
+	if err != nil {
+		t.Fatalf("awstest: create topic: %v", err)
+	}
+	tq.TopicARN = aws.ToString(topic.TopicArn)
+	t.Cleanup(func() {
+		_, _ = tq.SNS.DeleteTopic(context.Background(), &sns.DeleteTopicInput{TopicArn: topic.TopicArn})
+	})
+
+	tq.DLQURL, tq.DLQARN = createQueue(t, tq.SQS, name+"-dlq", nil)
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, tq.DLQARN, o.maxReceiveCount)
+	tq.QueueURL, tq.QueueARN = createQueue(t, tq.SQS, name, map[string]string{
+		string(sqstypes.QueueAttributeNameRedrivePolicy):     redrive,
+		string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(o.visibilityTimeout / time.Second)),
+	})
+
+	_, err = tq.SNS.Subscribe(ctx, &sns.SubscribeInput{
+		TopicArn:   topic.TopicArn,
+		Protocol:   aws.String("sqs"),
+		Endpoint:   aws.String(tq.QueueARN),
+		Attributes: map[string]string{"RawMessageDelivery": "true"},
+	})
+	if err != nil {
+		t.Fatalf("awstest: subscribe queue: %v", err)
+	}
+	return tq
+}
+
+func createQueue(t testing.TB, client *sqs.Client, name string, attrs map[string]string) (url, arn string) {
+	t.Helper()
+	ctx := context.Background()
+	q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("awstest: create queue %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: q.QueueUrl})
+	})
+	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       q.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		t.Fatalf("awstest: queue arn %s: %v", name, err)
+	}
+	return aws.ToString(q.QueueUrl), a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]
+}
+
+// Drain receives and deletes messages from queueURL until it has want of them or
+// timeout passes, and returns what it got (possibly fewer, or more if duplicates
+// arrived). It polls with a deadline instead of sleeping, so tests finish as soon as
+// the messages are there.
+func (tq *TopicQueue) Drain(t testing.TB, queueURL string, want int, timeout time.Duration) []sqstypes.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var got []sqstypes.Message
+	for len(got) < want && ctx.Err() == nil {
+		out, err := tq.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(queueURL),
+			MaxNumberOfMessages:         10,
+			WaitTimeSeconds:             1,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			t.Fatalf("awstest: receive: %v", err)
+		}
+		if len(out.Messages) == 0 {
+			continue
+		}
+		got = append(got, out.Messages...)
+		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
+		for i, m := range out.Messages {
+			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+		}
+		if _, err := tq.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries}); err != nil && ctx.Err() == nil {
+			t.Fatalf("awstest: delete: %v", err)
+		}
+	}
+	return got
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

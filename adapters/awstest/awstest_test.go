@@ -1,0 +1,44 @@
+package awstest_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+)
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+
+// TestTopicQueue checks the fixture's wiring: a message published to the topic
+// arrives in the queue unwrapped (raw delivery) with its attributes.
+func TestTopicQueue(t *testing.T) {
+	t.Parallel()
+	tq := awstest.NewTopicQueue(t)
+	body := `{"hello":"world"}`
+	_, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{
+		TopicArn: aws.String(tq.TopicARN),
+		Message:  aws.String(body),
+		MessageAttributes: map[string]snstypes.MessageAttributeValue{
+			"type": {DataType: aws.String("String"), StringValue: aws.String("greeting")},
+		},
+	})
+	if err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	msgs := tq.Drain(t, tq.QueueURL, 1, 30*time.Second)
+	if len(msgs) != 1 {
+		t.Fatalf("got %d messages, want 1", len(msgs))
+	}
+	if got := aws.ToString(msgs[0].Body); got != body {
+		t.Errorf("got body %q, want %q", got, body)
+	}
+	if got := aws.ToString(msgs[0].MessageAttributes["type"].StringValue); got != "greeting" {
+		t.Errorf("got attribute type %q, want %q", got, "greeting")
+	}
+}
