@@ -1,0 +1,192 @@
+// Package payments holds the payments service's use cases — create, get and
+// refund a payment — and the ports they need. It knows nothing of HTTP or SQL:
+// the repository port hides the transaction in which a change and its outbox
+// rows are committed together.
+package payments
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// Errors of the idempotency layer, matched with errors.Is.
+var (
+	// ErrKeyReused means an Idempotency-Key was sent again with a different
+	// request: the client has a bug, and replaying the first result would hide it.
+	ErrKeyReused = errors.New("idempotency key reused with a different request")
+	// ErrKeyInFlight means the first request with this key has not finished
+	// yet; the client should retry later and will then get its result.
+	ErrKeyInFlight = errors.New("a request with this idempotency key is in flight")
+	// ErrInvalidKey means the key is empty, too long or not printable ASCII.
+	ErrInvalidKey = errors.New("invalid idempotency key")
+)
+
+// MaxKeyLen bounds an Idempotency-Key.
+const MaxKeyLen = 255
+
+// IdempotencyKey identifies a client's retries of one request. Fingerprint is
+// derived from the request, so that the same key with another request can be
+// told apart from a retry.
+type IdempotencyKey struct {
+	Key         string
+	Fingerprint string
+}
+
+// Outcome is what a write committed: the payment as of that commit and, for a
+// refund, the refund. Replayed is true when it was not written now but read
+// back for a retry carrying the same idempotency key.
+type Outcome struct {
+	Payment  *payment.Payment
+	Refund   *payment.Refund
+	Replayed bool
+}
+
+// Repository stores payments. Every write commits the state change, one outbox
+// row per event the payment recorded, and the idempotency key (when given) in
+// ONE transaction: either all of them exist afterwards or none does.
+type Repository interface {
+	// Create stores a new payment and its events. With a key it first looks the
+	// key up: a completed one with the same fingerprint returns its stored
+	// outcome with Replayed set. Errors: ErrKeyReused, ErrKeyInFlight.
+	Create(ctx context.Context, p *payment.Payment, key *IdempotencyKey) (Outcome, error)
+	// Update locks payment id, applies fn, and commits the new state together
+	// with the events fn recorded (a refund is stored from its Refunded event).
+	// fn must do no I/O. Key handling is as for Create. Errors:
+	// payment.ErrNotFound, whatever fn returns, ErrKeyReused, ErrKeyInFlight.
+	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) error) (Outcome, error)
+	// Get returns the payment with id. Errors: payment.ErrNotFound.
+	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
+}
+
+// Service runs the use cases.
+type Service struct {
+	repo  Repository
+	now   func() time.Time
+	newID func() string
+}
+
+// NewService returns a Service. now is the clock and newID makes UUIDs for new
+// payments and refunds; both are injected so tests are deterministic.
+func NewService(repo Repository, now func() time.Time, newID func() string) *Service {
+	return &Service{repo: repo, now: now, newID: newID}
+}
+
+// CreatePayment is the input of Create.
+type CreatePayment struct {
+	Amount      int64
+	Currency    string
+	PayerID     string
+	MerchantID  string
+	Description string
+	// IdempotencyKey is optional; empty means none.
+	IdempotencyKey string
+}
+
+// Create creates a payment, or replays the outcome of an earlier request with
+// the same idempotency key. Errors: payment.ErrInvalid (a
+// *payment.ValidationError), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight.
+func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) {
+	key, err := idempotencyKey(c.IdempotencyKey, "create", strconv.FormatInt(c.Amount, 10),
+		strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description)
+	if err != nil {
+		return Outcome{}, err
+	}
+	amount, moneyErr := payment.NewMoney(c.Amount, c.Currency)
+	p, err := payment.New(payment.ID(s.newID()), amount, c.PayerID, c.MerchantID, c.Description, s.now())
+	if moneyErr != nil {
+		// Name amount and currency precisely, plus every other bad field New found.
+		v := &payment.ValidationError{Problems: moneyProblems(c.Amount, c.Currency)}
+		var other *payment.ValidationError
+		if errors.As(err, &other) {
+			for _, pr := range other.Problems {
+				if pr.Field != "amount" {
+					v.Problems = append(v.Problems, pr)
+				}
+			}
+		}
+		return Outcome{}, v
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	return s.repo.Create(ctx, p, key)
+}
+
+func moneyProblems(minor int64, currency string) []payment.FieldProblem {
+	var out []payment.FieldProblem
+	if minor <= 0 {
+		out = append(out, payment.FieldProblem{Field: "amount", Detail: "must be an integer greater than zero (minor units)"})
+	}
+	if _, err := payment.ParseCurrency(currency); err != nil {
+		out = append(out, payment.FieldProblem{Field: "currency", Detail: "must be an ISO 4217 currency code"})
+	}
+	return out
+}
+
+// Get returns the payment with id. Errors: payment.ErrNotFound.
+func (s *Service) Get(ctx context.Context, id payment.ID) (*payment.Payment, error) {
+	return s.repo.Get(ctx, id)
+}
+
+// Refund is the input of Refund.
+type Refund struct {
+	PaymentID      payment.ID
+	Amount         int64
+	IdempotencyKey string
+}
+
+// Refund refunds part or all of a payment. The repository holds the payment's
+// row lock while the domain checks the refundable amount, so concurrent
+// refunds can never exceed it. Errors: payment.ErrNotFound,
+// payment.ErrRefundExceedsAmount, payment.ErrInvalid, the key errors.
+func (s *Service) Refund(ctx context.Context, c Refund) (Outcome, error) {
+	key, err := idempotencyKey(c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
+	if err != nil {
+		return Outcome{}, err
+	}
+	if c.Amount <= 0 {
+		return Outcome{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+			{Field: "amount", Detail: "must be an integer greater than zero (minor units)"},
+		}}
+	}
+	refundID := payment.RefundID(s.newID())
+	now := s.now()
+	return s.repo.Update(ctx, c.PaymentID, key, func(p *payment.Payment) error {
+		amount, err := payment.NewMoney(c.Amount, p.Amount().Currency())
+		if err != nil {
+			return err
+		}
+		_, err = p.Refund(refundID, amount, now)
+		return err
+	})
+}
+
+// idempotencyKey validates key and fingerprints the request parts; an empty
+// key means the request is not idempotent and yields nil.
+func idempotencyKey(key string, parts ...string) (*IdempotencyKey, error) {
+	if key == "" {
+		return nil, nil
+	}
+	if len(key) > MaxKeyLen {
+		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidKey, MaxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return nil, fmt.Errorf("%w: only printable ASCII without spaces is allowed", ErrInvalidKey)
+		}
+	}
+	h := sha256.New()
+	for _, p := range parts {
+		// Length-prefix each part so ("ab","c") and ("a","bc") differ.
+		fmt.Fprintf(h, "%d:%s|", len(p), p)
+	}
+	return &IdempotencyKey{Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
+}

@@ -1,0 +1,181 @@
+package paymentstest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// RepositoryContract is the behaviour every payments.Repository must have.
+// Each implementation's tests call it with a constructor of a fresh, empty
+// repository, so the in-memory fake cannot drift from the real one.
+func RepositoryContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 29, 12, 0, 0, 123_000_000, time.UTC)
+	ids := 0
+	newID := func() string {
+		ids++
+		return "00000000-0000-4000-8000-" + twelveDigits(ids)
+	}
+	newPayment := func(t *testing.T, minor int64) *payment.Payment {
+		t.Helper()
+		m, err := payment.NewMoney(minor, "BRL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := payment.New(payment.ID(newID()), m, "cus_1", "mer_1", "contract", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	refund := func(minor int64) (payment.RefundID, func(*payment.Payment) error) {
+		id := payment.RefundID(newID())
+		return id, func(p *payment.Payment) error {
+			m, err := payment.NewMoney(minor, "BRL")
+			if err != nil {
+				return err
+			}
+			_, err = p.Refund(id, m, at.Add(time.Minute))
+			return err
+		}
+	}
+
+	t.Run("create then get", func(t *testing.T) {
+		repo := newRepo(t)
+		p := newPayment(t, 1050)
+		want := p.Snapshot()
+		out, err := repo.Create(ctx, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Replayed || out.Payment.Snapshot() != want {
+			t.Fatalf("outcome = %+v, want the new payment, not replayed", out)
+		}
+		got, err := repo.Get(ctx, p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Snapshot() != want {
+			t.Errorf("got %+v, want %+v", got.Snapshot(), want)
+		}
+	})
+
+	t.Run("unknown id is ErrNotFound", func(t *testing.T) {
+		repo := newRepo(t)
+		id := payment.ID(newID())
+		if _, err := repo.Get(ctx, id); !errors.Is(err, payment.ErrNotFound) {
+			t.Errorf("Get: err = %v, want ErrNotFound", err)
+		}
+		_, fn := refund(1)
+		if _, err := repo.Update(ctx, id, nil, fn); !errors.Is(err, payment.ErrNotFound) {
+			t.Errorf("Update: err = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("update applies fn and returns the refund", func(t *testing.T) {
+		repo := newRepo(t)
+		p := newPayment(t, 1000)
+		if _, err := repo.Create(ctx, p, nil); err != nil {
+			t.Fatal(err)
+		}
+		rid, fn := refund(400)
+		out, err := repo.Update(ctx, p.ID(), nil, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Refund == nil || out.Refund.ID != rid || out.Refund.Amount.Minor() != 400 {
+			t.Fatalf("outcome refund = %+v, want %s of 400", out.Refund, rid)
+		}
+		got, err := repo.Get(ctx, p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RefundedMinor() != 400 || got.Status() != payment.StatusPartiallyRefunded {
+			t.Errorf("got refunded %d status %q, want 400 partially_refunded", got.RefundedMinor(), got.Status())
+		}
+	})
+
+	t.Run("a failing fn changes nothing", func(t *testing.T) {
+		repo := newRepo(t)
+		p := newPayment(t, 1000)
+		if _, err := repo.Create(ctx, p, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, fn := refund(1001)
+		if _, err := repo.Update(ctx, p.ID(), nil, fn); !errors.Is(err, payment.ErrRefundExceedsAmount) {
+			t.Fatalf("err = %v, want ErrRefundExceedsAmount", err)
+		}
+		got, err := repo.Get(ctx, p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RefundedMinor() != 0 || got.Status() != payment.StatusCreated {
+			t.Errorf("got refunded %d status %q, want 0 created", got.RefundedMinor(), got.Status())
+		}
+	})
+
+	t.Run("idempotency key replays the first outcome", func(t *testing.T) {
+		repo := newRepo(t)
+		key := &payments.IdempotencyKey{Key: "k-" + newID(), Fingerprint: "f1"}
+		p := newPayment(t, 1000)
+		first, err := repo.Create(ctx, p, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := repo.Create(ctx, newPayment(t, 1000), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.Replayed || again.Payment.Snapshot() != first.Payment.Snapshot() {
+			t.Fatalf("retry = %+v, want replay of %+v", again.Payment.Snapshot(), first.Payment.Snapshot())
+		}
+		other := &payments.IdempotencyKey{Key: key.Key, Fingerprint: "f2"}
+		if _, err := repo.Create(ctx, newPayment(t, 1000), other); !errors.Is(err, payments.ErrKeyReused) {
+			t.Errorf("same key, other request: err = %v, want ErrKeyReused", err)
+		}
+
+		// A refund's replay shows the payment as that refund left it, even
+		// after later refunds changed it.
+		rkey := &payments.IdempotencyKey{Key: "r-" + newID(), Fingerprint: "r1"}
+		rid, fn := refund(100)
+		firstRefund, err := repo.Update(ctx, p.ID(), rkey, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, fn2 := refund(200)
+		if _, err := repo.Update(ctx, p.ID(), nil, fn2); err != nil {
+			t.Fatal(err)
+		}
+		_, fn3 := refund(100)
+		replay, err := repo.Update(ctx, p.ID(), rkey, fn3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !replay.Replayed || replay.Refund == nil || replay.Refund.ID != rid ||
+			replay.Payment.Snapshot() != firstRefund.Payment.Snapshot() {
+			t.Fatalf("refund replay = %+v %+v, want the first refund's outcome", replay.Payment.Snapshot(), replay.Refund)
+		}
+		got, err := repo.Get(ctx, p.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RefundedMinor() != 300 {
+			t.Errorf("refunded = %d after a replayed refund, want 300 (the replay must not refund again)", got.RefundedMinor())
+		}
+	})
+}
+
+func twelveDigits(n int) string {
+	const digits = "0123456789"
+	b := []byte("000000000000")
+	for i := len(b) - 1; i >= 0 && n > 0; i-- {
+		b[i] = digits[n%10]
+		n /= 10
+	}
+	return string(b)
+}

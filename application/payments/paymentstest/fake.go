@@ -1,0 +1,122 @@
+// Package paymentstest provides an in-memory payments.Repository for unit
+// tests of the use cases, and the contract that every Repository — this fake
+// and the Postgres one alike — must pass.
+package paymentstest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+var _ payments.Repository = (*Repository)(nil)
+
+// Repository is an in-memory payments.Repository. One mutex serialises every
+// call, which gives the same isolation as the Postgres row lock. Events holds
+// what the outbox would: every committed event, in commit order.
+type Repository struct {
+	mu       sync.Mutex
+	payments map[payment.ID]payment.Snapshot
+	keys     map[string]storedKey
+	events   []payment.Event
+}
+
+type storedKey struct {
+	fingerprint string
+	payment     payment.Snapshot
+	refund      *payment.Refund
+}
+
+// NewRepository returns an empty Repository.
+func NewRepository() *Repository {
+	return &Repository{payments: map[payment.ID]payment.Snapshot{}, keys: map[string]storedKey{}}
+}
+
+// Events returns every committed event so far.
+func (r *Repository) Events() []payment.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]payment.Event(nil), r.events...)
+}
+
+// Create implements payments.Repository.
+func (r *Repository) Create(_ context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if out, done, err := r.replay(key); done {
+		return out, err
+	}
+	r.payments[p.ID()] = p.Snapshot()
+	r.commit(p, key)
+	return payments.Outcome{Payment: p}, nil
+}
+
+// Update implements payments.Repository.
+func (r *Repository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if out, done, err := r.replay(key); done {
+		return out, err
+	}
+	s, ok := r.payments[id]
+	if !ok {
+		return payments.Outcome{}, payment.ErrNotFound
+	}
+	p, err := payment.Rehydrate(s) // a copy: a failing fn leaves the stored state alone
+	if err != nil {
+		return payments.Outcome{}, err
+	}
+	if err := fn(p); err != nil {
+		return payments.Outcome{}, err
+	}
+	r.payments[id] = p.Snapshot()
+	refund := r.commit(p, key)
+	return payments.Outcome{Payment: p, Refund: refund}, nil
+}
+
+// commit moves p's events to the outbox and stores key's outcome; it returns
+// the refund recorded in this unit of work, if any.
+func (r *Repository) commit(p *payment.Payment, key *payments.IdempotencyKey) *payment.Refund {
+	var refund *payment.Refund
+	for _, e := range p.PullEvents() {
+		if ev, ok := e.(payment.Refunded); ok {
+			refund = &payment.Refund{ID: ev.RefundID, PaymentID: ev.PaymentID, Amount: ev.Amount, CreatedAt: ev.At}
+		}
+		r.events = append(r.events, e)
+	}
+	if key != nil {
+		r.keys[key.Key] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: refund}
+	}
+	return refund
+}
+
+func (r *Repository) replay(key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+	if key == nil {
+		return payments.Outcome{}, false, nil
+	}
+	k, ok := r.keys[key.Key]
+	if !ok {
+		return payments.Outcome{}, false, nil
+	}
+	if k.fingerprint != key.Fingerprint {
+		return payments.Outcome{}, true, payments.ErrKeyReused
+	}
+	p, err := payment.Rehydrate(k.payment)
+	if err != nil {
+		return payments.Outcome{}, true, err
+	}
+	return payments.Outcome{Payment: p, Refund: k.refund, Replayed: true}, true, nil
+}
+
+// Get implements payments.Repository.
+func (r *Repository) Get(_ context.Context, id payment.ID) (*payment.Payment, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.payments[id]
+	if !ok {
+		return nil, payment.ErrNotFound
+	}
+	return payment.Rehydrate(s)
+}
