@@ -1,0 +1,16 @@
+// Package posting holds the ledger service's use cases: apply one broker
+// message through the inbox, answer balance and entry queries, clean the inbox
+// and reconcile the ledger against the payments database.
+//
+// The package declares the ports it needs (Transactor and the Repos it hands
+// to a transaction, Reader, Cleaner, and the two reconciliation sources); the
+// Postgres adapter in adapters/postgres/ledgerstore implements them, and the
+// tests here use hand-written in-memory fakes. Nothing here knows about SQS,
+// HTTP or SQL: the SQS adapter passes a message body to Service.Apply and
+// decides from the result and the error whether to acknowledge it.
+//
+// Idempotency has two layers, as in the inbox pattern: the inbox row keyed by
+// the message id, inserted in the same database transaction as the ledger
+// rows, absorbs redeliveries; and the ledger's own unique business key (payment,
+// kind, refund) rejects the same fact arriving under another message id.
+package posting

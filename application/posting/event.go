@@ -1,0 +1,210 @@
+package posting
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// The event types the ledger applies (SPEC §6). Any other type is recorded in
+// the inbox and acknowledged without being applied.
+const (
+	TypePaymentCreated  = "payment.created"
+	TypePaymentRefunded = "payment.refunded"
+)
+
+// dataVersion is the only version of the data payloads this consumer knows.
+const dataVersion = "1"
+
+var (
+	// ErrMalformed means the message is not a CloudEvents 1.0 JSON document
+	// the ledger can identify (no usable id). It is never acknowledged, so the
+	// queue's redrive policy moves it to the DLQ.
+	ErrMalformed = errors.New("malformed message")
+	// ErrInvalidEvent means a known event type carries data the ledger cannot
+	// post (missing fields, a bad amount, an unknown data version). Like
+	// ErrMalformed it is left for the DLQ, where an operator can look at it
+	// and redrive it once a fixed consumer is deployed.
+	ErrInvalidEvent = errors.New("invalid event")
+)
+
+// cloudEvent is the consumer's own view of the CloudEvents 1.0 envelope. It
+// is deliberately not the producer's struct: the two services share a wire
+// contract, not code.
+type cloudEvent struct {
+	SpecVersion string          `json:"specversion"`
+	ID          string          `json:"id"`
+	Type        string          `json:"type"`
+	Source      string          `json:"source"`
+	Subject     string          `json:"subject"`
+	Time        string          `json:"time"`
+	DataVersion string          `json:"dataversion"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// paymentCreatedV1 is the data of payment.created, dataversion 1.
+type paymentCreatedV1 struct {
+	PaymentID  string `json:"payment_id"`
+	Amount     *int64 `json:"amount"`
+	Currency   string `json:"currency"`
+	PayerID    string `json:"payer_id"`
+	MerchantID string `json:"merchant_id"`
+}
+
+// paymentRefundedV1 is the data of payment.refunded, dataversion 1.
+type paymentRefundedV1 struct {
+	PaymentID      string `json:"payment_id"`
+	RefundID       string `json:"refund_id"`
+	Amount         *int64 `json:"amount"`
+	Currency       string `json:"currency"`
+	PayerID        string `json:"payer_id"`
+	MerchantID     string `json:"merchant_id"`
+	RefundedAmount *int64 `json:"refunded_amount"`
+}
+
+// envelope is a decoded, identified message.
+type envelope struct {
+	id   string
+	typ  string
+	time time.Time // zero when absent and the type is unknown
+	ev   cloudEvent
+}
+
+// decodeEnvelope parses body as a CloudEvent and checks what every event
+// needs: spec version 1.0, a UUID id and a type. Errors wrap ErrMalformed.
+func decodeEnvelope(body []byte) (envelope, error) {
+	var ev cloudEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return envelope{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	if ev.SpecVersion != "1.0" {
+		return envelope{}, fmt.Errorf("%w: specversion %q, want 1.0", ErrMalformed, ev.SpecVersion)
+	}
+	id, err := uuid.Parse(ev.ID)
+	if err != nil {
+		return envelope{}, fmt.Errorf("%w: id %q is not a UUID", ErrMalformed, ev.ID)
+	}
+	if ev.Type == "" {
+		return envelope{}, fmt.Errorf("%w: no type", ErrMalformed)
+	}
+	env := envelope{id: id.String(), typ: ev.Type, ev: ev}
+	if ev.Time != "" {
+		if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil {
+			env.time = t
+		}
+	}
+	return env, nil
+}
+
+// known reports whether this version of the ledger applies the event's type.
+func (e envelope) known() bool {
+	return e.typ == TypePaymentCreated || e.typ == TypePaymentRefunded
+}
+
+// transaction turns a known event into the ledger transaction it posts.
+// Errors wrap ErrInvalidEvent.
+func (e envelope) transaction() (ledger.Transaction, error) {
+	if e.ev.DataVersion != dataVersion {
+		return ledger.Transaction{}, fmt.Errorf("%w: %s dataversion %q, this consumer knows %q", ErrInvalidEvent, e.typ, e.ev.DataVersion, dataVersion)
+	}
+	if e.time.IsZero() {
+		return ledger.Transaction{}, fmt.Errorf("%w: time %q is not RFC 3339", ErrInvalidEvent, e.ev.Time)
+	}
+	if len(bytes.TrimSpace(e.ev.Data)) == 0 {
+		return ledger.Transaction{}, fmt.Errorf("%w: no data", ErrInvalidEvent)
+	}
+	var (
+		tx  ledger.Transaction
+		err error
+	)
+	switch e.typ {
+	case TypePaymentCreated:
+		tx, err = e.paymentCreated()
+	case TypePaymentRefunded:
+		tx, err = e.paymentRefunded()
+	default:
+		return ledger.Transaction{}, fmt.Errorf("%w: type %q is not posted", ErrInvalidEvent, e.typ)
+	}
+	if err != nil {
+		return ledger.Transaction{}, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, e.typ, err)
+	}
+	return tx, nil
+}
+
+func (e envelope) paymentCreated() (ledger.Transaction, error) {
+	var d paymentCreatedV1
+	if err := json.Unmarshal(e.ev.Data, &d); err != nil {
+		return ledger.Transaction{}, err
+	}
+	paymentID, err := e.paymentID(d.PaymentID)
+	if err != nil {
+		return ledger.Transaction{}, err
+	}
+	if d.Amount == nil {
+		return ledger.Transaction{}, errors.New("no amount")
+	}
+	return ledger.NewPayment(ledger.Posting{
+		MessageID:  e.id,
+		PaymentID:  paymentID,
+		Payer:      d.PayerID,
+		Merchant:   d.MerchantID,
+		Amount:     *d.Amount,
+		Currency:   d.Currency,
+		OccurredAt: e.time,
+	})
+}
+
+func (e envelope) paymentRefunded() (ledger.Transaction, error) {
+	var d paymentRefundedV1
+	if err := json.Unmarshal(e.ev.Data, &d); err != nil {
+		return ledger.Transaction{}, err
+	}
+	paymentID, err := e.paymentID(d.PaymentID)
+	if err != nil {
+		return ledger.Transaction{}, err
+	}
+	refundID, err := uuid.Parse(d.RefundID)
+	if err != nil {
+		return ledger.Transaction{}, fmt.Errorf("refund_id %q is not a UUID", d.RefundID)
+	}
+	if d.Amount == nil {
+		return ledger.Transaction{}, errors.New("no amount")
+	}
+	// refunded_amount is the running total after this refund: it can never be
+	// less than this refund. The ledger does not need it otherwise — each
+	// refund posts its own amount, whatever order refunds arrive in.
+	if d.RefundedAmount != nil && *d.RefundedAmount < *d.Amount {
+		return ledger.Transaction{}, fmt.Errorf("refunded_amount %d is less than amount %d", *d.RefundedAmount, *d.Amount)
+	}
+	return ledger.NewRefund(ledger.Posting{
+		MessageID:  e.id,
+		PaymentID:  paymentID,
+		RefundID:   refundID.String(),
+		Payer:      d.PayerID,
+		Merchant:   d.MerchantID,
+		Amount:     *d.Amount,
+		Currency:   d.Currency,
+		OccurredAt: e.time,
+	})
+}
+
+// paymentID checks the data's payment id, and that the envelope's subject,
+// when present, names the same payment.
+func (e envelope) paymentID(raw string) (string, error) {
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("payment_id %q is not a UUID", raw)
+	}
+	if e.ev.Subject != "" {
+		if subj, err := uuid.Parse(e.ev.Subject); err != nil || subj != id {
+			return "", fmt.Errorf("subject %q does not match payment_id %q", e.ev.Subject, raw)
+		}
+	}
+	return id.String(), nil
+}

@@ -1,0 +1,70 @@
+package posting
+
+import (
+	"context"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// InboxMessage is one received message as the inbox records it.
+type InboxMessage struct {
+	ID         string    // the CloudEvent id, canonical lower-case UUID
+	Type       string    // the CloudEvent type
+	Payload    []byte    // the whole message body, a JSON document
+	ReceivedAt time.Time // when this consumer received it
+	// ProcessedAt is when the message was applied; the zero value records it
+	// as not applied (an event type this version does not handle).
+	ProcessedAt time.Time
+	Error       string // why it was not applied, or a note about how it was
+}
+
+// Inbox is the inbox table as seen from inside a transaction.
+type Inbox interface {
+	// Insert records msg unless a message with the same ID is already there
+	// (INSERT … ON CONFLICT DO NOTHING) and reports whether it inserted. false
+	// means the message is a redelivery and must not be applied again.
+	Insert(ctx context.Context, msg InboxMessage) (bool, error)
+	// Annotate sets the error/note column of message id.
+	Annotate(ctx context.Context, id, note string) error
+}
+
+// Ledger is the ledger tables as seen from inside a transaction.
+type Ledger interface {
+	// Post stores tx and its entries and reports whether it did. false (and
+	// nothing stored) means a transaction with the same business key — or
+	// the same message id — is already posted: the second layer of
+	// idempotency. The database refuses an unbalanced transaction at commit.
+	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
+}
+
+// Repos are the repositories that share one database transaction.
+type Repos struct {
+	Inbox  Inbox
+	Ledger Ledger
+}
+
+// Transactor runs fn in one database transaction: it commits if fn returns
+// nil and rolls back otherwise, so an inbox row exists if and only if the
+// ledger rows of its message do.
+type Transactor interface {
+	// Transact returns fn's error, or the error of beginning or committing.
+	Transact(ctx context.Context, fn func(Repos) error) error
+}
+
+// Reader answers the ledger's read queries, outside any write transaction.
+type Reader interface {
+	// Balances returns the account's balance in every currency it has
+	// entries in, or ledger.ErrAccountNotFound when it has none.
+	Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error)
+	// PaymentTransactions returns the payment's ledger transactions, oldest
+	// first, or ledger.ErrPaymentNotFound when there are none.
+	PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
+}
+
+// Cleaner deletes inbox rows once the broker can no longer redeliver them.
+type Cleaner interface {
+	// DeleteInboxBefore deletes at most limit inbox rows received before
+	// cutoff and returns how many it deleted.
+	DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error)
+}

@@ -1,0 +1,72 @@
+package posting_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+type factsFunc func() ([]posting.Fact, error)
+
+func (f factsFunc) PaymentFacts(context.Context) ([]posting.Fact, error) { return f() }
+func (f factsFunc) LedgerFacts(context.Context) ([]posting.Fact, error)  { return f() }
+
+func TestReconcile(t *testing.T) {
+	old := now.Add(-time.Hour)
+	pay := func(id string, amount int64, at time.Time) posting.Fact {
+		return posting.Fact{PaymentID: id, Kind: ledger.KindPayment, Amount: amount, Currency: "BRL", At: at}
+	}
+	ref := func(id, rid string, amount int64, at time.Time) posting.Fact {
+		return posting.Fact{PaymentID: id, Kind: ledger.KindRefund, RefundID: rid, Amount: amount, Currency: "BRL", At: at}
+	}
+	tests := []struct {
+		name     string
+		payments []posting.Fact
+		ledger   []posting.Fact
+		want     []string // substrings, one per divergence, in order
+	}{
+		{"match", []posting.Fact{pay("p1", 100, old), ref("p1", "r1", 40, old)}, []posting.Fact{pay("p1", 100, time.Time{}), ref("p1", "r1", 40, time.Time{})}, nil},
+		{"missing payment", []posting.Fact{pay("p1", 100, old)}, nil, []string{"payment p1: no ledger transaction"}},
+		{"young payment within grace", []posting.Fact{pay("p1", 100, now.Add(-time.Second))}, nil, nil},
+		{"missing refund", []posting.Fact{pay("p1", 100, old), ref("p1", "r1", 40, old)}, []posting.Fact{pay("p1", 100, old)}, []string{"refund r1 of payment p1: no ledger transaction"}},
+		{"amount differs", []posting.Fact{pay("p1", 100, old)}, []posting.Fact{pay("p1", 99, old)}, []string{"payment p1: ledger has 99 BRL, payments database has 100 BRL"}},
+		{"orphan ledger row", nil, []posting.Fact{pay("p9", 5, old)}, []string{"payment p9: ledger transaction of 5 BRL has no matching row"}},
+		{"two ledger rows", []posting.Fact{pay("p1", 100, old)}, []posting.Fact{pay("p1", 100, old), pay("p1", 100, old)}, []string{"2 ledger transactions"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := posting.NewReconciler(
+				factsFunc(func() ([]posting.Fact, error) { return tt.payments, nil }),
+				factsFunc(func() ([]posting.Fact, error) { return tt.ledger, nil }),
+				func() time.Time { return now })
+			got, err := r.Reconcile(context.Background(), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d divergences %v, want %d", len(got), got, len(tt.want))
+			}
+			for i, d := range got {
+				if !strings.Contains(d.String(), tt.want[i]) {
+					t.Errorf("divergence %d: got %q, want it to contain %q", i, d, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestReconcileSourceError(t *testing.T) {
+	boom := errors.New("boom")
+	r := posting.NewReconciler(
+		factsFunc(func() ([]posting.Fact, error) { return nil, boom }),
+		factsFunc(func() ([]posting.Fact, error) { return nil, nil }),
+		func() time.Time { return now })
+	if _, err := r.Reconcile(context.Background(), time.Minute); !errors.Is(err, boom) {
+		t.Errorf("got %v, want %v", err, boom)
+	}
+}

@@ -1,0 +1,144 @@
+package posting
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// Outcome says what Apply did with a message that may be acknowledged.
+type Outcome int
+
+// The outcomes of Apply. Every one of them means "committed: acknowledge the
+// message"; a message that must not be acknowledged comes back as an error.
+const (
+	// Applied: the message was new and its ledger transaction is posted.
+	Applied Outcome = iota + 1
+	// Duplicate: the message id was already in the inbox (a redelivery), or
+	// its business fact was already posted under another message id. Nothing
+	// changed in the ledger.
+	Duplicate
+	// Ignored: an event type this version does not handle. It is recorded in
+	// the inbox, unapplied, so that a new event type never poisons an older
+	// consumer and a later version can still find it.
+	Ignored
+)
+
+// String names the outcome, for logs and metric labels.
+func (o Outcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case Ignored:
+		return "ignored"
+	default:
+		return "unknown"
+	}
+}
+
+// Result describes one message that Apply committed.
+type Result struct {
+	MessageID string
+	Type      string
+	Outcome   Outcome
+	// EventTime is the event's own time (when the payments service recorded
+	// the fact); zero if the event had none.
+	EventTime time.Time
+}
+
+// Service runs the ledger's use cases.
+type Service struct {
+	tx     Transactor
+	reader Reader
+	now    func() time.Time
+}
+
+// NewService returns a Service writing through tx and reading through reader.
+// now is the clock, passed in so tests control it.
+func NewService(tx Transactor, reader Reader, now func() time.Time) *Service {
+	return &Service{tx: tx, reader: reader, now: now}
+}
+
+// Apply processes one message body in one database transaction: it records
+// the message in the inbox and, if the inbox had not seen it, posts its
+// ledger transaction. It returns only after the commit, so the caller may
+// acknowledge the message exactly when err is nil.
+//
+// Errors: ErrMalformed or ErrInvalidEvent for a message that will never
+// apply (leave it for the DLQ); anything else is a transient failure (leave
+// it for redelivery).
+func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
+	env, err := decodeEnvelope(body)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{MessageID: env.id, Type: env.typ, EventTime: env.time}
+	now := s.now()
+	msg := InboxMessage{ID: env.id, Type: env.typ, Payload: body, ReceivedAt: now}
+
+	var tx ledger.Transaction
+	if env.known() {
+		// Check the data before touching the database: an invalid event
+		// must leave no inbox row, or its redelivery would look like a
+		// duplicate and be acknowledged instead of reaching the DLQ.
+		if tx, err = env.transaction(); err != nil {
+			return res, err
+		}
+		// The row is applied as of the commit that makes it visible, so it
+		// is written processed: one statement instead of insert + update.
+		msg.ProcessedAt = now
+	} else {
+		msg.Error = fmt.Sprintf("event type %q is not handled by this version", env.typ)
+	}
+
+	err = s.tx.Transact(ctx, func(r Repos) error {
+		inserted, err := r.Inbox.Insert(ctx, msg)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !inserted:
+			res.Outcome = Duplicate
+			return nil
+		case !env.known():
+			res.Outcome = Ignored
+			return nil
+		}
+		posted, err := r.Ledger.Post(ctx, tx, now)
+		if err != nil {
+			return err
+		}
+		if !posted {
+			// Layer 2: the same business fact came under another message id.
+			res.Outcome = Duplicate
+			return r.Inbox.Annotate(ctx, env.id, "business key already posted by another message")
+		}
+		res.Outcome = Applied
+		return nil
+	})
+	if err != nil {
+		return Result{MessageID: env.id, Type: env.typ, EventTime: env.time}, fmt.Errorf("apply message %s: %w", env.id, err)
+	}
+	return res, nil
+}
+
+// Balances returns the balances of account id, one per currency.
+// Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound.
+func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, error) {
+	account, err := ledger.NewAccountID(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.reader.Balances(ctx, account)
+}
+
+// Entries returns the ledger transactions of payment id with their entries.
+// paymentID must be a canonical UUID (the HTTP adapter checks its syntax).
+// Errors: ledger.ErrPaymentNotFound.
+func (s *Service) Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {
+	return s.reader.PaymentTransactions(ctx, paymentID)
+}

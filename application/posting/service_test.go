@@ -1,0 +1,225 @@
+package posting_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+var now = time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC)
+
+const (
+	paymentID = "7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2"
+	refundID  = "5a0b1b42-5c4a-4d84-9d0c-9a1f2f0b3c11"
+	msgA      = "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a01"
+	msgB      = "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a02"
+	msgC      = "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a03"
+)
+
+func created(id string, amount int64) []byte {
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments",
+"subject":%q,"time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","dataversion":"1",
+"data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
+		id, paymentID, paymentID, amount))
+}
+
+func refunded(id string, amount, total int64) []byte {
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments",
+"subject":%q,"time":"2026-11-29T12:00:00.456Z","datacontenttype":"application/json","dataversion":"1",
+"data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":%d}}`,
+		id, paymentID, paymentID, refundID, amount, total))
+}
+
+func newService(m *memStore) *posting.Service {
+	return posting.NewService(m, m, func() time.Time { return now })
+}
+
+func balance(t *testing.T, svc *posting.Service, account string) int64 {
+	t.Helper()
+	bs, err := svc.Balances(context.Background(), account)
+	if err != nil {
+		t.Fatalf("Balances(%s): %v", account, err)
+	}
+	if len(bs) != 1 || bs[0].Currency() != "BRL" {
+		t.Fatalf("Balances(%s): got %v, want one BRL balance", account, bs)
+	}
+	return bs[0].Amount()
+}
+
+func TestApplyPostsAPaymentOnce(t *testing.T) {
+	m := newMemStore()
+	svc := newService(m)
+	ctx := context.Background()
+	var outcomes []string
+	for range 3 {
+		res, err := svc.Apply(ctx, created(msgA, 1050))
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		outcomes = append(outcomes, res.Outcome.String())
+	}
+	if got, want := strings.Join(outcomes, ","), "applied,duplicate,duplicate"; got != want {
+		t.Errorf("outcomes: got %s, want %s", got, want)
+	}
+	if len(m.txs) != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", len(m.txs))
+	}
+	if got := balance(t, svc, "cus_1"); got != -1050 {
+		t.Errorf("payer balance: got %d, want -1050", got)
+	}
+	if got := balance(t, svc, "mer_1"); got != 1050 {
+		t.Errorf("merchant balance: got %d, want 1050", got)
+	}
+	if msg := m.inbox[msgA]; msg.ProcessedAt.IsZero() || msg.Type != posting.TypePaymentCreated {
+		t.Errorf("inbox row: got %+v, want processed payment.created", msg)
+	}
+}
+
+func TestApplyIsOrderIndependent(t *testing.T) {
+	orders := map[string][][]byte{
+		"in order":         {created(msgA, 1050), refunded(msgB, 500, 500)},
+		"refund first":     {refunded(msgB, 500, 500), created(msgA, 1050)},
+		"refund first dup": {refunded(msgB, 500, 500), refunded(msgB, 500, 500), created(msgA, 1050), created(msgA, 1050)},
+	}
+	for name, bodies := range orders {
+		t.Run(name, func(t *testing.T) {
+			m := newMemStore()
+			svc := newService(m)
+			for _, b := range bodies {
+				if _, err := svc.Apply(context.Background(), b); err != nil {
+					t.Fatalf("Apply: %v", err)
+				}
+			}
+			if got := balance(t, svc, "cus_1"); got != -550 {
+				t.Errorf("payer: got %d, want -550", got)
+			}
+			if got := balance(t, svc, "mer_1"); got != 550 {
+				t.Errorf("merchant: got %d, want 550", got)
+			}
+			txs, err := svc.Entries(context.Background(), paymentID)
+			if err != nil || len(txs) != 2 {
+				t.Errorf("Entries: got %d transactions, %v; want 2", len(txs), err)
+			}
+		})
+	}
+}
+
+func TestApplySameFactUnderAnotherMessageID(t *testing.T) {
+	m := newMemStore()
+	svc := newService(m)
+	if _, err := svc.Apply(context.Background(), created(msgA, 1050)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Apply(context.Background(), created(msgC, 1050))
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if res.Outcome != posting.Duplicate {
+		t.Errorf("outcome: got %s, want duplicate", res.Outcome)
+	}
+	if len(m.txs) != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", len(m.txs))
+	}
+	if note := m.inbox[msgC].Error; !strings.Contains(note, "business key") {
+		t.Errorf("inbox note: got %q, want it to mention the business key", note)
+	}
+}
+
+func TestApplyRecordsUnknownTypes(t *testing.T) {
+	m := newMemStore()
+	svc := newService(m)
+	body := []byte(`{"specversion":"1.0","id":"` + msgA + `","type":"payment.disputed","source":"/payments","data":{"x":1}}`)
+	for _, want := range []posting.Outcome{posting.Ignored, posting.Duplicate} {
+		res, err := svc.Apply(context.Background(), body)
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		if res.Outcome != want {
+			t.Errorf("outcome: got %s, want %s", res.Outcome, want)
+		}
+	}
+	msg, ok := m.inbox[msgA]
+	if !ok || !msg.ProcessedAt.IsZero() || msg.Error == "" {
+		t.Errorf("inbox row: got %+v (present %v), want unprocessed with a reason", msg, ok)
+	}
+	if len(m.txs) != 0 {
+		t.Errorf("ledger transactions: got %d, want 0", len(m.txs))
+	}
+}
+
+func TestApplyRejectsBadMessages(t *testing.T) {
+	good := string(created(msgA, 1050))
+	tests := []struct {
+		name string
+		body string
+		want error
+	}{
+		{"not json", `{"specversion":`, posting.ErrMalformed},
+		{"json array", `[1,2]`, posting.ErrMalformed},
+		{"wrong specversion", strings.Replace(good, `"1.0"`, `"0.3"`, 1), posting.ErrMalformed},
+		{"id not a uuid", strings.Replace(good, msgA, "42", 1), posting.ErrMalformed},
+		{"no type", strings.Replace(good, `"type":"payment.created",`, "", 1), posting.ErrMalformed},
+		{"negative amount", strings.Replace(good, `"amount":1050`, `"amount":-1`, 1), posting.ErrInvalidEvent},
+		{"fractional amount", strings.Replace(good, `"amount":1050`, `"amount":10.5`, 1), posting.ErrInvalidEvent},
+		{"string amount", strings.Replace(good, `"amount":1050`, `"amount":"1050"`, 1), posting.ErrInvalidEvent},
+		{"missing amount", strings.Replace(good, `"amount":1050,`, ``, 1), posting.ErrInvalidEvent},
+		{"lower-case currency", strings.Replace(good, `"BRL"`, `"brl"`, 1), posting.ErrInvalidEvent},
+		{"missing payer", strings.Replace(good, `"payer_id":"cus_1",`, ``, 1), posting.ErrInvalidEvent},
+		{"unknown data version", strings.Replace(good, `"dataversion":"1"`, `"dataversion":"2"`, 1), posting.ErrInvalidEvent},
+		{"bad time", strings.Replace(good, `2026-11-29T12:00:00.123Z`, `yesterday`, 1), posting.ErrInvalidEvent},
+		{"no data", strings.Replace(good, `"data":{`, `"nodata":{`, 1), posting.ErrInvalidEvent},
+		{"subject mismatch", strings.Replace(good, `"subject":"`+paymentID, `"subject":"`+refundID, 1), posting.ErrInvalidEvent},
+		{"refund without refund id", strings.Replace(string(refunded(msgA, 5, 5)), `"refund_id":"`+refundID+`",`, ``, 1), posting.ErrInvalidEvent},
+		{"refund total below amount", string(refunded(msgA, 5, 4)), posting.ErrInvalidEvent},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newMemStore()
+			_, err := newService(m).Apply(context.Background(), []byte(tt.body))
+			if !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+			if len(m.inbox) != 0 {
+				t.Errorf("inbox rows: got %d, want 0 (a rejected message must reach the DLQ, not look like a duplicate)", len(m.inbox))
+			}
+		})
+	}
+}
+
+func TestApplyFailedCommitLeavesNothing(t *testing.T) {
+	m := newMemStore()
+	m.failTx = errors.New("connection reset")
+	svc := newService(m)
+	_, err := svc.Apply(context.Background(), created(msgA, 1050))
+	if err == nil || errors.Is(err, posting.ErrMalformed) || errors.Is(err, posting.ErrInvalidEvent) {
+		t.Fatalf("got %v, want a transient error", err)
+	}
+	if len(m.inbox) != 0 || len(m.txs) != 0 {
+		t.Fatalf("got %d inbox rows and %d transactions after a failed commit, want none", len(m.inbox), len(m.txs))
+	}
+	m.failTx = nil
+	res, err := svc.Apply(context.Background(), created(msgA, 1050))
+	if err != nil || res.Outcome != posting.Applied {
+		t.Errorf("redelivery: got %v, %v; want applied", res.Outcome, err)
+	}
+}
+
+func TestQueries(t *testing.T) {
+	svc := newService(newMemStore())
+	ctx := context.Background()
+	if _, err := svc.Balances(ctx, ""); !errors.Is(err, ledger.ErrInvalidAccount) {
+		t.Errorf("empty account: got %v, want ErrInvalidAccount", err)
+	}
+	if _, err := svc.Balances(ctx, "nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
+		t.Errorf("unknown account: got %v, want ErrAccountNotFound", err)
+	}
+	if _, err := svc.Entries(ctx, paymentID); !errors.Is(err, ledger.ErrPaymentNotFound) {
+		t.Errorf("unknown payment: got %v, want ErrPaymentNotFound", err)
+	}
+}

@@ -1,0 +1,17 @@
+package ledger
+
+import "errors"
+
+// Sentinel errors, matched with errors.Is by the application and the HTTP adapter.
+var (
+	// ErrInvalidTransaction means the values given cannot form a balanced,
+	// well-identified ledger transaction. A message that produces it will never
+	// post, however often it is retried.
+	ErrInvalidTransaction = errors.New("invalid ledger transaction")
+	// ErrInvalidAccount means an account id is empty or too long.
+	ErrInvalidAccount = errors.New("invalid account id")
+	// ErrAccountNotFound means no entry was ever posted to the account.
+	ErrAccountNotFound = errors.New("account not found")
+	// ErrPaymentNotFound means no ledger transaction refers to the payment.
+	ErrPaymentNotFound = errors.New("payment not found in ledger")
+)
