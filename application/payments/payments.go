@@ -76,7 +76,10 @@ type Service struct {
 // NewService returns a Service. now is the clock and newID makes UUIDs for new
 // payments and refunds; both are injected so tests are deterministic.
 func NewService(repo Repository, now func() time.Time, newID func() string) *Service {
-	return &Service{repo: repo, now: now, newID: newID}
+	// Timestamps are kept to the microsecond, the precision Postgres stores, so
+	// a payment reads back exactly as the response that created it showed it.
+	micro := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
+	return &Service{repo: repo, now: micro, newID: newID}
 }
 
 // CreatePayment is the input of Create.

@@ -1,0 +1,215 @@
+// Package paymentstore is the payments service's Postgres repository. Every
+// write commits, in ONE transaction, the payment row, one outbox row per event
+// the payment recorded, and the idempotency key — the transactional outbox.
+// The relay (package outboxstore) publishes the outbox rows afterwards.
+package paymentstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// NotifyChannel is the LISTEN/NOTIFY channel a write signals when it commits
+// outbox rows, so an idle relay wakes at once instead of at its next poll.
+const NotifyChannel = "outbox_pending"
+
+var _ payments.Repository = (*Repository)(nil)
+
+// Repository implements payments.Repository on Postgres.
+type Repository struct {
+	pool   *pgxpool.Pool
+	notify bool
+}
+
+// Options tune a Repository.
+type Options struct {
+	// Notify sends NOTIFY outbox_pending in each write transaction. It makes
+	// the relay react in milliseconds, at a price: Postgres serialises the
+	// commits of transactions that sent a NOTIFY on a global lock, which caps
+	// write throughput under heavy concurrency. Off, the relay's poll finds the
+	// rows instead.
+	Notify bool
+}
+
+// New returns a Repository on pool.
+func New(pool *pgxpool.Pool, opts Options) *Repository {
+	return &Repository{pool: pool, notify: opts.Notify}
+}
+
+// Create implements payments.Repository.
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
+	var out payments.Outcome
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
+			out = replay
+			return err
+		}
+		s := p.Snapshot()
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			s.ID, s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
+		refund, err := r.queueCommit(b, p, key)
+		if err != nil {
+			return err
+		}
+		out = payments.Outcome{Payment: p, Refund: refund}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return payments.Outcome{}, mapErr(err)
+	}
+	return out, nil
+}
+
+// Update implements payments.Repository. SELECT … FOR UPDATE holds the
+// payment's row lock while fn runs, so concurrent refunds are applied one
+// after another and the domain always sees the latest refunded total.
+func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
+	var out payments.Outcome
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
+			out = replay
+			return err
+		}
+		p, err := get(ctx, tx, id, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err // rolled back: no state change, no outbox row
+		}
+		s := p.Snapshot()
+		b := &pgx.Batch{}
+		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4 WHERE id = $1`,
+			s.ID, s.RefundedMinor, s.Status, s.UpdatedAt)
+		refund, err := r.queueCommit(b, p, key)
+		if err != nil {
+			return err
+		}
+		out = payments.Outcome{Payment: p, Refund: refund}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return payments.Outcome{}, mapErr(err)
+	}
+	return out, nil
+}
+
+// queueCommit queues, after the state write already in b, one outbox row per
+// pulled event (and a refunds row per Refunded event), the idempotency key
+// with the outcome, and the NOTIFY. Queued into one batch, the whole write is
+// a single round trip inside its transaction.
+func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey) (*payment.Refund, error) {
+	var refund *payment.Refund
+	for _, e := range p.PullEvents() {
+		if ev, ok := e.(payment.Refunded); ok {
+			refund = &payment.Refund{ID: ev.RefundID, PaymentID: ev.PaymentID, Amount: ev.Amount, CreatedAt: ev.At}
+			b.Queue(`INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
+				ev.RefundID, ev.PaymentID, ev.Amount.Minor(), ev.At)
+		}
+		msgID, err := uuid.NewV7() // time-ordered: outbox inserts stay at the index's right edge
+		if err != nil {
+			return nil, fmt.Errorf("outbox message id: %w", err)
+		}
+		body, err := encodeEvent(msgID.String(), e)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
+			msgID, e.EventType(), e.AggregateID(), body)
+	}
+	if key != nil {
+		result, err := json.Marshal(toStored(p.Snapshot(), refund))
+		if err != nil {
+			return nil, fmt.Errorf("encode idempotent outcome: %w", err)
+		}
+		b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4)`,
+			key.Key, key.Fingerprint, p.ID(), result)
+	}
+	if r.notify {
+		b.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
+	}
+	return refund, nil
+}
+
+// claimKey makes the idempotency key this transaction's. A transaction-scoped
+// advisory lock on the key tells an in-flight twin apart (ErrKeyInFlight); once
+// held, a committed row with the key means a retry: its stored outcome is
+// returned with done set, or ErrKeyReused if the request differs. The lock is
+// taken before the read so the read's snapshot sees any twin that committed.
+func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+	if key == nil {
+		return payments.Outcome{}, false, nil
+	}
+	var locked bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, key.Key).Scan(&locked); err != nil {
+		return payments.Outcome{}, false, fmt.Errorf("lock idempotency key: %w", err)
+	}
+	if !locked {
+		return payments.Outcome{}, false, payments.ErrKeyInFlight
+	}
+	var fingerprint string
+	var raw []byte
+	err := tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys WHERE key = $1`, key.Key).Scan(&fingerprint, &raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return payments.Outcome{}, false, nil
+	}
+	if err != nil {
+		return payments.Outcome{}, false, fmt.Errorf("read idempotency key: %w", err)
+	}
+	if fingerprint != key.Fingerprint {
+		return payments.Outcome{}, false, payments.ErrKeyReused
+	}
+	var stored storedOutcome
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return payments.Outcome{}, false, fmt.Errorf("decode idempotent outcome: %w", err)
+	}
+	p, refund, err := stored.decode()
+	if err != nil {
+		return payments.Outcome{}, false, fmt.Errorf("decode idempotent outcome: %w", err)
+	}
+	return payments.Outcome{Payment: p, Refund: refund, Replayed: true}, true, nil
+}
+
+// Get implements payments.Repository.
+func (r *Repository) Get(ctx context.Context, id payment.ID) (*payment.Payment, error) {
+	return get(ctx, r.pool, id, "")
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func get(ctx context.Context, q querier, id payment.ID, lock string) (*payment.Payment, error) {
+	var s payment.Snapshot
+	err := q.QueryRow(ctx, `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at
+		FROM payments WHERE id = $1 `+lock, id).Scan(
+		&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID, &s.Description, &s.CreatedAt, &s.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", payment.ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read payment %s: %w", id, err)
+	}
+	return payment.Rehydrate(s)
+}
+
+// mapErr turns the one storage error a caller can act on into its port error:
+// a twin request that committed the same key between our lock and our insert.
+func mapErr(err error) error {
+	if postgres.IsUniqueViolation(err, "idempotency_keys_pkey") {
+		return fmt.Errorf("%w: %w", payments.ErrKeyInFlight, err)
+	}
+	return err
+}

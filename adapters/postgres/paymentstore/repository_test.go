@@ -1,0 +1,272 @@
+package paymentstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func newService(t *testing.T) (*payments.Service, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	repo := paymentstore.New(pool, paymentstore.Options{Notify: true})
+	return payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }), pool
+}
+
+func TestRepositoryContract(t *testing.T) {
+	t.Parallel()
+	paymentstest.RepositoryContract(t, func(t *testing.T) payments.Repository {
+		return paymentstore.New(pgtest.New(t, paymentsmigrations.FS), paymentstore.Options{})
+	})
+}
+
+type outboxRow struct {
+	ID, Type, AggregateID, Status string
+	Attempts                      int
+	Payload                       map[string]any
+}
+
+func outboxRows(t *testing.T, pool *pgxpool.Pool) []outboxRow {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT id::text, type, aggregate_id::text, status, attempts, payload FROM outbox ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []outboxRow
+	for rows.Next() {
+		var r outboxRow
+		if err := rows.Scan(&r.ID, &r.Type, &r.AggregateID, &r.Status, &r.Attempts, &r.Payload); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCreateWritesPaymentAndOutboxRow(t *testing.T) {
+	t.Parallel()
+	svc, pool := newService(t)
+	ctx := context.Background()
+	out, err := svc.Create(ctx, payments.CreatePayment{Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1", Description: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := string(out.Payment.ID())
+	if n := count(t, pool, `SELECT count(*) FROM payments WHERE id = $1`, id); n != 1 {
+		t.Fatalf("payments rows = %d, want 1", n)
+	}
+	rows := outboxRows(t, pool)
+	if len(rows) != 1 {
+		t.Fatalf("outbox rows = %d, want 1", len(rows))
+	}
+	r := rows[0]
+	if r.Type != "payment.created" || r.AggregateID != id || r.Status != "PENDING" || r.Attempts != 0 {
+		t.Errorf("outbox row = %+v", r)
+	}
+	// The payload is the CloudEvents document of SPEC §6, its id the row id.
+	want := map[string]any{
+		"specversion": "1.0", "id": r.ID, "type": "payment.created", "source": "/payments",
+		"subject": id, "time": out.Payment.CreatedAt().Format("2006-01-02T15:04:05.000Z07:00"),
+		"datacontenttype": "application/json", "dataversion": "1",
+		"data": map[string]any{"payment_id": id, "amount": 1050.0, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"},
+	}
+	if got, _ := json.Marshal(r.Payload); string(got) != mustJSON(want) {
+		t.Errorf("payload =\n%s\nwant\n%s", got, mustJSON(want))
+	}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func TestRefundWritesRefundAndOutboxRow(t *testing.T) {
+	t.Parallel()
+	svc, pool := newService(t)
+	ctx := context.Background()
+	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "USD", PayerID: "a", MerchantID: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 250})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM refunds WHERE id = $1 AND amount = 250`, string(out.Refund.ID)); n != 1 {
+		t.Errorf("refund rows = %d, want 1", n)
+	}
+	var data map[string]any
+	for _, r := range outboxRows(t, pool) {
+		if r.Type == "payment.refunded" {
+			data = r.Payload["data"].(map[string]any)
+		}
+	}
+	want := map[string]any{
+		"payment_id": string(created.Payment.ID()), "refund_id": string(out.Refund.ID), "amount": 250.0,
+		"currency": "USD", "payer_id": "a", "merchant_id": "b", "refunded_amount": 250.0,
+	}
+	if mustJSON(data) != mustJSON(want) {
+		t.Errorf("refunded data = %v, want %v", data, want)
+	}
+}
+
+// A transaction that fails after the state write leaves NEITHER the state nor
+// the outbox row: the dual-write problem cannot happen.
+func TestFailedOutboxInsertRollsBackTheState(t *testing.T) {
+	t.Parallel()
+	svc, pool := newService(t)
+	ctx := context.Background()
+	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From now on every outbox insert violates a constraint.
+	if _, err := pool.Exec(ctx, `ALTER TABLE outbox ADD CONSTRAINT fail_inserts CHECK (false) NOT VALID`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Create(ctx, payments.CreatePayment{Amount: 777, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	if err == nil {
+		t.Fatal("create succeeded although its outbox insert must fail")
+	}
+	if n := count(t, pool, `SELECT count(*) FROM payments WHERE amount = 777`); n != 0 {
+		t.Errorf("payment row exists without its outbox row")
+	}
+	_, err = svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 100})
+	if err == nil {
+		t.Fatal("refund succeeded although its outbox insert must fail")
+	}
+	if n := count(t, pool, `SELECT count(*) FROM payments WHERE refunded_amount <> 0`); n != 0 {
+		t.Errorf("refund state committed without its outbox row")
+	}
+	if n := count(t, pool, `SELECT count(*) FROM refunds`); n != 0 {
+		t.Errorf("refund row committed without its outbox row")
+	}
+	if n := count(t, pool, `SELECT count(*) FROM outbox`); n != 1 {
+		t.Errorf("outbox rows = %d, want only the first payment's", n)
+	}
+}
+
+func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
+	t.Parallel()
+	svc, pool := newService(t)
+	ctx := context.Background()
+	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			_, err := svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 100})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	ok := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, payment.ErrRefundExceedsAmount):
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if ok != 10 {
+		t.Errorf("%d refunds succeeded, want 10", ok)
+	}
+	p, err := svc.Get(ctx, created.Payment.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RefundedMinor() != 1000 || p.Status() != payment.StatusRefunded {
+		t.Errorf("refunded %d status %q, want 1000 refunded", p.RefundedMinor(), p.Status())
+	}
+	if n := count(t, pool, `SELECT count(*) FROM outbox WHERE type = 'payment.refunded'`); n != ok {
+		t.Errorf("refunded outbox rows = %d, want one per successful refund (%d)", n, ok)
+	}
+	if n := count(t, pool, `SELECT coalesce(sum(amount), 0) FROM refunds`); n != 1000 {
+		t.Errorf("sum of refunds = %d, want 1000", n)
+	}
+}
+
+func TestConcurrentRequestsWithOneKeyCreateOnePayment(t *testing.T) {
+	t.Parallel()
+	svc, pool := newService(t)
+	ctx := context.Background()
+	req := payments.CreatePayment{Amount: 500, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: "same-key"}
+	var wg sync.WaitGroup
+	results := make(chan error, 20)
+	ids := make(chan payment.ID, 20)
+	for range 20 {
+		wg.Go(func() {
+			out, err := svc.Create(ctx, req)
+			if err == nil {
+				ids <- out.Payment.ID()
+			}
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	close(ids)
+	for err := range results {
+		if err != nil && !errors.Is(err, payments.ErrKeyInFlight) {
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	distinct := map[payment.ID]bool{}
+	for id := range ids {
+		distinct[id] = true
+	}
+	if len(distinct) != 1 {
+		t.Errorf("requests answered with %d distinct payments, want 1", len(distinct))
+	}
+	if n := count(t, pool, `SELECT count(*) FROM payments`); n != 1 {
+		t.Errorf("payments rows = %d, want 1", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM outbox`); n != 1 {
+		t.Errorf("outbox rows = %d, want 1", n)
+	}
+	// After the race, a retry replays.
+	out, err := svc.Create(ctx, req)
+	if err != nil || !out.Replayed {
+		t.Fatalf("retry after race: replayed=%v err=%v", out.Replayed, err)
+	}
+	if _, ok := distinct[out.Payment.ID()]; !ok {
+		t.Errorf("replay returned %s, not the created payment", out.Payment.ID())
+	}
+}
