@@ -1,0 +1,101 @@
+package relay
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Stats is a snapshot of the outbox backlog: what `payments outbox stats` prints
+// and the gauges export.
+type Stats struct {
+	Pending       int64
+	Dead          int64
+	OldestPending time.Duration // age of the oldest PENDING row; 0 when none
+	ByType        []TypeStats   // sorted by type
+}
+
+// TypeStats is the backlog of one event type.
+type TypeStats struct {
+	Type          string
+	Pending       int64
+	Dead          int64
+	OldestPending time.Duration
+}
+
+// StatsSource reads the backlog snapshot.
+type StatsSource interface {
+	// Stats counts PENDING and DEAD rows, overall and per type, and measures the
+	// age of the oldest PENDING row on the database's clock.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// RefreshGauges copies Stats into the gauges every interval until ctx ends. The
+// gauges come from the table rather than from this process's counters because
+// several replicas share one outbox: each replica reports the whole backlog.
+func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.Duration, log *slog.Logger) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s, err := src.Stats(ctx)
+		switch {
+		case err == nil:
+			m.setStats(s)
+		case ctx.Err() == nil:
+			log.WarnContext(ctx, "outbox stats failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Cleaner deletes what the outbox no longer needs.
+type Cleaner interface {
+	// DeletePublished deletes at most limit PUBLISHED rows published before cutoff
+	// and returns how many it deleted. PENDING and DEAD rows are never touched:
+	// only acknowledged events may go.
+	DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int, error)
+}
+
+// Cleanup deletes PUBLISHED rows older than retention every interval until ctx
+// ends. It deletes in batches of batchSize, one short transaction each, so it
+// never holds long locks or bloats one transaction on a big table, and it stops
+// between batches as soon as ctx ends.
+func Cleanup(ctx context.Context, c Cleaner, retention, every time.Duration, batchSize int, now func() time.Time, log *slog.Logger) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		total, err := CleanupOnce(ctx, c, now().Add(-retention), batchSize)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.WarnContext(ctx, "outbox cleanup failed", "err", err, "deleted", total)
+		case total > 0:
+			log.InfoContext(ctx, "outbox cleanup", "deleted", total)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// CleanupOnce deletes every PUBLISHED row published before cutoff, batchSize rows
+// at a time, and returns how many it deleted.
+func CleanupOnce(ctx context.Context, c Cleaner, cutoff time.Time, batchSize int) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := c.DeletePublished(ctx, cutoff, batchSize)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < batchSize {
+			return total, nil
+		}
+	}
+	return total, ctx.Err()
+}
