@@ -299,7 +299,7 @@ func TestBackoff(t *testing.T) {
 		{attempts: 1, rnd: 0.999999999, want: time.Second},
 		{attempts: 2, rnd: 0, want: time.Second},
 		{attempts: 3, rnd: 0.5, want: 3 * time.Second},
-		{attempts: 7, rnd: 0, want: 30 * time.Second},     // 64s capped to 60s
+		{attempts: 7, rnd: 0, want: 30 * time.Second},    // 64s capped to 60s
 		{attempts: 1000, rnd: 0, want: 30 * time.Second}, // no overflow
 		{attempts: 1000, rnd: 0.5, want: 45 * time.Second},
 	}
