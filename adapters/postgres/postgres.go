@@ -63,3 +63,11 @@ func IsUniqueViolation(err error, constraint string) bool {
 	}
 	return constraint == "" || pgErr.ConstraintName == constraint
 }
+
+// IsUnavailable reports whether err means the server could not be reached or
+// did not answer in time, as opposed to refusing the statement: the caller
+// may retry later and nothing was written.
+func IsUnavailable(err error) bool {
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -193,3 +193,7 @@ func idempotencyKey(key string, parts ...string) (*IdempotencyKey, error) {
 	}
 	return &IdempotencyKey{Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
 }
+
+// ErrUnavailable means a dependency (the database) could not be reached in
+// time. Nothing was written; the client may retry, with the same key.
+var ErrUnavailable = errors.New("service unavailable")

@@ -200,16 +200,20 @@ func get(ctx context.Context, q querier, id payment.ID, lock string) (*payment.P
 		return nil, fmt.Errorf("%w: %s", payment.ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read payment %s: %w", id, err)
+		return nil, mapErr(fmt.Errorf("read payment %s: %w", id, err))
 	}
 	return payment.Rehydrate(s)
 }
 
-// mapErr turns the one storage error a caller can act on into its port error:
-// a twin request that committed the same key between our lock and our insert.
+// mapErr turns the storage errors a caller can act on into port errors: a twin
+// request that committed the same key between our lock and our insert, and a
+// database that cannot be reached.
 func mapErr(err error) error {
 	if postgres.IsUniqueViolation(err, "idempotency_keys_pkey") {
 		return fmt.Errorf("%w: %w", payments.ErrKeyInFlight, err)
+	}
+	if postgres.IsUnavailable(err) {
+		return fmt.Errorf("%w: %w", payments.ErrUnavailable, err)
 	}
 	return err
 }

@@ -1,0 +1,100 @@
+// Package httpapi is the payments service's HTTP API (SPEC §5) on chi:
+// decoding and validating requests, the Idempotency-Key header, and turning
+// errors into RFC 9457 problem+json in one place (writeError).
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// Service is what the API needs of the application.
+type Service interface {
+	Create(ctx context.Context, c payments.CreatePayment) (payments.Outcome, error)
+	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
+	Refund(ctx context.Context, c payments.Refund) (payments.Outcome, error)
+}
+
+// Config is what NewHandler wires together.
+type Config struct {
+	Service Service
+	// Ready reports whether the service can do its work (the database
+	// answers); /readyz answers 503 while it returns an error.
+	Ready func(ctx context.Context) error
+	Log   *slog.Logger
+	// Metrics, when set, instruments every request; Gatherer, when set, is
+	// served on /metrics.
+	Metrics  *instrument.Metrics
+	Gatherer prometheus.Gatherer
+	// RequestTimeout bounds each request's work (default 5s), so a database
+	// outage answers 503 quickly instead of hanging the client.
+	RequestTimeout time.Duration
+}
+
+// MaxBodyBytes is the largest request body accepted.
+const MaxBodyBytes = 64 << 10
+
+// NewHandler returns the API's router.
+func NewHandler(cfg Config) http.Handler {
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 5 * time.Second
+	}
+	a := &api{svc: cfg.Service, log: cfg.Log}
+	r := chi.NewRouter()
+	r.Use(instrument.Middleware(cfg.Log, cfg.Metrics)...)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
+	})
+
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if cfg.Ready != nil {
+			if err := cfg.Ready(ctx); err != nil {
+				cfg.Log.WarnContext(ctx, "not ready", "err", err)
+				w.Header().Set("Retry-After", "1")
+				problem.Write(w, problem.New(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	if cfg.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+
+	r.Group(func(r chi.Router) {
+		r.Use(timeout(cfg.RequestTimeout))
+		r.Post("/payments", a.createPayment)
+		r.Get("/payments/{id}", a.getPayment)
+		r.Post("/payments/{id}/refunds", a.refundPayment)
+	})
+	return r
+}
+
+func timeout(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}

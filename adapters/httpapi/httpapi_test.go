@@ -1,0 +1,342 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// newServer is the real router on the real service and a real Postgres.
+func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
+	t.Helper()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{Notify: true}), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() })
+	reg := prometheus.NewRegistry()
+	h := httpapi.NewHandler(httpapi.Config{
+		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, pool
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q: %v", r.body, err)
+	}
+	return m
+}
+
+func do(t *testing.T, srv *httptest.Server, method, path, contentType, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{res.StatusCode, res.Header, b}
+}
+
+const createBody = `{"amount": 1050, "currency": "brl", "payer_id": "cus_1", "merchant_id": "mer_1", "description": "coffee"}`
+
+func create(t *testing.T, srv *httptest.Server, header ...string) response {
+	t.Helper()
+	return do(t, srv, http.MethodPost, "/payments", "application/json", createBody, header...)
+}
+
+func TestCreateGetRefund(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+
+	res := create(t, srv)
+	if res.status != http.StatusCreated {
+		t.Fatalf("create: status %d %s", res.status, res.body)
+	}
+	p := res.json(t)
+	id, _ := p["id"].(string)
+	if res.header.Get("Location") != "/payments/"+id {
+		t.Errorf("Location = %q, want /payments/%s", res.header.Get("Location"), id)
+	}
+	for k, want := range map[string]any{"status": "created", "amount": 1050.0, "refunded_amount": 0.0, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"} {
+		if p[k] != want {
+			t.Errorf("create: %s = %v, want %v", k, p[k], want)
+		}
+	}
+	if res.header.Get("X-Request-Id") == "" {
+		t.Error("no X-Request-Id on the response")
+	}
+
+	got := do(t, srv, http.MethodGet, "/payments/"+id, "", "")
+	if got.status != http.StatusOK {
+		t.Fatalf("get: status %d", got.status)
+	}
+	if g := got.json(t); g["created_at"] != p["created_at"] || g["amount"] != p["amount"] {
+		t.Errorf("get = %v, want what create returned %v", g, p)
+	}
+
+	ref := do(t, srv, http.MethodPost, "/payments/"+id+"/refunds", "application/json", `{"amount": 50}`)
+	if ref.status != http.StatusCreated {
+		t.Fatalf("refund: status %d %s", ref.status, ref.body)
+	}
+	r := ref.json(t)
+	refund, _ := r["refund"].(map[string]any)
+	if r["status"] != "partially_refunded" || r["refunded_amount"] != 50.0 || refund == nil || refund["amount"] != 50.0 || refund["id"] == "" {
+		t.Errorf("refund response = %s", ref.body)
+	}
+	over := do(t, srv, http.MethodPost, "/payments/"+id+"/refunds", "application/json", `{"amount": 1001}`)
+	assertProblem(t, over, http.StatusConflict, "/problems/refund-exceeds-amount")
+
+	// Exactly the matching outbox rows exist.
+	var created, refunded int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE type = 'payment.created'), count(*) FILTER (WHERE type = 'payment.refunded') FROM outbox WHERE aggregate_id = $1`, id).Scan(&created, &refunded); err != nil {
+		t.Fatal(err)
+	}
+	if created != 1 || refunded != 1 {
+		t.Errorf("outbox: %d created, %d refunded; want 1 and 1", created, refunded)
+	}
+}
+
+func assertProblem(t *testing.T, res response, status int, typ string) map[string]any {
+	t.Helper()
+	if res.status != status {
+		t.Fatalf("status = %d, want %d; body %s", res.status, status, res.body)
+	}
+	if ct := res.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("Content-Type = %q, want application/problem+json", ct)
+	}
+	p := res.json(t)
+	if p["type"] != typ || p["status"] != float64(status) || p["title"] == "" {
+		t.Errorf("problem = %s, want type %s status %d", res.body, typ, status)
+	}
+	return p
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+	created := create(t, srv).json(t)
+	id := created["id"].(string)
+	huge := `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "description": "` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`
+
+	tests := []struct {
+		name, method, path, ct, body string
+		status                       int
+		typ                          string
+	}{
+		{"wrong content type", "POST", "/payments", "text/plain", createBody, 415, "/problems/unsupported-media-type"},
+		{"no content type", "POST", "/payments", "", createBody, 415, "/problems/unsupported-media-type"},
+		{"empty body", "POST", "/payments", "application/json", "", 400, "/problems/malformed-body"},
+		{"malformed json", "POST", "/payments", "application/json", `{"amount":`, 400, "/problems/malformed-body"},
+		{"not an object", "POST", "/payments", "application/json", `[1,2]`, 400, "/problems/malformed-body"},
+		{"trailing data", "POST", "/payments", "application/json", createBody + `{}`, 400, "/problems/malformed-body"},
+		{"unknown field", "POST", "/payments", "application/json", `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "amout": 2}`, 400, "/problems/malformed-body"},
+		{"wrong field type", "POST", "/payments", "application/json", `{"amount": 1, "currency": 986, "payer_id": "a", "merchant_id": "b"}`, 400, "/problems/malformed-body"},
+		{"body too large", "POST", "/payments", "application/json", huge, 413, "/problems/body-too-large"},
+		{"fractional amount", "POST", "/payments", "application/json", `{"amount": 10.5, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"string amount", "POST", "/payments", "application/json", `{"amount": "10", "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"overflowing amount", "POST", "/payments", "application/json", `{"amount": 9223372036854775808, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"zero amount", "POST", "/payments", "application/json", `{"amount": 0, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"negative amount", "POST", "/payments", "application/json", `{"amount": -1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"unknown currency", "POST", "/payments", "application/json", `{"amount": 1, "currency": "ABC", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"missing fields", "POST", "/payments", "application/json", `{}`, 422, "/problems/validation-failed"},
+		{"malformed id", "GET", "/payments/not-a-uuid", "", "", 404, "/problems/payment-not-found"},
+		{"sql in id", "GET", "/payments/'%20OR%201=1--", "", "", 404, "/problems/payment-not-found"},
+		{"unknown id", "GET", "/payments/" + uuid.NewString(), "", "", 404, "/problems/payment-not-found"},
+		{"refund unknown id", "POST", "/payments/" + uuid.NewString() + "/refunds", "application/json", `{"amount": 1}`, 404, "/problems/payment-not-found"},
+		{"refund malformed id", "POST", "/payments/123/refunds", "application/json", `{"amount": 1}`, 404, "/problems/payment-not-found"},
+		{"refund zero", "POST", "/payments/" + id + "/refunds", "application/json", `{"amount": 0}`, 422, "/problems/validation-failed"},
+		{"refund missing amount", "POST", "/payments/" + id + "/refunds", "application/json", `{}`, 422, "/problems/validation-failed"},
+		{"refund unknown field", "POST", "/payments/" + id + "/refunds", "application/json", `{"amount": 1, "reason": "x"}`, 400, "/problems/malformed-body"},
+		{"wrong method", "DELETE", "/payments/" + id, "", "", 405, "/problems/method-not-allowed"},
+		{"unknown route", "GET", "/nope", "", "", 404, "/problems/not-found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertProblem(t, do(t, srv, tt.method, tt.path, tt.ct, tt.body), tt.status, tt.typ)
+		})
+	}
+
+	t.Run("validation lists every bad field", func(t *testing.T) {
+		p := assertProblem(t, do(t, srv, "POST", "/payments", "application/json", `{"amount": -1, "currency": "ZZZ", "payer_id": "", "merchant_id": "m"}`), 422, "/problems/validation-failed")
+		var fields []string
+		for _, e := range p["errors"].([]any) {
+			fields = append(fields, e.(map[string]any)["field"].(string))
+		}
+		if strings.Join(fields, ",") != "amount,currency,payer_id" {
+			t.Errorf("fields = %v, want amount, currency, payer_id", fields)
+		}
+	})
+
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM payments) + (SELECT count(*) FROM outbox)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("rows after bad requests = %d, want the first payment and its outbox row only", n)
+	}
+}
+
+func TestTextIsStoredVerbatim(t *testing.T) {
+	t.Parallel()
+	srv, _ := newServer(t)
+	desc := `Robert'); DROP TABLE payments;-- ☃ "quoted" \ 支付`
+	body, _ := json.Marshal(map[string]any{"amount": 1, "currency": "JPY", "payer_id": "ü'1", "merchant_id": "m;--", "description": desc})
+	res := do(t, srv, "POST", "/payments", "application/json; charset=utf-8", string(body))
+	if res.status != 201 {
+		t.Fatalf("status %d %s", res.status, res.body)
+	}
+	got := do(t, srv, "GET", res.header.Get("Location"), "", "").json(t)
+	if got["description"] != desc || got["payer_id"] != "ü'1" || got["merchant_id"] != "m;--" {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+	first := create(t, srv, "Idempotency-Key", "key-1")
+	if first.status != 201 || first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d replayed=%q", first.status, first.header.Get("Idempotent-Replayed"))
+	}
+	again := create(t, srv, "Idempotency-Key", "key-1")
+	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
+		t.Fatalf("retry: %d replayed=%q body\n%s\nwant\n%s", again.status, again.header.Get("Idempotent-Replayed"), again.body, first.body)
+	}
+	other := do(t, srv, "POST", "/payments", "application/json", `{"amount": 2, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "Idempotency-Key", "key-1")
+	assertProblem(t, other, 422, "/problems/idempotency-key-reused")
+	bad := create(t, srv, "Idempotency-Key", strings.Repeat("k", 256))
+	assertProblem(t, bad, 400, "/problems/invalid-idempotency-key")
+
+	// Refunds: a retry replays the first refund's response, even after the
+	// payment changed, and refunds nothing more.
+	id := first.json(t)["id"].(string)
+	r1 := do(t, srv, "POST", "/payments/"+id+"/refunds", "application/json", `{"amount": 100}`, "Idempotency-Key", "refund-1")
+	do(t, srv, "POST", "/payments/"+id+"/refunds", "application/json", `{"amount": 200}`)
+	r2 := do(t, srv, "POST", "/payments/"+id+"/refunds", "application/json", `{"amount": 100}`, "Idempotency-Key", "refund-1")
+	if r1.status != 201 || r2.status != 201 || r2.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(r1.body, r2.body) {
+		t.Fatalf("refund replay: %d/%d body\n%s\nwant\n%s", r1.status, r2.status, r2.body, r1.body)
+	}
+	if got := do(t, srv, "GET", "/payments/"+id, "", "").json(t)["refunded_amount"]; got != 300.0 {
+		t.Errorf("refunded_amount = %v, want 300", got)
+	}
+
+	// While a request holds the key, a twin gets 409 with Retry-After.
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('key-busy', 7231))`); err != nil {
+		t.Fatal(err)
+	}
+	busy := create(t, srv, "Idempotency-Key", "key-busy")
+	assertProblem(t, busy, 409, "/problems/idempotency-key-in-flight")
+	if busy.header.Get("Retry-After") == "" {
+		t.Error("409 in flight without Retry-After")
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('key-busy', 7231))`); err != nil {
+		t.Fatal(err)
+	}
+	if res := create(t, srv, "Idempotency-Key", "key-busy"); res.status != 201 {
+		t.Errorf("after the twin finished: %d", res.status)
+	}
+}
+
+func TestConcurrentSameKeyCreatesOnePayment(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	ids := map[string]bool{}
+	for range 20 {
+		wg.Go(func() {
+			res := create(t, srv, "Idempotency-Key", "race")
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[res.status]++
+			if res.status == 201 {
+				ids[res.json(t)["id"].(string)] = true
+			}
+		})
+	}
+	wg.Wait()
+	if statuses[201] == 0 || statuses[201]+statuses[409] != 20 {
+		t.Errorf("statuses = %v, want only 201 and 409", statuses)
+	}
+	if len(ids) != 1 {
+		t.Errorf("201 responses named %d payments, want 1", len(ids))
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM payments`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("payments rows = %d, want 1", n)
+	}
+}
+
+func TestHealthReadyMetrics(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+	if res := do(t, srv, "GET", "/healthz", "", ""); res.status != 200 {
+		t.Errorf("healthz: %d", res.status)
+	}
+	if res := do(t, srv, "GET", "/readyz", "", ""); res.status != 200 {
+		t.Errorf("readyz: %d", res.status)
+	}
+	create(t, srv)
+	res := do(t, srv, "GET", "/metrics", "", "")
+	if res.status != 200 || !strings.Contains(string(res.body), `http_requests_total{code="201",method="POST",route="/payments"} 1`) {
+		t.Errorf("metrics: %d\n%s", res.status, res.body)
+	}
+	pool.Close() // the database is gone: not ready
+	assertProblem(t, do(t, srv, "GET", "/readyz", "", ""), 503, "/problems/not-ready")
+}

@@ -1,0 +1,107 @@
+// Package instrument is the HTTP middleware both services share: a request id,
+// a structured access log line per request, Prometheus request metrics, and a
+// panic guard that answers 500 problem+json instead of dropping the connection.
+package instrument
+
+import (
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
+)
+
+// Metrics are the HTTP request metrics. Create them once per process with
+// NewMetrics; Middleware labels them by chi's route pattern, never the raw
+// path, so ids in URLs cannot explode the label set.
+type Metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers http_requests_total and http_request_duration_seconds
+// on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total",
+			Help: "HTTP requests answered, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by method and route pattern.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"method", "route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// Middleware returns the shared middleware chain for a chi router: request id
+// (an incoming X-Request-Id is kept, else one is made, and it is echoed back),
+// panic recovery, metrics and the access log.
+func Middleware(log *slog.Logger, m *Metrics) []func(http.Handler) http.Handler {
+	return []func(http.Handler) http.Handler{middleware.RequestID, observe(log, m), recoverer(log)}
+}
+
+func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			reqID := middleware.GetReqID(r.Context())
+			w.Header().Set("X-Request-Id", reqID)
+			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+			next.ServeHTTP(ww, r)
+
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			elapsed := time.Since(start)
+			if m != nil {
+				m.requests.WithLabelValues(r.Method, route, strconv.Itoa(status)).Inc()
+				m.duration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
+			}
+			level := slog.LevelInfo
+			if status >= 500 {
+				level = slog.LevelError
+			}
+			log.LogAttrs(r.Context(), level, "http request",
+				slog.String("request_id", reqID),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int("bytes", ww.BytesWritten()),
+				slog.Duration("duration", elapsed),
+				slog.String("remote", r.RemoteAddr),
+			)
+		})
+	}
+}
+
+func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					log.ErrorContext(r.Context(), "handler panic", "panic", v, "request_id", middleware.GetReqID(r.Context()))
+					problem.Write(w, problem.New(http.StatusInternalServerError, "internal", ""))
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}

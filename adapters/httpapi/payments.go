@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+type api struct {
+	svc Service
+	log *slog.Logger
+}
+
+// IdempotencyHeader carries the client's idempotency key; ReplayedHeader marks
+// a response replayed for a retry.
+const (
+	IdempotencyHeader = "Idempotency-Key"
+	ReplayedHeader    = "Idempotent-Replayed"
+)
+
+type createRequest struct {
+	Amount      json.RawMessage `json:"amount"`
+	Currency    string          `json:"currency"`
+	PayerID     string          `json:"payer_id"`
+	MerchantID  string          `json:"merchant_id"`
+	Description string          `json:"description"`
+}
+
+type refundRequest struct {
+	Amount json.RawMessage `json:"amount"`
+}
+
+type paymentResponse struct {
+	ID             string          `json:"id"`
+	Status         string          `json:"status"`
+	Amount         int64           `json:"amount"`
+	RefundedAmount int64           `json:"refunded_amount"`
+	Currency       string          `json:"currency"`
+	PayerID        string          `json:"payer_id"`
+	MerchantID     string          `json:"merchant_id"`
+	Description    string          `json:"description"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
+	Refund         *refundResponse `json:"refund,omitempty"`
+}
+
+type refundResponse struct {
+	ID        string    `json:"id"`
+	Amount    int64     `json:"amount"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toResponse(p *payment.Payment, r *payment.Refund) paymentResponse {
+	out := paymentResponse{
+		ID: string(p.ID()), Status: string(p.Status()), Amount: p.Amount().Minor(),
+		RefundedAmount: p.RefundedMinor(), Currency: p.Amount().Currency(),
+		PayerID: p.PayerID(), MerchantID: p.MerchantID(), Description: p.Description(),
+		CreatedAt: p.CreatedAt(), UpdatedAt: p.UpdatedAt(),
+	}
+	if r != nil {
+		out.Refund = &refundResponse{ID: string(r.ID), Amount: r.Amount.Minor(), CreatedAt: r.CreatedAt}
+	}
+	return out
+}
+
+func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := decode(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	amount, err := parseAmount(req.Amount)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Create(r.Context(), payments.CreatePayment{
+		Amount: amount, Currency: req.Currency, PayerID: req.PayerID, MerchantID: req.MerchantID,
+		Description: req.Description, IdempotencyKey: r.Header.Get(IdempotencyHeader),
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/payments/"+string(out.Payment.ID()))
+	writeOutcome(w, out)
+}
+
+func (a *api) getPayment(w http.ResponseWriter, r *http.Request) {
+	id, err := payment.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	p, err := a.svc.Get(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toResponse(p, nil))
+}
+
+func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
+	id, err := payment.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var req refundRequest
+	if err := decode(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	amount, err := parseAmount(req.Amount)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Refund(r.Context(), payments.Refund{PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeOutcome(w, out)
+}
+
+// writeOutcome answers 201 with the outcome; a replay gets the same status
+// and body as the first response, plus Idempotent-Replayed: true.
+func writeOutcome(w http.ResponseWriter, out payments.Outcome) {
+	if out.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
+	writeJSON(w, http.StatusCreated, toResponse(out.Payment, out.Refund))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
