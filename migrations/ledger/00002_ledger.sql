@@ -32,36 +32,32 @@ CREATE INDEX ledger_entries_transaction_id_idx ON ledger_entries (transaction_id
 -- sum come from the index alone.
 CREATE INDEX ledger_entries_account_idx ON ledger_entries (account_id, currency) INCLUDE (amount);
 
--- The database-level guard that every ledger transaction balances: at commit,
--- each touched transaction must have at least two entries and sum to zero in
--- every currency, whatever code wrote it. The triggers are deferred so that a
--- transaction and its entries can be inserted in any order within one commit.
+-- The database-level guard that every ledger transaction balances, whatever
+-- code writes to these tables:
+--
+-- 1. At commit, each new transaction must have at least two entries and sum to
+--    zero in every currency. The trigger is deferred, so a transaction and its
+--    entries can be written by separate statements within one commit.
+-- 2. Entries are written together with their transaction, never added later:
+--    an entry whose transaction was committed by an earlier database
+--    transaction is refused (check 1 has already passed for it).
+-- 3. The ledger is append-only: a correction is a new transaction, never an
+--    UPDATE or DELETE of history.
+--
+-- Checks 2 and 3 cost nothing per entry on the normal path (one statement-level
+-- check, and a trigger that never fires), which keeps the consumer fast.
 -- +goose StatementBegin
 CREATE FUNCTION ledger_check_balanced() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-    txid bigint;
-    legs bigint;
+    legs     bigint;
+    balanced boolean;
 BEGIN
-    IF TG_TABLE_NAME = 'ledger_transactions' THEN
-        txid := NEW.id;
-    ELSIF TG_OP = 'DELETE' THEN
-        txid := OLD.transaction_id;
-    ELSE
-        txid := NEW.transaction_id;
-    END IF;
-    -- A deleted transaction has nothing left to balance.
-    IF NOT EXISTS (SELECT 1 FROM ledger_transactions WHERE id = txid) THEN
-        RETURN NULL;
-    END IF;
-    SELECT count(*) INTO legs FROM ledger_entries WHERE transaction_id = txid;
-    IF legs < 2 THEN
-        RAISE EXCEPTION 'ledger transaction % has % entries, needs at least 2', txid, legs
-            USING ERRCODE = 'check_violation';
-    END IF;
-    IF EXISTS (SELECT 1 FROM ledger_entries WHERE transaction_id = txid
-               GROUP BY currency HAVING sum(amount) <> 0) THEN
-        RAISE EXCEPTION 'ledger transaction % does not balance', txid
+    SELECT coalesce(sum(n), 0), coalesce(bool_and(total = 0), false) INTO legs, balanced
+    FROM (SELECT count(*) AS n, sum(amount) AS total
+          FROM ledger_entries WHERE transaction_id = NEW.id GROUP BY currency) per_currency;
+    IF legs < 2 OR NOT balanced THEN
+        RAISE EXCEPTION 'ledger transaction % does not balance (% entries)', NEW.id, legs
             USING ERRCODE = 'check_violation';
     END IF;
     RETURN NULL;
@@ -74,12 +70,46 @@ CREATE CONSTRAINT TRIGGER ledger_transactions_balanced
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION ledger_check_balanced();
 
-CREATE CONSTRAINT TRIGGER ledger_entries_balanced
-    AFTER INSERT OR UPDATE OR DELETE ON ledger_entries
-    DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION ledger_check_balanced();
+-- +goose StatementBegin
+CREATE FUNCTION ledger_entries_with_their_transaction() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM new_entries e JOIN ledger_transactions t ON t.id = e.transaction_id
+               WHERE t.xmin <> pg_current_xact_id()::xid) THEN
+        RAISE EXCEPTION 'ledger entries can only be written together with their transaction'
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER ledger_entries_with_their_transaction
+    AFTER INSERT ON ledger_entries
+    REFERENCING NEW TABLE AS new_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger_entries_with_their_transaction();
+
+-- +goose StatementBegin
+CREATE FUNCTION ledger_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% is append-only; post a correcting transaction instead', TG_TABLE_NAME
+        USING ERRCODE = 'check_violation';
+END;
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER ledger_entries_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON ledger_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
+
+CREATE TRIGGER ledger_transactions_append_only
+    BEFORE UPDATE OR DELETE OR TRUNCATE ON ledger_transactions
+    FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only();
 
 -- +goose Down
 DROP TABLE ledger_entries;
 DROP TABLE ledger_transactions;
 DROP FUNCTION ledger_check_balanced();
+DROP FUNCTION ledger_entries_with_their_transaction();
+DROP FUNCTION ledger_append_only();

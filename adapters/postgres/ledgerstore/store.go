@@ -1,0 +1,239 @@
+// Package ledgerstore is the ledger service's Postgres adapter: the inbox and
+// ledger repositories that share one transaction (posting.Transactor), the
+// read queries behind the HTTP API, inbox cleanup, and the read-only view of
+// the payments database that `ledger reconcile` compares against.
+package ledgerstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// Store implements the posting ports on the ledger database.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var (
+	_ posting.Transactor  = (*Store)(nil)
+	_ posting.Reader      = (*Store)(nil)
+	_ posting.Cleaner     = (*Store)(nil)
+	_ posting.LedgerFacts = (*Store)(nil)
+)
+
+// New returns a Store on pool, a pool on the migrated ledger database.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
+}
+
+// Transact runs fn in one database transaction with the inbox and ledger
+// repositories bound to it. pgx.BeginFunc commits when fn returns nil and
+// rolls back otherwise; a failed commit is returned, never swallowed.
+func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return fn(posting.Repos{Inbox: inbox{tx}, Ledger: ledgerRepo{tx}})
+	})
+}
+
+// Ping reports whether the database answers; /readyz uses it.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+type inbox struct{ tx pgx.Tx }
+
+// Insert is the first layer of idempotency: the primary key on the message id
+// turns a redelivery into zero inserted rows.
+func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, error) {
+	var processed *time.Time
+	if !msg.ProcessedAt.IsZero() {
+		processed = &msg.ProcessedAt
+	}
+	var errText *string
+	if msg.Error != "" {
+		errText = &msg.Error
+	}
+	tag, err := i.tx.Exec(ctx, `
+		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (id) DO NOTHING`,
+		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText)
+	if err != nil {
+		return false, fmt.Errorf("insert inbox message: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Annotate sets the error/note column of one inbox row.
+func (i inbox) Annotate(ctx context.Context, id, note string) error {
+	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
+		return fmt.Errorf("annotate inbox message: %w", err)
+	}
+	return nil
+}
+
+type ledgerRepo struct{ tx pgx.Tx }
+
+// postSQL inserts the transaction and its entries in one statement (one
+// round trip). ON CONFLICT DO NOTHING without a target covers both unique
+// constraints, message id and business key: a conflict inserts no
+// transaction, so the entries' SELECT finds no row and inserts nothing, and
+// the statement returns zero rows. The balance trigger runs at commit.
+const postSQL = `
+WITH t AS (
+	INSERT INTO ledger_transactions (message_id, payment_id, kind, refund_id, amount, currency, occurred_at, posted_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT DO NOTHING
+	RETURNING id
+)
+INSERT INTO ledger_entries (transaction_id, account_id, amount, currency)
+SELECT t.id, e.account_id, e.amount, e.currency
+FROM t, unnest($9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY AS e(account_id, amount, currency, n)
+ORDER BY e.n`
+
+// Post stores tx and its entries; false means the business key or message
+// id was already posted (the second layer of idempotency).
+func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error) {
+	entries := tx.Entries()
+	accounts := make([]string, len(entries))
+	amounts := make([]int64, len(entries))
+	currencies := make([]string, len(entries))
+	for i, e := range entries {
+		accounts[i], amounts[i], currencies[i] = e.Account().String(), e.Amount(), e.Currency()
+	}
+	var refundID *string
+	if id := tx.RefundID(); id != "" {
+		refundID = &id
+	}
+	tag, err := l.tx.Exec(ctx, postSQL,
+		tx.MessageID(), tx.PaymentID(), string(tx.Kind()), refundID, tx.Amount(), tx.Currency(),
+		tx.OccurredAt(), postedAt, accounts, amounts, currencies)
+	if err != nil {
+		return false, fmt.Errorf("post ledger transaction: %w", err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// Balances sums the account's entries per currency.
+func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT currency, sum(amount)::bigint FROM ledger_entries
+		WHERE account_id = $1 GROUP BY currency ORDER BY currency`, account.String())
+	if err != nil {
+		return nil, fmt.Errorf("query balances: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
+		var (
+			currency string
+			amount   int64
+		)
+		err := r.Scan(&currency, &amount)
+		return ledger.RehydrateBalance(account, currency, amount), err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("query balances: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
+	}
+	return out, nil
+}
+
+// PaymentTransactions returns the payment's transactions with their entries,
+// oldest first.
+func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT t.message_id::text, t.payment_id::text, t.kind, coalesce(t.refund_id::text, ''), t.amount, t.currency,
+		       t.occurred_at, e.account_id, e.amount, e.currency
+		FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+		WHERE t.payment_id = $1
+		ORDER BY t.id, e.id`, paymentID)
+	if err != nil {
+		return nil, fmt.Errorf("query payment transactions: %w", err)
+	}
+	defer rows.Close()
+	var (
+		out     []ledger.Transaction
+		cur     ledger.Posting
+		kind    string
+		entries []ledger.Entry
+	)
+	flush := func() {
+		if cur.MessageID != "" {
+			out = append(out, ledger.RehydrateTransaction(cur, ledger.Kind(kind), entries))
+		}
+	}
+	for rows.Next() {
+		var (
+			p        ledger.Posting
+			k        string
+			account  string
+			amount   int64
+			currency string
+		)
+		if err := rows.Scan(&p.MessageID, &p.PaymentID, &k, &p.RefundID, &p.Amount, &p.Currency, &p.OccurredAt,
+			&account, &amount, &currency); err != nil {
+			return nil, fmt.Errorf("scan payment transaction: %w", err)
+		}
+		if p.MessageID != cur.MessageID {
+			flush()
+			cur, kind, entries = p, k, nil
+		}
+		acc, err := ledger.NewAccountID(account)
+		if err != nil {
+			return nil, fmt.Errorf("stored entry: %w", err)
+		}
+		entries = append(entries, ledger.RehydrateEntry(acc, amount, currency))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("query payment transactions: %w", err)
+	}
+	flush()
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, paymentID)
+	}
+	return out, nil
+}
+
+// DeleteInboxBefore deletes at most limit inbox rows received before cutoff.
+func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM inbox_messages WHERE id IN (
+			SELECT id FROM inbox_messages WHERE received_at < $1 LIMIT $2)`, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete inbox messages: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// LedgerFacts returns every posted transaction for reconciliation.
+func (s *Store) LedgerFacts(ctx context.Context) ([]posting.Fact, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount, currency, occurred_at
+		FROM ledger_transactions`)
+	if err != nil {
+		return nil, fmt.Errorf("query ledger transactions: %w", err)
+	}
+	return collectFacts(rows)
+}
+
+func collectFacts(rows pgx.Rows) ([]posting.Fact, error) {
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (posting.Fact, error) {
+		var (
+			f    posting.Fact
+			kind string
+		)
+		err := r.Scan(&f.PaymentID, &kind, &f.RefundID, &f.Amount, &f.Currency, &f.At)
+		f.Kind = ledger.Kind(kind)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read facts: %w", err)
+	}
+	return facts, nil
+}

@@ -1,0 +1,374 @@
+package ledgerstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// event is one payment fact and the CloudEvent that announces it.
+type event struct {
+	id, paymentID, refundID string
+	amount, total           int64
+	payer, merchant         string
+	at                      time.Time
+}
+
+func (e event) body() []byte {
+	ts := e.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	if e.refundID == "" {
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
+			e.id, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
+	}
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
+		e.id, e.paymentID, ts, e.paymentID, e.refundID, e.amount, e.payer, e.merchant, e.total))
+}
+
+func newPayment(amount int64, payer, merchant string) event {
+	return event{id: uuid.NewString(), paymentID: uuid.NewString(), amount: amount, payer: payer, merchant: merchant, at: time.Now().Add(-time.Hour)}
+}
+
+func (e event) refund(amount, total int64) event {
+	return event{id: uuid.NewString(), paymentID: e.paymentID, refundID: uuid.NewString(), amount: amount, total: total,
+		payer: e.payer, merchant: e.merchant, at: e.at.Add(time.Second)}
+}
+
+func newService(t testing.TB) (*posting.Service, *ledgerstore.Store, *pgxpool.Pool) {
+	pool := pgtest.New(t, ledgermigrations.FS)
+	store := ledgerstore.New(pool)
+	return posting.NewService(store, store, time.Now), store, pool
+}
+
+func balance(t *testing.T, svc *posting.Service, account string) int64 {
+	t.Helper()
+	bs, err := svc.Balances(context.Background(), account)
+	if err != nil {
+		t.Fatalf("Balances(%s): %v", account, err)
+	}
+	if len(bs) != 1 {
+		t.Fatalf("Balances(%s): got %d currencies, want 1", account, len(bs))
+	}
+	return bs[0].Amount()
+}
+
+func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func TestSameEventThreeTimesPostsOnce(t *testing.T) {
+	t.Parallel()
+	svc, _, pool := newService(t)
+	p := newPayment(1050, "cus_1", "mer_1")
+	var got []string
+	for range 3 {
+		res, err := svc.Apply(context.Background(), p.body())
+		if err != nil {
+			t.Fatalf("Apply: %v", err)
+		}
+		got = append(got, res.Outcome.String())
+	}
+	if want := "applied,duplicate,duplicate"; strings.Join(got, ",") != want {
+		t.Errorf("outcomes: got %v, want %s", got, want)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE processed_at IS NOT NULL`); n != 1 {
+		t.Errorf("processed inbox rows: got %d, want 1", n)
+	}
+	if b := balance(t, svc, "mer_1"); b != 1050 {
+		t.Errorf("merchant: got %d, want 1050", b)
+	}
+}
+
+func TestRefundBeforePaymentEndsTheSame(t *testing.T) {
+	t.Parallel()
+	for _, refundFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refund first %v", refundFirst), func(t *testing.T) {
+			t.Parallel()
+			svc, _, _ := newService(t)
+			p := newPayment(1000, "cus_r", "mer_r")
+			r1, r2 := p.refund(300, 300), p.refund(700, 1000)
+			order := []event{p, r1, r2}
+			if refundFirst {
+				order = []event{r2, r1, p}
+			}
+			for _, e := range order {
+				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Outcome != posting.Applied {
+					t.Fatalf("Apply: got %v, %v; want applied", res.Outcome, err)
+				}
+			}
+			if b := balance(t, svc, "cus_r"); b != 0 {
+				t.Errorf("payer: got %d, want 0", b)
+			}
+			if b := balance(t, svc, "mer_r"); b != 0 {
+				t.Errorf("merchant: got %d, want 0", b)
+			}
+			txs, err := svc.Entries(context.Background(), p.paymentID)
+			if err != nil || len(txs) != 3 {
+				t.Fatalf("Entries: got %d, %v; want 3 transactions", len(txs), err)
+			}
+			for _, tx := range txs {
+				if !tx.Balanced() {
+					t.Errorf("transaction %s is not balanced", tx.MessageID())
+				}
+			}
+		})
+	}
+}
+
+func TestBusinessKeyIsTheSecondLayer(t *testing.T) {
+	t.Parallel()
+	svc, _, pool := newService(t)
+	p := newPayment(500, "cus_b", "mer_b")
+	if _, err := svc.Apply(context.Background(), p.body()); err != nil {
+		t.Fatal(err)
+	}
+	again := p
+	again.id = uuid.NewString() // the same fact under a new message id
+	res, err := svc.Apply(context.Background(), again.body())
+	if err != nil || res.Outcome != posting.Duplicate {
+		t.Fatalf("got %v, %v; want duplicate", res.Outcome, err)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE id = $1 AND error LIKE '%business key%'`, again.id); n != 1 {
+		t.Errorf("annotated inbox rows: got %d, want 1", n)
+	}
+}
+
+func TestDatabaseRefusesUnbalancedTransactions(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t, ledgermigrations.FS)
+	ctx := context.Background()
+	insertTx := `INSERT INTO ledger_transactions (message_id, payment_id, kind, amount, currency, occurred_at)
+		VALUES (gen_random_uuid(), gen_random_uuid(), 'payment', 10, 'BRL', now()) RETURNING id`
+	tests := []struct {
+		name    string
+		entries []int64
+	}{
+		{"no entries", nil},
+		{"one entry", []int64{10}},
+		{"does not sum to zero", []int64{-10, 9}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			var id int64
+			if err := tx.QueryRow(ctx, insertTx).Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range tt.entries {
+				if _, err := tx.Exec(ctx, `INSERT INTO ledger_entries (transaction_id, account_id, amount, currency) VALUES ($1, 'a', $2, 'BRL')`, id, a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tx.Commit(ctx); err == nil || !strings.Contains(err.Error(), "ledger transaction") {
+				t.Errorf("commit: got %v, want the balance trigger to refuse it", err)
+			}
+		})
+	}
+	svc := posting.NewService(ledgerstore.New(pool), ledgerstore.New(pool), time.Now)
+	if _, err := svc.Apply(ctx, newPayment(10, "x", "y").body()); err != nil {
+		t.Fatal(err)
+	}
+	later := []struct{ name, sql string }{
+		{"changing a committed entry", `UPDATE ledger_entries SET amount = amount + 1 WHERE account_id = 'y'`},
+		{"deleting a committed entry", `DELETE FROM ledger_entries WHERE account_id = 'y'`},
+		{"changing a committed transaction", `UPDATE ledger_transactions SET amount = 11`},
+		{"adding a balanced pair to a committed transaction", `INSERT INTO ledger_entries (transaction_id, account_id, amount, currency)
+			SELECT id, a, v, 'BRL' FROM ledger_transactions, (VALUES ('x', -5), ('z', 5)) AS e(a, v)`},
+	}
+	for _, tt := range later {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := pool.Exec(ctx, tt.sql); err == nil {
+				t.Error("got nil, want the ledger's triggers to refuse it")
+			}
+		})
+	}
+}
+
+func TestReads(t *testing.T) {
+	t.Parallel()
+	svc, _, _ := newService(t)
+	ctx := context.Background()
+	if _, err := svc.Balances(ctx, "nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
+		t.Errorf("unknown account: got %v, want ErrAccountNotFound", err)
+	}
+	if _, err := svc.Entries(ctx, uuid.NewString()); !errors.Is(err, ledger.ErrPaymentNotFound) {
+		t.Errorf("unknown payment: got %v, want ErrPaymentNotFound", err)
+	}
+	p := newPayment(700, "cus_m", "mer_m")
+	if _, err := svc.Apply(ctx, p.body()); err != nil {
+		t.Fatal(err)
+	}
+	txs, err := svc.Entries(ctx, p.paymentID)
+	if err != nil || len(txs) != 1 {
+		t.Fatalf("Entries: got %d, %v", len(txs), err)
+	}
+	es := txs[0].Entries()
+	if len(es) != 2 || es[0].Account().String() != "cus_m" || es[0].Amount() != -700 || es[1].Amount() != 700 {
+		t.Errorf("entries: got %+v, want cus_m -700, mer_m +700", es)
+	}
+}
+
+func TestInboxCleanup(t *testing.T) {
+	t.Parallel()
+	_, store, pool := newService(t)
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := pool.Exec(ctx, `INSERT INTO inbox_messages (id, type, payload, received_at) VALUES ($1, 'x', '{}', now() - make_interval(days => $2))`,
+			uuid.NewString(), 10*i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := posting.NewInboxJanitor(store, 15*24*time.Hour, 1, time.Now)
+	n, err := j.Sweep(ctx)
+	if err != nil || n != 3 {
+		t.Errorf("Sweep: got %d, %v; want 3 deleted (20, 30 and 40 days old)", n, err)
+	}
+	if left := count(t, pool, `SELECT count(*) FROM inbox_messages`); left != 2 {
+		t.Errorf("rows left: got %d, want 2", left)
+	}
+}
+
+// TestConcurrentWorkersMatchThePaymentsDatabase drives 8 concurrent workers
+// over thousands of messages, a fifth of them duplicates and in shuffled
+// order, straight into the handler; the ledger must then reconcile exactly
+// with a payments database holding the same facts, and an injected
+// divergence must be named.
+func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
+	t.Parallel()
+	svc, store, pool := newService(t)
+	payments := pgtest.New(t, paymentsmigrations.FS)
+	ctx := context.Background()
+
+	var events []event
+	for i := range 1200 {
+		p := newPayment(int64(100+i), fmt.Sprintf("cus_%d", i%37), fmt.Sprintf("mer_%d", i%11))
+		events = append(events, p)
+		insertPayment(t, payments, p)
+		if i%3 == 0 {
+			r := p.refund(40, 40)
+			events = append(events, r)
+			insertRefund(t, payments, r)
+		}
+	}
+	unique := len(events)
+	msgs := append([]event(nil), events...)
+	for i := 0; i < unique/4; i++ { // 20% of the delivered messages are duplicates
+		msgs = append(msgs, events[rand.IntN(unique)])
+	}
+	rand.Shuffle(len(msgs), func(i, j int) { msgs[i], msgs[j] = msgs[j], msgs[i] })
+
+	var applied, dups atomic.Int64
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range 8 {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(msgs) {
+					return nil
+				}
+				res, err := svc.Apply(gctx, msgs[i].body())
+				if err != nil {
+					return err
+				}
+				switch res.Outcome {
+				case posting.Applied:
+					applied.Add(1)
+				case posting.Duplicate:
+					dups.Add(1)
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("worker: %v", err)
+	}
+	if applied.Load() != int64(unique) || dups.Load() != int64(len(msgs)-unique) {
+		t.Errorf("got %d applied and %d duplicates, want %d and %d", applied.Load(), dups.Load(), unique, len(msgs)-unique)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != unique {
+		t.Errorf("ledger transactions: got %d, want %d", n, unique)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM (SELECT currency FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0) x`); n != 0 {
+		t.Errorf("currencies whose entries do not sum to zero: %d", n)
+	}
+
+	rec := posting.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
+	divs, err := rec.Reconcile(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(divs) != 0 {
+		t.Fatalf("got %d divergences (first: %s), want none", len(divs), divs[0])
+	}
+
+	victim := events[1]
+	if _, err := payments.Exec(ctx, `UPDATE payments SET amount = amount + 1 WHERE id = $1`, victim.paymentID); err != nil {
+		t.Fatal(err)
+	}
+	divs, err = rec.Reconcile(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(divs) != 1 || !strings.Contains(divs[0].String(), victim.paymentID) {
+		t.Errorf("got %v, want one divergence naming payment %s", divs, victim.paymentID)
+	}
+}
+
+func insertPayment(t testing.TB, pool *pgxpool.Pool, p event) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+		INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+		VALUES ($1, $2, 0, 'BRL', 'created', $3, $4, $5, $5)`, p.paymentID, p.amount, p.payer, p.merchant, p.at)
+	if err != nil {
+		t.Fatalf("insert payment: %v", err)
+	}
+}
+
+func insertRefund(t testing.TB, pool *pgxpool.Pool, r event) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
+		r.refundID, r.paymentID, r.amount, r.at); err != nil {
+		t.Fatalf("insert refund: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE payments SET refunded_amount = refunded_amount + $2,
+		status = CASE WHEN refunded_amount + $2 = amount THEN 'refunded' ELSE 'partially_refunded' END WHERE id = $1`,
+		r.paymentID, r.amount); err != nil {
+		t.Fatalf("update payment: %v", err)
+	}
+}
