@@ -1,0 +1,156 @@
+// Command payments is the payments service: the HTTP API that writes payments
+// and their outbox rows in one transaction, and the in-process relay that
+// publishes those rows to SNS.
+//
+//	payments                 serve (the default)
+//	payments migrate         apply the embedded migrations and exit
+//	payments outbox stats    pending and dead rows, oldest pending age
+//	payments outbox requeue  --id ID | --all: DEAD rows back to PENDING
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program, callable from tests with their own environment.
+// When listening is not nil it receives the HTTP address once serving.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, getenv, out, listening)
+	case "migrate":
+		return migrate(ctx, getenv, out)
+	case "outbox":
+		return outboxCommand(ctx, getenv, args, out)
+	default:
+		return fmt.Errorf("unknown command %q (want serve, migrate or outbox)", cmd)
+	}
+}
+
+func newLogger(out io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level})).With("service", "payments")
+}
+
+func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	log := newLogger(out, cfg.LogLevel)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return applyMigrations(ctx, pool, log)
+}
+
+func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	res, err := postgres.Migrate(ctx, pool, paymentsmigrations.FS)
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "migrations applied", "count", len(res))
+	return nil
+}
+
+func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- string) error {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(out, cfg.LogLevel)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if cfg.MigrateOnStart {
+		if err := applyMigrations(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc := payments.NewService(
+		paymentstore.New(pool, paymentstore.Options{Notify: cfg.OutboxNotify}),
+		time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() },
+	)
+	srv := &http.Server{
+		Handler: httpapi.NewHandler(httpapi.Config{
+			Service: svc, Ready: pool.Ping, Log: log,
+			Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	log.InfoContext(ctx, "listening", "addr", ln.Addr().String())
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done() // a signal arrived, or another part failed
+		log.Info("shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
+		defer cancel()
+		return srv.Shutdown(sctx) // in-flight requests finish; their transactions commit or roll back
+	})
+	if err := startBackground(gctx, g, cfg, pool, log, reg); err != nil {
+		return err
+	}
+	return g.Wait()
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func envOf(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestLoadConfigNamesTheBadVariable(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "PAYMENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:000000000000:t"}
+	tests := []struct {
+		name, key, value, want string
+	}{
+		{"missing database", "DATABASE_URL", "", "DATABASE_URL"},
+		{"missing topic", "PAYMENTS_TOPIC_ARN", "", "PAYMENTS_TOPIC_ARN"},
+		{"bad poll interval", "OUTBOX_POLL_INTERVAL", "soon", "OUTBOX_POLL_INTERVAL"},
+		{"negative retention", "OUTBOX_RETENTION", "-1h", "OUTBOX_RETENTION"},
+		{"zero batch", "OUTBOX_BATCH_SIZE", "0", "OUTBOX_BATCH_SIZE"},
+		{"bad attempts", "OUTBOX_MAX_ATTEMPTS", "ten", "OUTBOX_MAX_ATTEMPTS"},
+		{"bad notify", "OUTBOX_NOTIFY", "maybe", "OUTBOX_NOTIFY"},
+		{"bad migrate", "MIGRATE_ON_START", "yes please", "MIGRATE_ON_START"},
+		{"bad level", "LOG_LEVEL", "loud", "LOG_LEVEL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kv := map[string]string{}
+			for k, v := range base {
+				kv[k] = v
+			}
+			kv[tt.key] = tt.value
+			_, err := loadConfig(envOf(kv), true)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tt.want)
+			}
+		})
+	}
+	cfg, err := loadConfig(envOf(base), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPAddr != ":8080" || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
+		cfg.OutboxMaxAttempts != 10 || !cfg.OutboxNotify || cfg.OutboxRetention != 168*time.Hour || !cfg.MigrateOnStart || cfg.AWSRegion != "us-east-1" {
+		t.Errorf("defaults = %+v", cfg)
+	}
+}
+
+// The real program: migrate on start, serve, answer, shut down cleanly when
+// its context is cancelled (what SIGTERM does).
+func TestServeAndShutDown(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	env := map[string]string{
+		"DATABASE_URL":         dbURL,
+		"HTTP_ADDR":            "127.0.0.1:0",
+		"PAYMENTS_TOPIC_ARN":   "arn:aws:sns:us-east-1:000000000000:unused",
+		"AWS_ENDPOINT_URL":     "http://127.0.0.1:1", // nothing listens: publishing just fails and retries
+		"OUTBOX_POLL_INTERVAL": "1h",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, envOf(env), io.Discard, listening) }()
+	var addr string
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("run exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not serving after 30s")
+	}
+	res, err := http.Post("http://"+addr+"/payments", "application/json",
+		strings.NewReader(`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("create: status %d", res.StatusCode)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return within 30s of shutdown")
+	}
+}
+
+func TestMigrateCommand(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	if err := run(context.Background(), []string{"migrate"}, envOf(map[string]string{"DATABASE_URL": dbURL}), io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Idempotent: a second replica migrating finds nothing to do.
+	if err := run(context.Background(), []string{"migrate"}, envOf(map[string]string{"DATABASE_URL": dbURL}), io.Discard, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, envOf(nil), io.Discard, nil); err == nil {
+		t.Error("unknown command accepted")
+	}
+}
