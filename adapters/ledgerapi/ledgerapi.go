@@ -1,0 +1,197 @@
+// Package ledgerapi is the ledger service's read-only HTTP API (SPEC §7) on
+// chi: balances per account, the ledger transactions of a payment, health,
+// readiness and Prometheus metrics. Errors are RFC 9457 problem+json, mapped
+// in one place (writeError).
+package ledgerapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// Queries is what the API needs of the application (posting.Service).
+type Queries interface {
+	Balances(ctx context.Context, account string) ([]ledger.Balance, error)
+	Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
+}
+
+// Config is what NewHandler wires together.
+type Config struct {
+	Queries Queries
+	// Ready reports whether the service can do its work (the database
+	// answers); /readyz answers 503 while it returns an error.
+	Ready func(ctx context.Context) error
+	Log   *slog.Logger
+	// Metrics, when set, instruments every request; Gatherer, when set, is
+	// served on /metrics.
+	Metrics  *instrument.Metrics
+	Gatherer prometheus.Gatherer
+	// RequestTimeout bounds each request's work (default 5s), so a database
+	// outage answers 503 quickly instead of hanging the client.
+	RequestTimeout time.Duration
+}
+
+// NewHandler returns the API's router.
+func NewHandler(cfg Config) http.Handler {
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 5 * time.Second
+	}
+	a := &api{q: cfg.Queries, log: cfg.Log}
+	r := chi.NewRouter()
+	r.Use(instrument.Middleware(cfg.Log, cfg.Metrics)...)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if cfg.Ready != nil {
+			if err := cfg.Ready(ctx); err != nil {
+				cfg.Log.WarnContext(ctx, "not ready", "err", err)
+				w.Header().Set("Retry-After", "1")
+				problem.Write(w, problem.New(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	if cfg.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
+	r.Group(func(r chi.Router) {
+		r.Use(func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ctx, cancel := context.WithTimeout(r.Context(), cfg.RequestTimeout)
+				defer cancel()
+				next.ServeHTTP(w, r.WithContext(ctx))
+			})
+		})
+		r.Get("/accounts/{id}/balance", a.balance)
+		r.Get("/payments/{id}/entries", a.entries)
+	})
+	return r
+}
+
+type api struct {
+	q   Queries
+	log *slog.Logger
+}
+
+// balanceResponse is the wire shape of GET /accounts/{id}/balance.
+type balanceResponse struct {
+	AccountID string            `json:"account_id"`
+	Balances  []currencyBalance `json:"balances"`
+}
+
+type currencyBalance struct {
+	Currency string `json:"currency"`
+	Balance  int64  `json:"balance"`
+}
+
+func (a *api) balance(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	bs, err := a.q.Balances(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	resp := balanceResponse{AccountID: id, Balances: make([]currencyBalance, 0, len(bs))}
+	for _, b := range bs {
+		resp.Balances = append(resp.Balances, currencyBalance{Currency: b.Currency(), Balance: b.Amount()})
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// entriesResponse is the wire shape of GET /payments/{id}/entries.
+type entriesResponse struct {
+	PaymentID    string            `json:"payment_id"`
+	Transactions []transactionJSON `json:"transactions"`
+}
+
+type transactionJSON struct {
+	MessageID  string      `json:"message_id"`
+	Kind       string      `json:"kind"`
+	RefundID   string      `json:"refund_id,omitempty"`
+	Amount     int64       `json:"amount"`
+	Currency   string      `json:"currency"`
+	OccurredAt time.Time   `json:"occurred_at"`
+	Entries    []entryJSON `json:"entries"`
+}
+
+type entryJSON struct {
+	AccountID string `json:"account_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+}
+
+func (a *api) entries(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		problem.Write(w, problem.New(http.StatusBadRequest, "invalid-payment-id", "the payment id is not a UUID"))
+		return
+	}
+	txs, err := a.q.Entries(r.Context(), id.String())
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	resp := entriesResponse{PaymentID: id.String(), Transactions: make([]transactionJSON, 0, len(txs))}
+	for _, tx := range txs {
+		tj := transactionJSON{
+			MessageID: tx.MessageID(), Kind: string(tx.Kind()), RefundID: tx.RefundID(),
+			Amount: tx.Amount(), Currency: tx.Currency(), OccurredAt: tx.OccurredAt().UTC(),
+		}
+		for _, e := range tx.Entries() {
+			tj.Entries = append(tj.Entries, entryJSON{AccountID: e.Account().String(), Amount: e.Amount(), Currency: e.Currency()})
+		}
+		resp.Transactions = append(resp.Transactions, tj)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// writeError is the only place that turns an error into a response. A 5xx
+// shows nothing of the error chain; it is logged once, here.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var p problem.Details
+	switch {
+	case errors.Is(err, ledger.ErrInvalidAccount):
+		p = problem.New(http.StatusBadRequest, "invalid-account-id", "the account id is empty, too long or has control characters")
+	case errors.Is(err, ledger.ErrAccountNotFound):
+		p = problem.New(http.StatusNotFound, "account-not-found", "no entry was ever posted to this account")
+	case errors.Is(err, ledger.ErrPaymentNotFound):
+		p = problem.New(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
+	case errors.Is(err, context.DeadlineExceeded):
+		a.log.WarnContext(r.Context(), "request failed: unavailable", "err", err)
+		w.Header().Set("Retry-After", "1")
+		p = problem.New(http.StatusServiceUnavailable, "unavailable", "the service is temporarily unavailable; retry shortly")
+	default:
+		a.log.ErrorContext(r.Context(), "request failed", "err", err)
+		p = problem.New(http.StatusInternalServerError, "internal", "")
+	}
+	problem.Write(w, p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

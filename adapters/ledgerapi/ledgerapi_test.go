@@ -1,0 +1,140 @@
+package ledgerapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+const paymentID = "7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2"
+
+// fakeQueries answers from fixed data, or fails with err when set.
+type fakeQueries struct{ err error }
+
+func (f fakeQueries) Balances(_ context.Context, account string) ([]ledger.Balance, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	id, err := ledger.NewAccountID(account)
+	if err != nil {
+		return nil, err
+	}
+	if account != "mer_1" {
+		return nil, ledger.ErrAccountNotFound
+	}
+	return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550), ledger.RehydrateBalance(id, "USD", 7)}, nil
+}
+
+func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if id != paymentID {
+		return nil, ledger.ErrPaymentNotFound
+	}
+	tx, err := ledger.NewPayment(ledger.Posting{MessageID: "m1", PaymentID: id, Payer: "cus_1", Merchant: "mer_1",
+		Amount: 1050, Currency: "BRL", OccurredAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)})
+	return []ledger.Transaction{tx}, err
+}
+
+func newServer(t *testing.T, q ledgerapi.Queries, ready error) *httptest.Server {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "ledger_messages_processed_total", Help: "x"}))
+	srv := httptest.NewServer(ledgerapi.NewHandler(ledgerapi.Config{
+		Queries:  q,
+		Ready:    func(context.Context) error { return ready },
+		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Gatherer: reg,
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestRoutes(t *testing.T) {
+	tests := []struct {
+		name     string
+		q        fakeQueries
+		ready    error
+		path     string
+		status   int
+		ctype    string
+		contains string
+	}{
+		{"balance", fakeQueries{}, nil, "/accounts/mer_1/balance", 200, "application/json",
+			`{"account_id":"mer_1","balances":[{"currency":"BRL","balance":550},{"currency":"USD","balance":7}]}`},
+		{"unknown account", fakeQueries{}, nil, "/accounts/nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
+		{"control character in account", fakeQueries{}, nil, "/accounts/a%0Ab/balance", 400, "application/problem+json", `invalid-account-id`},
+		{"entries", fakeQueries{}, nil, "/payments/" + paymentID + "/entries", 200, "application/json",
+			`"entries":[{"account_id":"cus_1","amount":-1050,"currency":"BRL"},{"account_id":"mer_1","amount":1050,"currency":"BRL"}]`},
+		{"unknown payment", fakeQueries{}, nil, "/payments/" + strings.Replace(paymentID, "7d", "8d", 1) + "/entries", 404, "application/problem+json", `payment-not-found`},
+		{"malformed payment id", fakeQueries{}, nil, "/payments/42/entries", 400, "application/problem+json", `invalid-payment-id`},
+		{"database down", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, nil, "/accounts/mer_1/balance", 500, "application/problem+json", `"status":500`},
+		{"healthz", fakeQueries{}, nil, "/healthz", 200, "application/json", `"ok"`},
+		{"readyz", fakeQueries{}, nil, "/readyz", 200, "application/json", `"ready"`},
+		{"not ready", fakeQueries{}, errors.New("down"), "/readyz", 503, "application/problem+json", `not-ready`},
+		{"metrics", fakeQueries{}, nil, "/metrics", 200, "text/plain", `ledger_messages_processed_total`},
+		{"no route", fakeQueries{}, nil, "/nope", 404, "application/problem+json", `not-found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, tt.q, tt.ready)
+			resp, err := http.Get(srv.URL + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status {
+				t.Errorf("status: got %d, want %d (%s)", resp.StatusCode, tt.status, body)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tt.ctype) {
+				t.Errorf("content type: got %q, want %q", ct, tt.ctype)
+			}
+			if !strings.Contains(string(body), tt.contains) {
+				t.Errorf("body: got %s, want it to contain %s", body, tt.contains)
+			}
+			if strings.Contains(string(body), "secret-host") {
+				t.Errorf("body leaks the error chain: %s", body)
+			}
+		})
+	}
+}
+
+func TestEntriesSumToZero(t *testing.T) {
+	srv := newServer(t, fakeQueries{}, nil)
+	resp, err := http.Get(fmt.Sprintf("%s/payments/%s/entries", srv.URL, paymentID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Transactions []struct {
+			Entries []struct{ Amount int64 } `json:"entries"`
+		} `json:"transactions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range got.Transactions {
+		var sum int64
+		for _, e := range tx.Entries {
+			sum += e.Amount
+		}
+		if sum != 0 {
+			t.Errorf("transaction entries sum to %d, want 0", sum)
+		}
+	}
+}
