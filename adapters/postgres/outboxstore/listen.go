@@ -1,0 +1,71 @@
+package outboxstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Listen holds a connection that LISTENs on Channel and calls wake for every
+// notification, until ctx ends (then it returns nil). A lost connection (server
+// restart, failover, idle timeout) is re-established by itself, with a growing
+// delay while the server stays away; after each (re)connect wake is called once,
+// because notifications sent while nobody listened are gone. The relay's poll
+// covers anything the listener still misses: NOTIFY only makes it faster.
+//
+// The connection is taken out of pool for good (hijacked): a LISTENing session
+// must not go back to serve other queries.
+//
+// Cost: a transaction that NOTIFYs takes a global lock at commit to queue the
+// notification, which serialises those commits. At high write rates, turn NOTIFY
+// off (OUTBOX_NOTIFY=false) and lower the poll interval instead.
+func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake func()) error {
+	const minDelay, maxDelay = 100 * time.Millisecond, 10 * time.Second
+	delay := minDelay
+	for {
+		listening, err := listenOnce(ctx, pool, wake)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if listening {
+			delay = minDelay // the session worked; start over
+		}
+		log.WarnContext(ctx, "outbox listener lost its connection; reconnecting", "err", err, "delay", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		delay = min(delay*2, maxDelay)
+	}
+}
+
+// listenOnce runs one LISTEN session; listening reports whether it got as far as
+// LISTEN, so the caller can tell a dropped session from a server that is down.
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, wake func()) (listening bool, err error) {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("acquire listener connection: %w", err)
+	}
+	conn := c.Hijack()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return false, fmt.Errorf("listen %s: %w", Channel, err)
+	}
+	wake()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return true, fmt.Errorf("wait for notification: %w", err)
+		}
+		wake()
+	}
+}
