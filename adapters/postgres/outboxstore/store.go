@@ -20,7 +20,7 @@ import (
 )
 
 // Channel is the LISTEN/NOTIFY channel the write side notifies in the transaction
-// that inserts outbox rows (SELECT pg_notify('outbox_pending', '')).
+// that inserts outbox rows (SELECT pg_notify('outbox_pending', ”)).
 const Channel = "outbox_pending"
 
 var (
