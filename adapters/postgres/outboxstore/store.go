@@ -20,7 +20,8 @@ import (
 )
 
 // Channel is the LISTEN/NOTIFY channel the write side notifies in the transaction
-// that inserts outbox rows (SELECT pg_notify('outbox_pending', ”)).
+// that inserts outbox rows: SELECT pg_notify('outbox_pending', ...) with an empty
+// payload, since the relay only needs to know that something is waiting.
 const Channel = "outbox_pending"
 
 var (
