@@ -43,14 +43,22 @@ var (
 )
 
 // Main wraps testing.M.Run for a package whose tests use Config: it stops the
-// LocalStack container (if one was started) after the tests. Use it from TestMain,
-// chained with pgtest.Main when a package needs both.
+// LocalStack container (if one was started) after the tests. Use it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+//
+// A package that also uses pgtest runs pgtest.Main and then Terminate instead.
 func Main(m *testing.M) int {
 	code := m.Run()
+	Terminate()
+	return code
+}
+
+// Terminate stops the LocalStack container, if this test binary started one.
+func Terminate() {
 	if container != nil {
 		_ = container.Terminate(context.Background())
 	}
-	return code
 }
 
 // Endpoint returns the SNS/SQS endpoint URL, starting a container if need be. It

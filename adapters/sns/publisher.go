@@ -1,0 +1,154 @@
+// Package sns publishes outbox messages to an Amazon SNS topic: the relay's
+// Publisher on AWS.
+//
+// Each message goes out exactly as the write side stored it (the CloudEvents JSON
+// document is the SNS message body; with raw message delivery it is also the SQS
+// body) with the message attributes id and type, so subscriptions can filter on
+// them without parsing the body.
+package sns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/application/relay"
+)
+
+const (
+	// maxBatchEntries is SNS's limit of messages per PublishBatch call.
+	maxBatchEntries = 10
+	// maxBatchBytes is SNS's limit on one message and on a whole PublishBatch
+	// request: bodies plus attribute names, types and values.
+	maxBatchBytes = 256 * 1024
+)
+
+// ErrTooLarge is the error for a message SNS would reject for its size. Retrying
+// it cannot succeed; the relay retries it anyway, and after its maximum attempts
+// the row is DEAD, where an operator sees it.
+var ErrTooLarge = errors.New("message exceeds the SNS size limit of 256 KiB")
+
+// Publisher sends relay batches to one topic with PublishBatch.
+type Publisher struct {
+	client   *awssns.Client
+	topicARN string
+	inFlight int
+}
+
+var _ relay.Publisher = (*Publisher)(nil)
+
+// NewPublisher returns a Publisher to topicARN. A relay batch becomes several
+// PublishBatch calls of at most 10 messages; inFlight of them run at once (at
+// least 1), which is what makes a 100-message batch cost one round trip instead
+// of ten.
+func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publisher {
+	return &Publisher{client: client, topicARN: topicARN, inFlight: max(inFlight, 1)}
+}
+
+// Publish implements relay.Publisher. Every entry of each response is looked at:
+// only an id in Successful counts as acknowledged; an id in Failed gets its code
+// and message; an id in neither (it should not happen) gets an error too, so a row
+// is never marked PUBLISHED on a guess.
+func (p *Publisher) Publish(ctx context.Context, msgs []relay.Message) []error {
+	errs := make([]error, len(msgs))
+	var g errgroup.Group
+	g.SetLimit(p.inFlight)
+	for _, call := range chunk(msgs, errs) {
+		g.Go(func() error {
+			p.publishBatch(ctx, msgs, call, errs)
+			return nil
+		})
+	}
+	_ = g.Wait() // errors are per message, in errs
+	return errs
+}
+
+// chunk splits msgs into PublishBatch calls, as index lists, within both SNS
+// limits. A message too large on its own gets ErrTooLarge in errs and no call.
+func chunk(msgs []relay.Message, errs []error) [][]int {
+	var (
+		calls [][]int
+		cur   []int
+		bytes int
+	)
+	for i, m := range msgs {
+		size := messageSize(m)
+		if size > maxBatchBytes {
+			errs[i] = fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
+			continue
+		}
+		if len(cur) == maxBatchEntries || bytes+size > maxBatchBytes {
+			calls, cur, bytes = append(calls, cur), nil, 0
+		}
+		cur = append(cur, i)
+		bytes += size
+	}
+	if len(cur) > 0 {
+		calls = append(calls, cur)
+	}
+	return calls
+}
+
+// messageSize is what SNS counts against its limit: body plus each attribute's
+// name, data type and value.
+func messageSize(m relay.Message) int {
+	const idLen = 36 // a UUID in text form
+	return len(m.Payload) + len("id") + len("String") + idLen + len("type") + len("String") + len(m.Type)
+}
+
+func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx []int, errs []error) {
+	entries := make([]types.PublishBatchRequestEntry, len(idx))
+	for j, i := range idx {
+		m := msgs[i]
+		entries[j] = types.PublishBatchRequestEntry{
+			// Entry ids only need to be unique within the call; the position
+			// maps answers back to messages without a lookup table.
+			Id:      aws.String(strconv.Itoa(j)),
+			Message: aws.String(string(m.Payload)),
+			MessageAttributes: map[string]types.MessageAttributeValue{
+				"id":   {DataType: aws.String("String"), StringValue: aws.String(m.ID.String())},
+				"type": {DataType: aws.String("String"), StringValue: aws.String(m.Type)},
+			},
+		}
+	}
+	out, err := p.client.PublishBatch(ctx, &awssns.PublishBatchInput{
+		TopicArn:                   aws.String(p.topicARN),
+		PublishBatchRequestEntries: entries,
+	})
+	if err != nil {
+		err = fmt.Errorf("sns publish batch: %w", err)
+		for _, i := range idx {
+			errs[i] = err
+		}
+		return
+	}
+	answered := make([]bool, len(idx))
+	for _, s := range out.Successful {
+		if j, ok := entryIndex(s.Id, len(idx)); ok {
+			answered[j] = true
+		}
+	}
+	for _, f := range out.Failed {
+		if j, ok := entryIndex(f.Id, len(idx)); ok {
+			answered[j] = true
+			errs[idx[j]] = fmt.Errorf("sns rejected message: %s: %s (sender fault: %t)",
+				aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
+		}
+	}
+	for j, ok := range answered {
+		if !ok {
+			errs[idx[j]] = errors.New("sns returned no result for message")
+		}
+	}
+}
+
+func entryIndex(id *string, n int) (int, bool) {
+	j, err := strconv.Atoi(aws.ToString(id))
+	return j, err == nil && j >= 0 && j < n
+}
