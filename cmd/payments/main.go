@@ -6,6 +6,7 @@
 //	payments migrate         apply the embedded migrations and exit
 //	payments outbox stats    pending and dead rows, oldest pending age
 //	payments outbox requeue  --id ID | --all: DEAD rows back to PENDING
+//	payments healthcheck     exit 0 if the local server is ready (for Docker)
 package main
 
 import (
@@ -59,8 +60,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return migrate(ctx, getenv, out)
 	case "outbox":
 		return outboxCommand(ctx, getenv, args, out)
+	case "healthcheck":
+		return healthcheck(ctx, getenv)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate or outbox)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, outbox or healthcheck)", cmd)
 	}
 }
 
@@ -153,4 +156,35 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	return g.Wait()
+}
+
+// healthcheck asks the server on HTTP_ADDR whether it is ready. It is the
+// container's healthcheck: the distroless runtime image has no curl.
+func healthcheck(ctx context.Context, getenv func(string) string) error {
+	addr := getenv("HTTP_ADDR")
+	if addr == "" {
+		addr = ":8080"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("HTTP_ADDR=%q is invalid: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: /readyz answered %s", res.Status)
+	}
+	return nil
 }

@@ -89,6 +89,10 @@ func TestServeAndShutDown(t *testing.T) {
 	if res.StatusCode != http.StatusCreated {
 		t.Fatalf("create: status %d", res.StatusCode)
 	}
+	hc := map[string]string{"HTTP_ADDR": addr}
+	if err := run(ctx, []string{"healthcheck"}, envOf(hc), io.Discard, nil); err != nil {
+		t.Errorf("healthcheck against a ready server: %v", err)
+	}
 	cancel()
 	select {
 	case err := <-done:
