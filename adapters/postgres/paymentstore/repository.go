@@ -48,22 +48,32 @@ func New(pool *pgxpool.Pool, opts Options) *Repository {
 
 // Create implements payments.Repository.
 func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
-	var out payments.Outcome
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	s := p.Snapshot()
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		s.ID, s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
+	refund, err := r.queueCommit(b, p, key)
+	if err != nil {
+		return payments.Outcome{}, err
+	}
+	out := payments.Outcome{Payment: p, Refund: refund}
+
+	if key == nil {
+		// Nothing to read first, so the whole write is ONE round trip: a batch
+		// sent outside an explicit transaction runs in a single implicit
+		// transaction (everything up to the protocol's Sync), all or nothing,
+		// and Close returns the first error — the commit's included.
+		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
+			return payments.Outcome{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
+		}
+		return out, nil
+	}
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
 		}
-		s := p.Snapshot()
-		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			s.ID, s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
-		refund, err := r.queueCommit(b, p, key)
-		if err != nil {
-			return err
-		}
-		out = payments.Outcome{Payment: p, Refund: refund}
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {

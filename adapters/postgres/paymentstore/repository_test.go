@@ -163,6 +163,13 @@ func TestFailedOutboxInsertRollsBackTheState(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM payments WHERE amount = 777`); n != 0 {
 		t.Errorf("payment row exists without its outbox row")
 	}
+	_, err = svc.Create(ctx, payments.CreatePayment{Amount: 778, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: "k-fail"})
+	if err == nil {
+		t.Fatal("create with a key succeeded although its outbox insert must fail")
+	}
+	if n := count(t, pool, `SELECT (SELECT count(*) FROM payments WHERE amount = 778) + (SELECT count(*) FROM idempotency_keys)`); n != 0 {
+		t.Errorf("payment or idempotency key committed without the outbox row")
+	}
 	_, err = svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 100})
 	if err == nil {
 		t.Fatal("refund succeeded although its outbox insert must fail")
