@@ -277,3 +277,28 @@ func TestConcurrentRequestsWithOneKeyCreateOnePayment(t *testing.T) {
 		t.Errorf("replay returned %s, not the created payment", out.Payment.ID())
 	}
 }
+
+func TestDeleteKeysBefore(t *testing.T) {
+	t.Parallel()
+	svc, pool := newService(t)
+	ctx := context.Background()
+	for _, k := range []string{"old-1", "old-2", "old-3", "new-1"} {
+		if _, err := svc.Create(ctx, payments.CreatePayment{Amount: 1, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: k}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key LIKE 'old-%'`); err != nil {
+		t.Fatal(err)
+	}
+	repo := paymentstore.New(pool, paymentstore.Options{})
+	n, err := repo.DeleteKeysBefore(ctx, time.Now().Add(-24*time.Hour), 2) // two batches
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Errorf("deleted %d keys, want 3", n)
+	}
+	if left := count(t, pool, `SELECT count(*) FROM idempotency_keys WHERE key = 'new-1'`); left != 1 {
+		t.Errorf("the fresh key was deleted")
+	}
+}
