@@ -1,0 +1,357 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/application/posting"
+)
+
+// API is the part of the SQS client this package uses. *sqs.Client satisfies
+// it; tests wrap the real client to lose acknowledgements on purpose.
+type API interface {
+	ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, opts ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, in *awssqs.DeleteMessageBatchInput, opts ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *awssqs.ChangeMessageVisibilityInput, opts ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, in *awssqs.ChangeMessageVisibilityBatchInput, opts ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, in *awssqs.GetQueueAttributesInput, opts ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
+	SendMessageBatch(ctx context.Context, in *awssqs.SendMessageBatchInput, opts ...func(*awssqs.Options)) (*awssqs.SendMessageBatchOutput, error)
+	StartMessageMoveTask(ctx context.Context, in *awssqs.StartMessageMoveTaskInput, opts ...func(*awssqs.Options)) (*awssqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, in *awssqs.ListMessageMoveTasksInput, opts ...func(*awssqs.Options)) (*awssqs.ListMessageMoveTasksOutput, error)
+}
+
+// Handler applies one message body and returns only after its transaction
+// committed; *posting.Service satisfies it. Errors wrapping
+// posting.ErrMalformed or posting.ErrInvalidEvent mark a poison message.
+type Handler interface {
+	Apply(ctx context.Context, body []byte) (posting.Result, error)
+}
+
+// Config tunes a Consumer. Zero values take the defaults in brackets.
+type Config struct {
+	QueueURL string
+	// Workers is the number of concurrent receive loops [4].
+	Workers int
+	// WaitTime is the long-poll wait of each receive [20s, the SQS maximum]:
+	// an idle queue costs one request per worker per WaitTime.
+	WaitTime time.Duration
+	// MaxMessages per receive [10, the SQS maximum].
+	MaxMessages int32
+	// VisibilityTimeout is the queue's visibility timeout [30s]; a message
+	// still being handled after half of it has it extended by a whole one.
+	VisibilityTimeout time.Duration
+	// AckTimeout bounds the delete after commit, also during shutdown [10s].
+	AckTimeout time.Duration
+	Log        *slog.Logger
+	Metrics    *Metrics
+	Now        func() time.Time
+}
+
+// Consumer receives messages from one queue and applies them through a Handler.
+type Consumer struct {
+	api API
+	h   Handler
+	cfg Config
+}
+
+// NewConsumer returns a consumer of cfg.QueueURL; Run starts it.
+func NewConsumer(api API, h Handler, cfg Config) *Consumer {
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.WaitTime <= 0 {
+		cfg.WaitTime = 20 * time.Second
+	}
+	if cfg.MaxMessages <= 0 {
+		cfg.MaxMessages = 10
+	}
+	if cfg.VisibilityTimeout <= 0 {
+		cfg.VisibilityTimeout = 30 * time.Second
+	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Consumer{api: api, h: h, cfg: cfg}
+}
+
+// Run receives and applies messages with cfg.Workers loops until ctx is
+// cancelled, then returns nil once every loop has finished its in-flight
+// batch. It stops receiving at once on cancellation; a batch already received
+// is finished (the message being applied commits, the others are left
+// unacknowledged for redelivery) and what committed is acknowledged.
+func (c *Consumer) Run(ctx context.Context) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for w := range c.cfg.Workers {
+		g.Go(func() error { return c.loop(ctx, w) })
+	}
+	return g.Wait()
+}
+
+func (c *Consumer) loop(ctx context.Context, worker int) error {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		out, err := c.api.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(c.cfg.QueueURL),
+			MaxNumberOfMessages:         c.cfg.MaxMessages,
+			WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			// A broker outage delays work but loses nothing: back off and retry.
+			c.cfg.Log.WarnContext(ctx, "sqs receive failed", "worker", worker, "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		}
+		backoff = time.Second
+		if len(out.Messages) > 0 {
+			c.handleBatch(ctx, out.Messages)
+		}
+	}
+	return nil
+}
+
+// handleBatch applies the messages one by one and deletes those that
+// committed. Work runs on a context detached from ctx so that a shutdown
+// never interrupts a commit half way; ctx only stops new messages starting.
+func (c *Consumer) handleBatch(ctx context.Context, msgs []types.Message) {
+	work := context.WithoutCancel(ctx)
+	inflight := newPending(msgs)
+	stopKeep := make(chan struct{})
+	var keep sync.WaitGroup
+	keep.Add(1)
+	go func() {
+		defer keep.Done()
+		c.keepInvisible(work, inflight, stopKeep)
+	}()
+
+	var acks []types.Message
+	for _, m := range msgs {
+		if ctx.Err() != nil {
+			break // shutting down: leave the rest unacknowledged
+		}
+		if c.handle(work, m) {
+			acks = append(acks, m)
+		}
+		inflight.done(aws.ToString(m.MessageId))
+	}
+	close(stopKeep)
+	keep.Wait()
+	c.ack(work, acks)
+}
+
+// handle applies one message and reports whether it may be acknowledged.
+func (c *Consumer) handle(ctx context.Context, m types.Message) bool {
+	res, err := c.h.Apply(ctx, []byte(aws.ToString(m.Body)))
+	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	switch {
+	case errors.Is(err, posting.ErrMalformed), errors.Is(err, posting.ErrInvalidEvent):
+		c.cfg.Metrics.failures.WithLabelValues("poison").Inc()
+		log.WarnContext(ctx, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
+		// It will fail the same way every time: make it visible again at
+		// once so it reaches maxReceiveCount (and the DLQ) quickly.
+		c.makeVisible(ctx, m)
+		return false
+	case err != nil:
+		c.cfg.Metrics.failures.WithLabelValues("error").Inc()
+		log.ErrorContext(ctx, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", err)
+		return false
+	}
+	c.cfg.Metrics.processed.WithLabelValues(res.Outcome.String()).Inc()
+	switch res.Outcome {
+	case posting.Duplicate:
+		c.cfg.Metrics.duplicates.Inc()
+		log.DebugContext(ctx, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
+	case posting.Ignored:
+		log.InfoContext(ctx, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
+	case posting.Applied:
+		if !res.EventTime.IsZero() {
+			c.cfg.Metrics.eventAge.Observe(max(0, c.cfg.Now().Sub(res.EventTime).Seconds()))
+		}
+	}
+	return true
+}
+
+func (c *Consumer) makeVisible(ctx context.Context, m types.Message) {
+	_, err := c.api.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(c.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+	})
+	if err != nil {
+		c.cfg.Log.DebugContext(ctx, "reset visibility failed", "err", err)
+	}
+}
+
+// ack deletes committed messages in one batch. A failed delete is logged and
+// counted, never retried here: the message comes back and the inbox absorbs it.
+func (c *Consumer) ack(ctx context.Context, msgs []types.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
+	defer cancel()
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+	}
+	out, err := c.api.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.cfg.QueueURL), Entries: entries})
+	if err != nil {
+		c.cfg.Metrics.ackFailed.Add(float64(len(msgs)))
+		c.cfg.Log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redeliveries", "messages", len(msgs), "err", err)
+		return
+	}
+	for _, f := range out.Failed {
+		c.cfg.Metrics.ackFailed.Inc()
+		c.cfg.Log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redelivery",
+			"entry", aws.ToString(f.Id), "code", aws.ToString(f.Code), "message", aws.ToString(f.Message))
+	}
+}
+
+// keepInvisible extends the visibility of the batch's unfinished messages
+// every half visibility timeout until stop closes, so a slow handler (a
+// database under load) never lets another worker apply the same message
+// concurrently. That would be harmless — the inbox serialises them — but
+// wasteful, and it would count a false duplicate.
+func (c *Consumer) keepInvisible(ctx context.Context, p *pending, stop <-chan struct{}) {
+	t := time.NewTicker(c.cfg.VisibilityTimeout / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		left := p.remaining()
+		if len(left) == 0 {
+			return
+		}
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(left))
+		for i, m := range left {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle,
+				VisibilityTimeout: int32(c.cfg.VisibilityTimeout / time.Second),
+			}
+		}
+		out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
+			QueueUrl: aws.String(c.cfg.QueueURL), Entries: entries,
+		})
+		switch {
+		case err != nil:
+			c.cfg.Log.WarnContext(ctx, "extend visibility failed", "err", err)
+		case len(out.Failed) > 0:
+			c.cfg.Log.WarnContext(ctx, "extend visibility failed for some messages", "failed", len(out.Failed))
+		}
+	}
+}
+
+// pending tracks the messages of a batch that are not finished yet.
+type pending struct {
+	mu   sync.Mutex
+	msgs map[string]types.Message
+}
+
+func newPending(msgs []types.Message) *pending {
+	p := &pending{msgs: make(map[string]types.Message, len(msgs))}
+	for _, m := range msgs {
+		p.msgs[aws.ToString(m.MessageId)] = m
+	}
+	return p
+}
+
+func (p *pending) done(id string) {
+	p.mu.Lock()
+	delete(p.msgs, id)
+	p.mu.Unlock()
+}
+
+func (p *pending) remaining() []types.Message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]types.Message, 0, len(p.msgs))
+	for _, m := range p.msgs {
+		out = append(out, m)
+	}
+	return out
+}
+
+// QueueAttributes are the queue settings the ledger checks at start-up.
+type QueueAttributes struct {
+	ARN               string
+	VisibilityTimeout time.Duration
+	Retention         time.Duration // MessageRetentionPeriod
+}
+
+// ReadQueueAttributes reads the queue's ARN, visibility timeout and message
+// retention period.
+func ReadQueueAttributes(ctx context.Context, api API, queueURL string) (QueueAttributes, error) {
+	out, err := api.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameQueueArn, types.QueueAttributeNameVisibilityTimeout, types.QueueAttributeNameMessageRetentionPeriod,
+		},
+	})
+	if err != nil {
+		return QueueAttributes{}, fmt.Errorf("get attributes of %s: %w", queueURL, err)
+	}
+	qa := QueueAttributes{ARN: out.Attributes[string(types.QueueAttributeNameQueueArn)]}
+	if qa.VisibilityTimeout, err = seconds(out.Attributes, types.QueueAttributeNameVisibilityTimeout); err != nil {
+		return QueueAttributes{}, fmt.Errorf("%s: %w", queueURL, err)
+	}
+	if qa.Retention, err = seconds(out.Attributes, types.QueueAttributeNameMessageRetentionPeriod); err != nil {
+		return QueueAttributes{}, fmt.Errorf("%s: %w", queueURL, err)
+	}
+	return qa, nil
+}
+
+func seconds(attrs map[string]string, name types.QueueAttributeName) (time.Duration, error) {
+	n, err := strconv.Atoi(attrs[string(name)])
+	if err != nil {
+		return 0, fmt.Errorf("attribute %s = %q: %w", name, attrs[string(name)], err)
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// WatchDLQ sets the DLQ depth gauge from the DLQ's
+// ApproximateNumberOfMessages every interval until ctx is cancelled. A failed
+// read is logged and retried at the next tick.
+func WatchDLQ(ctx context.Context, api API, dlqURL string, interval time.Duration, m *Metrics, log *slog.Logger) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		out, err := api.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+			QueueUrl:       aws.String(dlqURL),
+			AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
+		})
+		if err == nil {
+			var n int
+			n, err = strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+			m.dlqDepth.Set(float64(n))
+		}
+		if err != nil && ctx.Err() == nil {
+			log.WarnContext(ctx, "read dlq depth failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

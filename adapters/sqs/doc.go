@@ -1,0 +1,19 @@
+// Package sqs is the ledger's SQS adapter: the consumer that long-polls the
+// ledger queue with N workers and hands each message body to the posting use
+// case, the DLQ depth poller, and the operator's DLQ redrive.
+//
+// The consumer's one rule is the inbox pattern's: acknowledge (delete) a
+// message only after the transaction that applied it committed. Everything
+// else follows from at-least-once delivery:
+//
+//   - a message whose delete fails, or whose process dies before deleting,
+//     comes back and is absorbed by the inbox as a duplicate;
+//   - a message that can never apply (unparseable, or a known event with
+//     invalid data) is not acknowledged: the queue's RedrivePolicy moves it to
+//     the DLQ after maxReceiveCount receives, and the other messages go on;
+//   - an event type this version does not handle is recorded in the inbox,
+//     counted and acknowledged, so a new event type never poisons an older
+//     consumer;
+//   - a handler that runs long has its message's visibility extended, so no
+//     other worker picks the message up while it is still being applied.
+package sqs

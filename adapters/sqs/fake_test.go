@@ -1,0 +1,128 @@
+package sqs_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// fakeSQS is a hand-written, in-memory stand-in for the SQS API: each queue is
+// a list of messages handed out once by ReceiveMessage. It records calls so
+// tests can check their order.
+type fakeSQS struct {
+	mu       sync.Mutex
+	queues   map[string][]types.Message
+	calls    []string
+	deleted  map[string][]string // queue → receipt handles
+	failSend map[string]bool     // bodies whose send fails
+	failDel  bool                // DeleteMessageBatch reports every entry Failed
+	received chan struct{}       // signalled after a receive hands out the last message
+}
+
+func newFakeSQS() *fakeSQS {
+	return &fakeSQS{queues: map[string][]types.Message{}, deleted: map[string][]string{}, failSend: map[string]bool{}, received: make(chan struct{}, 1)}
+}
+
+func (f *fakeSQS) put(queue string, bodies ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range bodies {
+		n := strconv.Itoa(len(f.queues[queue]) + len(f.deleted[queue]))
+		f.queues[queue] = append(f.queues[queue], types.Message{
+			MessageId: aws.String(queue + "-" + n), ReceiptHandle: aws.String("rh-" + queue + "-" + n), Body: aws.String(b),
+		})
+	}
+}
+
+func (f *fakeSQS) record(call string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	f.mu.Unlock()
+}
+
+func (f *fakeSQS) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, _ ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
+	f.mu.Lock()
+	q := aws.ToString(in.QueueUrl)
+	n := min(int(in.MaxNumberOfMessages), len(f.queues[q]))
+	msgs := f.queues[q][:n]
+	f.queues[q] = f.queues[q][n:]
+	empty := len(f.queues[q]) == 0
+	f.mu.Unlock()
+	if n == 0 {
+		if q == "dlq" { // the redrive's short poll
+			return &awssqs.ReceiveMessageOutput{}, nil
+		}
+		<-ctx.Done() // a long poll on an empty queue
+		return nil, ctx.Err()
+	}
+	f.record("receive")
+	if empty {
+		select {
+		case f.received <- struct{}{}:
+		default:
+		}
+	}
+	return &awssqs.ReceiveMessageOutput{Messages: msgs}, nil
+}
+
+func (f *fakeSQS) DeleteMessageBatch(_ context.Context, in *awssqs.DeleteMessageBatchInput, _ ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error) {
+	f.record("delete")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := &awssqs.DeleteMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if f.failDel {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("ReceiptHandleIsInvalid")})
+			continue
+		}
+		q := aws.ToString(in.QueueUrl)
+		f.deleted[q] = append(f.deleted[q], aws.ToString(e.ReceiptHandle))
+		out.Successful = append(out.Successful, types.DeleteMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func (f *fakeSQS) ChangeMessageVisibility(context.Context, *awssqs.ChangeMessageVisibilityInput, ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityOutput, error) {
+	f.record("visibility0")
+	return &awssqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+func (f *fakeSQS) ChangeMessageVisibilityBatch(_ context.Context, in *awssqs.ChangeMessageVisibilityBatchInput, _ ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityBatchOutput, error) {
+	f.record("extend")
+	return &awssqs.ChangeMessageVisibilityBatchOutput{}, nil
+}
+
+func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *awssqs.GetQueueAttributesInput, _ ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error) {
+	q := aws.ToString(in.QueueUrl)
+	return &awssqs.GetQueueAttributesOutput{Attributes: map[string]string{
+		"QueueArn": "arn:" + q, "VisibilityTimeout": "30", "MessageRetentionPeriod": "345600",
+		"ApproximateNumberOfMessages": strconv.Itoa(len(f.queues[q])),
+	}}, nil
+}
+
+func (f *fakeSQS) SendMessageBatch(_ context.Context, in *awssqs.SendMessageBatchInput, _ ...func(*awssqs.Options)) (*awssqs.SendMessageBatchOutput, error) {
+	f.record("send")
+	out := &awssqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		if f.failSend[aws.ToString(e.MessageBody)] {
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError")})
+			continue
+		}
+		f.put(aws.ToString(in.QueueUrl), aws.ToString(e.MessageBody))
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
+	}
+	return out, nil
+}
+
+func (f *fakeSQS) StartMessageMoveTask(context.Context, *awssqs.StartMessageMoveTaskInput, ...func(*awssqs.Options)) (*awssqs.StartMessageMoveTaskOutput, error) {
+	return nil, errors.New("InvalidAction: not implemented")
+}
+
+func (f *fakeSQS) ListMessageMoveTasks(context.Context, *awssqs.ListMessageMoveTasksInput, ...func(*awssqs.Options)) (*awssqs.ListMessageMoveTasksOutput, error) {
+	return nil, errors.New("InvalidAction: not implemented")
+}

@@ -1,0 +1,335 @@
+package sqs_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	snstypes "github.com/aws/aws-sdk-go-v2/service/sns/types"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
+)
+
+// TestMain stops the Postgres container pgtest may start. awstest.Main cannot
+// be chained with it (both run m.Run), so a LocalStack container, when one
+// is started, is left to the testcontainers reaper.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// rig is one test's consumer: its own queue, DLQ, topic and database.
+type rig struct {
+	tq     *awstest.TopicQueue
+	pool   *pgxpool.Pool
+	svc    *posting.Service
+	reg    *prometheus.Registry
+	m      *sqs.Metrics
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newRig(t *testing.T, opts ...awstest.Option) *rig {
+	t.Helper()
+	tq := awstest.NewTopicQueue(t, opts...)
+	pool := pgtest.New(t, ledgermigrations.FS)
+	store := ledgerstore.New(pool)
+	reg := prometheus.NewRegistry()
+	return &rig{tq: tq, pool: pool, svc: posting.NewService(store, store, time.Now), reg: reg, m: sqs.NewMetrics(reg)}
+}
+
+// start runs a consumer of the rig's queue until the test ends (or stop).
+func (r *rig) start(t *testing.T, api sqs.API, workers int) {
+	t.Helper()
+	attrs, err := sqs.ReadQueueAttributes(context.Background(), api, r.tq.QueueURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sqs.NewConsumer(api, r.svc, sqs.Config{
+		QueueURL: r.tq.QueueURL, Workers: workers, WaitTime: 2 * time.Second,
+		VisibilityTimeout: attrs.VisibilityTimeout, Log: quietLog(), Metrics: r.m,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel, r.done = cancel, make(chan error, 1)
+	go func() { r.done <- c.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+}
+
+func (r *rig) stop(t *testing.T) {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Errorf("consumer: %v", err)
+	}
+	r.cancel = nil
+}
+
+func (r *rig) metric(t *testing.T, name string, labels ...string) float64 {
+	return metricValue(t, r.reg, name, labels...)
+}
+
+func (r *rig) ledgerTransactions(t *testing.T) int {
+	var n int
+	if err := r.pool.QueryRow(context.Background(), `SELECT count(*) FROM ledger_transactions`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// send puts bodies straight on a queue, 10 per request.
+func send(t *testing.T, client *awssqs.Client, queueURL string, bodies ...[]byte) {
+	t.Helper()
+	for len(bodies) > 0 {
+		n := min(10, len(bodies))
+		entries := make([]types.SendMessageBatchRequestEntry, n)
+		for i := range n {
+			entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i]))}
+		}
+		out, err := client.SendMessageBatch(context.Background(), &awssqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+		if err != nil || len(out.Failed) > 0 {
+			t.Fatalf("send: %v %v", err, out)
+		}
+		bodies = bodies[n:]
+	}
+}
+
+// publish sends bodies through the topic (raw delivery), 10 per request,
+// the way the payments relay does.
+func publish(t *testing.T, tq *awstest.TopicQueue, bodies ...[]byte) {
+	t.Helper()
+	for len(bodies) > 0 {
+		n := min(10, len(bodies))
+		entries := make([]snstypes.PublishBatchRequestEntry, n)
+		for i := range n {
+			entries[i] = snstypes.PublishBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), Message: aws.String(string(bodies[i]))}
+		}
+		out, err := tq.SNS.PublishBatch(context.Background(), &sns.PublishBatchInput{TopicArn: aws.String(tq.TopicARN), PublishBatchRequestEntries: entries})
+		if err != nil || len(out.Failed) > 0 {
+			t.Fatalf("publish: %v %v", err, out)
+		}
+		bodies = bodies[n:]
+	}
+}
+
+type event struct {
+	id, paymentID, refundID string
+	amount                  int64
+	payer, merchant         string
+}
+
+func newPayment(amount int64, payer, merchant string) event {
+	return event{id: uuid.NewString(), paymentID: uuid.NewString(), amount: amount, payer: payer, merchant: merchant}
+}
+
+func (e event) refund(amount int64) event {
+	return event{id: uuid.NewString(), paymentID: e.paymentID, refundID: uuid.NewString(), amount: amount, payer: e.payer, merchant: e.merchant}
+}
+
+func (e event) body() []byte {
+	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	if e.refundID == "" {
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
+			e.id, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
+	}
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
+		e.id, e.paymentID, ts, e.paymentID, e.refundID, e.amount, e.payer, e.merchant, e.amount))
+}
+
+func TestSameEventDeliveredThreeTimes(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.start(t, r.tq.SQS, 2)
+	body := newPayment(1050, "cus_1", "mer_1").body()
+	publish(t, r.tq, body)
+	send(t, r.tq.SQS, r.tq.QueueURL, body, body)
+	waitFor(t, time.Minute, "3 messages processed", func() bool {
+		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied")+r.metric(t, "ledger_messages_processed_total", "outcome", "duplicate") >= 3
+	})
+	if n := r.ledgerTransactions(t); n != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", n)
+	}
+	if got := r.metric(t, "ledger_duplicates_suppressed_total"); got != 2 {
+		t.Errorf("duplicates suppressed: got %v, want 2", got)
+	}
+}
+
+// lossyAcks is the real SQS client whose first deletes fail: the commit
+// happened, the acknowledgement was lost.
+type lossyAcks struct {
+	*awssqs.Client
+	lose atomic.Int32
+}
+
+func (l *lossyAcks) DeleteMessageBatch(ctx context.Context, in *awssqs.DeleteMessageBatchInput, opts ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error) {
+	if l.lose.Add(-1) >= 0 {
+		return nil, fmt.Errorf("connection reset by peer (injected)")
+	}
+	return l.Client.DeleteMessageBatch(ctx, in, opts...)
+}
+
+func TestLostAckIsAbsorbedByTheInbox(t *testing.T) {
+	t.Parallel()
+	t.Run("delete fails", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t, awstest.WithVisibilityTimeout(time.Second))
+		api := &lossyAcks{Client: r.tq.SQS}
+		api.lose.Store(1)
+		r.start(t, api, 1)
+		send(t, r.tq.SQS, r.tq.QueueURL, newPayment(700, "cus_2", "mer_2").body())
+		waitFor(t, time.Minute, "the redelivery to be absorbed", func() bool {
+			return r.metric(t, "ledger_duplicates_suppressed_total") >= 1
+		})
+		if n := r.ledgerTransactions(t); n != 1 {
+			t.Errorf("ledger transactions: got %d, want 1", n)
+		}
+		if got := r.metric(t, "ledger_ack_failures_total"); got != 1 {
+			t.Errorf("ack failures: got %v, want 1", got)
+		}
+	})
+	t.Run("process stopped before the delete", func(t *testing.T) {
+		t.Parallel()
+		r := newRig(t)
+		body := newPayment(900, "cus_3", "mer_3").body()
+		// A previous process committed this message and died before its
+		// delete: the message is still on the queue.
+		if res, err := r.svc.Apply(context.Background(), body); err != nil || res.Outcome != posting.Applied {
+			t.Fatalf("first apply: %v %v", res.Outcome, err)
+		}
+		send(t, r.tq.SQS, r.tq.QueueURL, body)
+		r.start(t, r.tq.SQS, 1)
+		waitFor(t, time.Minute, "the redelivery to be absorbed", func() bool {
+			return r.metric(t, "ledger_duplicates_suppressed_total") >= 1
+		})
+		if n := r.ledgerTransactions(t); n != 1 {
+			t.Errorf("ledger transactions: got %d, want 1", n)
+		}
+	})
+}
+
+func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = sqs.WatchDLQ(ctx, r.tq.SQS, r.tq.DLQURL, 200*time.Millisecond, r.m, quietLog()) }()
+	r.start(t, r.tq.SQS, 4)
+
+	var before, after [][]byte
+	for i := range 50 {
+		before = append(before, newPayment(int64(100+i), "cus_p", "mer_p").body())
+		after = append(after, newPayment(int64(200+i), "cus_p", "mer_p").body())
+	}
+	poison := []byte(`{"specversion":"1.0","id":"` + uuid.NewString() + `","type":"payment.created","dataversion":"1","time":"2026-11-29T12:00:00.000Z","data":{"amount":"lots"}}`)
+	publish(t, r.tq, before...)
+	publish(t, r.tq, poison)
+	publish(t, r.tq, after...)
+
+	waitFor(t, 90*time.Second, "100 good messages applied", func() bool {
+		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 100
+	})
+	waitFor(t, time.Minute, "the poison message in the DLQ", func() bool { return r.metric(t, "ledger_dlq_messages") >= 1 })
+	if n := r.ledgerTransactions(t); n != 100 {
+		t.Errorf("ledger transactions: got %d, want 100", n)
+	}
+	if got := r.metric(t, "ledger_processing_failures_total", "reason", "poison"); got < 2 {
+		t.Errorf("poison failures: got %v, want at least maxReceiveCount (2)", got)
+	}
+
+	r.stop(t)
+	rep, err := sqs.Redrive(context.Background(), r.tq.SQS, r.tq.DLQURL, r.tq.QueueURL, quietLog())
+	if err != nil {
+		t.Fatalf("Redrive: %v", err)
+	}
+	if rep.Moved != 1 {
+		t.Errorf("redrive: got %+v, want 1 moved", rep)
+	}
+	back := r.tq.Drain(t, r.tq.QueueURL, 1, 30*time.Second)
+	if len(back) != 1 || aws.ToString(back[0].Body) != string(poison) {
+		t.Fatalf("queue after redrive: got %d messages, want the poison message back", len(back))
+	}
+}
+
+func TestRefundBeforePaymentThroughTheBroker(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.start(t, r.tq.SQS, 2)
+	p := newPayment(1000, "cus_o", "mer_o")
+	publish(t, r.tq, p.refund(400).body())
+	waitFor(t, time.Minute, "the refund applied", func() bool {
+		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 1
+	})
+	publish(t, r.tq, p.body())
+	waitFor(t, time.Minute, "the payment applied", func() bool {
+		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 2
+	})
+	for account, want := range map[string]int64{"cus_o": -600, "mer_o": 600} {
+		bs, err := r.svc.Balances(context.Background(), account)
+		if err != nil || len(bs) != 1 || bs[0].Amount() != want {
+			t.Errorf("%s: got %v %v, want %d BRL (as if in order)", account, bs, err, want)
+		}
+	}
+}
+
+func TestEightWorkersThroughTheBroker(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.start(t, r.tq.SQS, 8)
+	var unique, all [][]byte
+	for i := range 250 {
+		p := newPayment(int64(10+i), fmt.Sprintf("cus_%d", i%7), fmt.Sprintf("mer_%d", i%3))
+		unique = append(unique, p.body())
+	}
+	all = append(all, unique...)
+	for i := 0; i < len(unique); i += 5 { // 50 duplicates: 1 in 6 deliveries
+		all = append(all, unique[i])
+	}
+	send(t, r.tq.SQS, r.tq.QueueURL, all...)
+	waitFor(t, 90*time.Second, "all messages processed", func() bool {
+		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied")+
+			r.metric(t, "ledger_messages_processed_total", "outcome", "duplicate") >= float64(len(all))
+	})
+	if got := r.metric(t, "ledger_messages_processed_total", "outcome", "applied"); got != float64(len(unique)) {
+		t.Errorf("applied: got %v, want %d", got, len(unique))
+	}
+	if n := r.ledgerTransactions(t); n != len(unique) {
+		t.Errorf("ledger transactions: got %d, want %d", n, len(unique))
+	}
+	var sum int64
+	if err := r.pool.QueryRow(context.Background(), `SELECT coalesce(sum(amount), 0) FROM ledger_entries WHERE account_id LIKE 'mer_%'`).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for i := range 250 {
+		want += int64(10 + i)
+	}
+	if sum != want {
+		t.Errorf("merchants' total: got %d, want %d", sum, want)
+	}
+}

@@ -1,0 +1,53 @@
+package sqs
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the consumer's Prometheus metrics (SPEC §8a). Create them once
+// per process with NewMetrics on the registry cmd/ledger serves.
+type Metrics struct {
+	processed  *prometheus.CounterVec
+	duplicates prometheus.Counter
+	failures   *prometheus.CounterVec
+	ackFailed  prometheus.Counter
+	dlqDepth   prometheus.Gauge
+	eventAge   prometheus.Histogram
+}
+
+// NewMetrics registers the ledger consumer's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ledger_messages_processed_total",
+			Help: "Messages committed and acknowledged, by outcome (applied, duplicate, ignored).",
+		}, []string{"outcome"}),
+		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledger_duplicates_suppressed_total",
+			Help: "Redelivered or republished messages the inbox or the business key absorbed.",
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ledger_processing_failures_total",
+			Help: "Messages left unacknowledged, by reason: poison (will reach the DLQ) or error (will be retried).",
+		}, []string{"reason"}),
+		ackFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledger_ack_failures_total",
+			Help: "Committed messages whose delete failed; their redelivery is absorbed by the inbox.",
+		}),
+		dlqDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ledger_dlq_messages",
+			Help: "Approximate number of messages in the dead-letter queue; alert on any.",
+		}),
+		eventAge: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "ledger_event_age_seconds",
+			Help:    "Time from the event's occurrence (its CloudEvent time) to its ledger posting.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12),
+		}),
+	}
+	for _, o := range []string{"applied", "duplicate", "ignored"} {
+		m.processed.WithLabelValues(o)
+	}
+	for _, r := range []string{"poison", "error"} {
+		m.failures.WithLabelValues(r)
+	}
+	reg.MustRegister(m.processed, m.duplicates, m.failures, m.ackFailed, m.dlqDepth, m.eventAge)
+	return m
+}
