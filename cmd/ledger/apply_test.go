@@ -1,0 +1,23 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
+	"github.com/payments-outbox/payments-outbox/application/posting"
+)
+
+// applyOne posts one event into the ledger database at url, the way the
+// consumer would, for tests that need ledger rows without a broker.
+func applyOne(ctx context.Context, url, body string) error {
+	pool, err := postgres.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := ledgerstore.New(pool)
+	_, err = posting.NewService(store, store, time.Now).Apply(ctx, []byte(body))
+	return err
+}

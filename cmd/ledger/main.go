@@ -1,0 +1,292 @@
+// Command ledger is the ledger service: it consumes payment events from SQS
+// through an inbox, posts them as balanced double-entry transactions exactly
+// once, and serves balances and entries over HTTP.
+//
+//	ledger                 serve (the default): consumer + HTTP API on HTTP_ADDR
+//	ledger migrate         apply the embedded migrations and exit
+//	ledger dlq redrive     move the DLQ's messages back to the queue
+//	ledger reconcile       compare the ledger with the payments database;
+//	                       --payments-database-url (or PAYMENTS_DATABASE_URL),
+//	                       --grace (default 1m); exit status 1 on any divergence
+//	ledger healthcheck     exit 0 if the local server is ready (for Docker)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
+	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ledger:", err)
+		os.Exit(1)
+	}
+}
+
+// errDivergence is returned by `ledger reconcile` when it printed at least
+// one divergence, so the process exits with status 1.
+var errDivergence = errors.New("the ledger diverges from the payments database")
+
+// run is the whole program, callable from tests with their own arguments and
+// environment. When listening is not nil it receives the HTTP address once
+// serving.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, getenv, out, listening)
+	case "migrate":
+		return migrate(ctx, getenv, out)
+	case "dlq":
+		if len(args) != 1 || args[0] != "redrive" {
+			return fmt.Errorf("usage: ledger dlq redrive")
+		}
+		return redrive(ctx, getenv, out)
+	case "reconcile":
+		return reconcile(ctx, args, getenv, out)
+	case "healthcheck":
+		return healthcheck(ctx, getenv)
+	default:
+		return fmt.Errorf("unknown command %q (want serve, migrate, dlq redrive, reconcile or healthcheck)", cmd)
+	}
+}
+
+func newLogger(out io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level})).With("service", "ledger")
+}
+
+func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	return applyMigrations(ctx, pool, newLogger(out, cfg.LogLevel))
+}
+
+func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	res, err := postgres.Migrate(ctx, pool, ledgermigrations.FS)
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "migrations applied", "count", len(res))
+	return nil
+}
+
+func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- string) error {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(out, cfg.LogLevel)
+	pool, err := postgres.Open(ctx, cfg.poolURL())
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	if cfg.MigrateOnStart {
+		if err := applyMigrations(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+
+	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+	if err != nil {
+		return err
+	}
+	queue, err := sqs.ReadQueueAttributes(ctx, client, cfg.QueueURL)
+	if err != nil {
+		return fmt.Errorf("LEDGER_QUEUE_URL: %w", err)
+	}
+	dlq, err := sqs.ReadQueueAttributes(ctx, client, cfg.DLQURL)
+	if err != nil {
+		return fmt.Errorf("LEDGER_DLQ_URL: %w", err)
+	}
+	// The inbox must remember a message id for as long as the broker can
+	// redeliver the message, or a late redelivery would post twice.
+	if err := posting.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
+		return fmt.Errorf("INBOX_RETENTION: %w", err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := sqs.NewMetrics(reg)
+	store := ledgerstore.New(pool)
+	svc := posting.NewService(store, store, time.Now)
+	consumer := sqs.NewConsumer(client, svc, sqs.Config{
+		QueueURL: cfg.QueueURL, Workers: cfg.Workers, VisibilityTimeout: queue.VisibilityTimeout,
+		Log: log, Metrics: metrics,
+	})
+	janitor := posting.NewInboxJanitor(store, cfg.InboxRetention, 1000, time.Now)
+
+	srv := &http.Server{
+		Handler: ledgerapi.NewHandler(ledgerapi.Config{
+			Queries: svc, Ready: store.Ping, Log: log,
+			Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	log.InfoContext(ctx, "listening", "addr", ln.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL)
+	if listening != nil {
+		listening <- ln.Addr().String()
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done() // a signal arrived, or another part failed
+		log.Info("shutting down: no new receives, finishing in-flight messages")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	// The consumer stops receiving when gctx is cancelled and returns once its
+	// in-flight batches are committed and acknowledged (or left unacknowledged).
+	g.Go(func() error { return consumer.Run(gctx) })
+	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, metrics, log) })
+	g.Go(func() error {
+		return janitor.Run(gctx, time.Hour, func(err error) {
+			log.WarnContext(gctx, "inbox cleanup failed; will retry", "err", err)
+		})
+	})
+	return g.Wait()
+}
+
+func redrive(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+	if err != nil {
+		return err
+	}
+	rep, err := sqs.Redrive(ctx, client, cfg.DLQURL, cfg.QueueURL, newLogger(io.Discard, cfg.LogLevel))
+	fmt.Fprintf(out, "redrive (%s): %d messages moved back to %s", rep.Mode, rep.Moved, cfg.QueueURL)
+	if rep.SendFailed > 0 {
+		fmt.Fprintf(out, ", %d left in the DLQ (send failed)", rep.SendFailed)
+	}
+	fmt.Fprintln(out)
+	return err
+}
+
+func reconcile(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
+	fs.SetOutput(out)
+	paymentsURL := fs.String("payments-database-url", getenv("PAYMENTS_DATABASE_URL"), "the payments database (default $PAYMENTS_DATABASE_URL)")
+	grace := fs.Duration("grace", time.Minute, "skip payments and refunds younger than this: their events may still be in flight")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *paymentsURL == "" {
+		return errors.New("PAYMENTS_DATABASE_URL (or --payments-database-url) is required")
+	}
+	if *grace < 0 {
+		return fmt.Errorf("--grace=%s is invalid: want zero or more", *grace)
+	}
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	ledgerPool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer ledgerPool.Close()
+	paymentsPool, err := postgres.Open(ctx, *paymentsURL)
+	if err != nil {
+		return fmt.Errorf("PAYMENTS_DATABASE_URL: %w", err)
+	}
+	defer paymentsPool.Close()
+
+	rec := posting.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
+	divs, err := rec.Reconcile(ctx, *grace)
+	if err != nil {
+		return err
+	}
+	for _, d := range divs {
+		fmt.Fprintln(out, "DIVERGENCE", d)
+	}
+	if len(divs) > 0 {
+		return fmt.Errorf("%w: %d divergences", errDivergence, len(divs))
+	}
+	fmt.Fprintln(out, "ok: the ledger matches the payments database")
+	return nil
+}
+
+// healthcheck asks the server on HTTP_ADDR whether it is ready. It is the
+// container's healthcheck: a distroless runtime image has no curl.
+func healthcheck(ctx context.Context, getenv func(string) string) error {
+	addr := getenv("HTTP_ADDR")
+	if addr == "" {
+		addr = ":8081"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("HTTP_ADDR=%q is invalid: %w", addr, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: /readyz answered %s", res.Status)
+	}
+	return nil
+}

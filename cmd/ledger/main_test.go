@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/google/uuid"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+// TestMain stops the Postgres container pgtest may start; a LocalStack
+// container, if awstest started one, is left to the testcontainers reaper.
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func getenvFrom(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "LEDGER_QUEUE_URL": "http://q", "LEDGER_DLQ_URL": "http://d"}
+	tests := []struct {
+		name, key, value string
+	}{
+		{"missing database", "DATABASE_URL", ""},
+		{"missing queue", "LEDGER_QUEUE_URL", ""},
+		{"missing dlq", "LEDGER_DLQ_URL", ""},
+		{"bad workers", "LEDGER_WORKERS", "many"},
+		{"zero workers", "LEDGER_WORKERS", "0"},
+		{"bad retention", "INBOX_RETENTION", "15 days"},
+		{"bad level", "LOG_LEVEL", "loud"},
+		{"bad migrate flag", "MIGRATE_ON_START", "perhaps"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{}
+			for k, v := range base {
+				vars[k] = v
+			}
+			vars[tt.key] = tt.value
+			err := run(context.Background(), nil, getenvFrom(vars), io.Discard, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.key) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %v, want one line naming %s", err, tt.key)
+			}
+		})
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, getenvFrom(base), io.Discard, nil); err == nil {
+		t.Error("unknown command: got nil, want an error")
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg, err := loadConfig(getenvFrom(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=disable", "LEDGER_QUEUE_URL": "q", "LEDGER_DLQ_URL": "d"}), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart {
+		t.Errorf("defaults: got %+v", cfg)
+	}
+	if got, want := cfg.poolURL(), "postgres://h/db?sslmode=disable&pool_max_conns=8"; got != want {
+		t.Errorf("pool url: got %s, want %s", got, want)
+	}
+}
+
+// syncBuffer is an io.Writer the server's logger and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestServeConsumesAndAnswers(t *testing.T) {
+	t.Parallel()
+	tq := awstest.NewTopicQueue(t)
+	env := map[string]string{
+		"DATABASE_URL":     pgtest.NewDatabase(t),
+		"HTTP_ADDR":        "127.0.0.1:0",
+		"AWS_ENDPOINT_URL": awstest.Endpoint(t),
+		"AWS_REGION":       tq.Config.Region,
+		"LEDGER_QUEUE_URL": tq.QueueURL,
+		"LEDGER_DLQ_URL":   tq.DLQURL,
+		"LEDGER_WORKERS":   "2",
+		"LOG_LEVEL":        "debug",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening := make(chan string, 1)
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() { done <- run(ctx, nil, getenvFrom(env), logs, listening) }()
+	var addr string
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, logs)
+	case <-time.After(time.Minute):
+		t.Fatal("the server did not start")
+	}
+	base := "http://" + addr
+
+	paymentID, merchant := uuid.NewString(), "mer_"+uuid.NewString()[:8]
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
+		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, merchant)
+	if _, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+
+	var balance struct {
+		Balances []struct {
+			Currency string `json:"currency"`
+			Balance  int64  `json:"balance"`
+		} `json:"balances"`
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		res, err := http.Get(base + "/accounts/" + merchant + "/balance")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&balance) == nil
+		res.Body.Close()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the balance never appeared; logs:\n%s", logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(balance.Balances) != 1 || balance.Balances[0].Balance != 1050 || balance.Balances[0].Currency != "BRL" {
+		t.Errorf("balance: got %+v, want 1050 BRL", balance)
+	}
+	for path, want := range map[string]string{
+		"/payments/" + paymentID + "/entries": `"amount":-1050`,
+		"/metrics":                            `ledger_messages_processed_total{outcome="applied"} 1`,
+		"/readyz":                             `ready`,
+	} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(b), want) {
+			t.Errorf("GET %s: got %d %s, want 200 containing %s", path, res.StatusCode, b, want)
+		}
+	}
+
+	cancel() // SIGTERM
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after shutdown: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("run did not return after cancellation")
+	}
+}
+
+func TestServeRefusesAShortInboxRetention(t *testing.T) {
+	t.Parallel()
+	tq := awstest.NewTopicQueue(t)
+	env := map[string]string{
+		"DATABASE_URL":     pgtest.NewDatabase(t),
+		"HTTP_ADDR":        "127.0.0.1:0",
+		"AWS_ENDPOINT_URL": awstest.Endpoint(t),
+		"AWS_REGION":       tq.Config.Region,
+		"LEDGER_QUEUE_URL": tq.QueueURL,
+		"LEDGER_DLQ_URL":   tq.DLQURL,
+		"INBOX_RETENTION":  "1h",
+	}
+	err := run(context.Background(), nil, getenvFrom(env), io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "INBOX_RETENTION") {
+		t.Errorf("got %v, want an error naming INBOX_RETENTION", err)
+	}
+}
+
+func TestReconcileExitStatus(t *testing.T) {
+	t.Parallel()
+	ledgerURL := pgtest.NewDatabase(t)
+	payments := pgtest.New(t, paymentsmigrations.FS)
+	paymentsURL := payments.Config().ConnString()
+	env := map[string]string{"DATABASE_URL": ledgerURL}
+	ctx := context.Background()
+	if err := run(ctx, []string{"migrate"}, getenvFrom(env), io.Discard, nil); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+
+	// One payment with one refund, in both databases.
+	paymentID, refundID := uuid.NewString(), uuid.NewString()
+	at := time.Now().Add(-time.Hour)
+	if _, err := payments.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+		VALUES ($1, 1000, 300, 'BRL', 'partially_refunded', 'cus_1', 'mer_1', $2, $2)`, paymentID, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := payments.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, 300, $3)`, refundID, paymentID, at); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(body string) {
+		t.Helper()
+		if err := applyOne(ctx, ledgerURL, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := at.UTC().Format(time.RFC3339Nano)
+	apply(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","time":%q,"dataversion":"1","data":{"payment_id":%q,"amount":1000,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, uuid.NewString(), ts, paymentID))
+	apply(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","time":%q,"dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":300,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":300}}`, uuid.NewString(), ts, paymentID, refundID))
+
+	var out bytes.Buffer
+	if err := run(ctx, []string{"reconcile", "--payments-database-url", paymentsURL}, getenvFrom(env), &out, nil); err != nil {
+		t.Fatalf("reconcile on matching data: got %v, want nil (exit 0)\n%s", err, &out)
+	}
+
+	// Inject a divergence: a second refund the ledger never heard of.
+	missing := uuid.NewString()
+	if _, err := payments.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, 200, $3)`, missing, paymentID, at); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	env["PAYMENTS_DATABASE_URL"] = paymentsURL // the environment works as well as the flag
+	err := run(ctx, []string{"reconcile", "--grace", "1m"}, getenvFrom(env), &out, nil)
+	if !errors.Is(err, errDivergence) {
+		t.Fatalf("reconcile with a divergence: got %v, want errDivergence (exit 1)", err)
+	}
+	if !strings.Contains(out.String(), missing) {
+		t.Errorf("output: got %q, want it to name refund %s", out.String(), missing)
+	}
+}
