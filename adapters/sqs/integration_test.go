@@ -108,16 +108,30 @@ func send(t *testing.T, client *awssqs.Client, queueURL string, bodies ...[]byte
 	t.Helper()
 	for len(bodies) > 0 {
 		n := min(10, len(bodies))
-		entries := make([]types.SendMessageBatchRequestEntry, n)
-		for i := range n {
-			entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i]))}
-		}
-		out, err := client.SendMessageBatch(context.Background(), &awssqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
-		if err != nil || len(out.Failed) > 0 {
-			t.Fatalf("send: %v %v", err, out)
+		if err := sendTo(client, queueURL, bodies[:n]); err != nil {
+			t.Fatal(err)
 		}
 		bodies = bodies[n:]
 	}
+}
+
+func sendBatch(tq *awstest.TopicQueue, bodies [][]byte) error {
+	return sendTo(tq.SQS, tq.QueueURL, bodies)
+}
+
+func sendTo(client *awssqs.Client, queueURL string, bodies [][]byte) error {
+	entries := make([]types.SendMessageBatchRequestEntry, len(bodies))
+	for i, b := range bodies {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(b))}
+	}
+	out, err := client.SendMessageBatch(context.Background(), &awssqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+	if err != nil {
+		return fmt.Errorf("send: %w", err)
+	}
+	if len(out.Failed) > 0 {
+		return fmt.Errorf("send: %d entries failed", len(out.Failed))
+	}
+	return nil
 }
 
 // publish sends bodies through the topic (raw delivery), 10 per request,
