@@ -1,0 +1,232 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+)
+
+// The fuzz targets drive the real router and the real use cases over the
+// in-memory repository, so a run costs microseconds and needs no database.
+// Their seeds run with every `go test`; `go test -fuzz FuzzCreatePayment
+// ./adapters/httpapi` explores further. What they hold for any input: the
+// server never panics and never answers 5xx, every refusal is problem+json
+// with a status the API documents, and an accepted request stored exactly
+// what the client sent.
+
+func newFuzzHandler() (http.Handler, *paymentstest.Repository) {
+	repo := paymentstest.NewRepository()
+	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
+	return httpapi.NewHandler(httpapi.Config{Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}), repo
+}
+
+// serve runs one request through h in process.
+func serve(h http.Handler, method, path, contentType, key string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "/", bytes.NewReader(body))
+	req.URL.Path = path // set after parsing: the fuzzer's paths need not be valid request URIs
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if key != "" {
+		req.Header.Set(httpapi.IdempotencyHeader, key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// documented are the statuses SPEC §5 lets these endpoints answer.
+var documented = map[int]bool{201: true, 400: true, 404: true, 405: true, 409: true, 413: true, 415: true, 422: true}
+
+// checkRefusal fails t unless rec is a documented status and, when it is not
+// 201, a well-formed problem+json document of that status.
+func checkRefusal(t *testing.T, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	if !documented[rec.Code] {
+		t.Fatalf("status %d, want one of the documented 2xx/4xx; body %s", rec.Code, rec.Body)
+	}
+	if rec.Code == http.StatusCreated {
+		return
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/problem+json" {
+		t.Fatalf("%d with Content-Type %q, want application/problem+json", rec.Code, ct)
+	}
+	var p struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil || p.Status != rec.Code || p.Type == "" || p.Title == "" {
+		t.Fatalf("%d answered with a malformed problem %q (%v)", rec.Code, rec.Body, err)
+	}
+}
+
+type sentPayment struct {
+	Amount      json.Number `json:"amount"`
+	Currency    string      `json:"currency"`
+	PayerID     string      `json:"payer_id"`
+	MerchantID  string      `json:"merchant_id"`
+	Description string      `json:"description"`
+}
+
+type gotPayment struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	Amount         int64  `json:"amount"`
+	RefundedAmount int64  `json:"refunded_amount"`
+	Currency       string `json:"currency"`
+	PayerID        string `json:"payer_id"`
+	MerchantID     string `json:"merchant_id"`
+	Description    string `json:"description"`
+	Refund         *struct {
+		ID     string `json:"id"`
+		Amount int64  `json:"amount"`
+	} `json:"refund"`
+}
+
+func FuzzCreatePayment(f *testing.F) {
+	for _, s := range []struct{ body, ct, key string }{
+		{`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1", "description": "coffee"}`, "application/json", ""},
+		{`{"amount": 1, "currency": "jpy", "payer_id": "ü'1", "merchant_id": "m;--", "description": "Robert'); DROP TABLE payments;-- ☃"}`, "application/json; charset=utf-8", "key-1"},
+		{`{"amount": 9223372036854775807, "currency": "USD", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": 9223372036854775808, "currency": "USD", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": -9223372036854775808, "currency": "USD", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": 10.5, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": 1e3, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": "10", "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": null, "currency": null, "payer_id": null}`, "application/json", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "amount": 2}`, "application/json", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a\u0000", "merchant_id": "\ud800", "description": "\u2028"}`, "application/json", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "extra": {}}`, "application/json", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"} {}`, "application/json", ""},
+		{`[]`, "application/json", ""},
+		{``, "application/json", ""},
+		{`{"amount":`, "application/json", ""},
+		{"\xff\xfe{", "application/json", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "text/plain", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json; charset", ""},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", "key with spaces"},
+		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", strings.Repeat("k", 300)},
+	} {
+		f.Add([]byte(s.body), s.ct, s.key)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, contentType, key string) {
+		h, _ := newFuzzHandler()
+		rec := serve(h, http.MethodPost, "/payments", contentType, key, body)
+		checkRefusal(t, rec)
+		if rec.Code != http.StatusCreated {
+			return
+		}
+		// Accepted: the request was one JSON object, and the payment
+		// holds exactly what it said, text verbatim and currency upper-case.
+		var sent sentPayment
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&sent); err != nil {
+			t.Fatalf("201 for a body the JSON decoder refuses (%v): %q", err, body)
+		}
+		var got gotPayment
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+			t.Fatalf("201 body %q: %v", rec.Body, err)
+		}
+		if sent.Amount.String() != fmtInt(got.Amount) || got.Amount <= 0 {
+			t.Errorf("amount: sent %s, stored %d", sent.Amount, got.Amount)
+		}
+		if got.Currency != strings.ToUpper(sent.Currency) || got.PayerID != sent.PayerID ||
+			got.MerchantID != sent.MerchantID || got.Description != sent.Description {
+			t.Errorf("stored %+v, sent %+v", got, sent)
+		}
+		if got.Status != "created" || got.RefundedAmount != 0 {
+			t.Errorf("new payment is %q with %d refunded", got.Status, got.RefundedAmount)
+		}
+		// It reads back as created, and a retry with the key replays it.
+		back := serve(h, http.MethodGet, "/payments/"+got.ID, "", "", nil)
+		if back.Code != http.StatusOK || !bytes.Equal(back.Body.Bytes(), rec.Body.Bytes()) {
+			t.Errorf("GET after create: %d %s, want 200 %s", back.Code, back.Body, rec.Body)
+		}
+		if key != "" {
+			again := serve(h, http.MethodPost, "/payments", contentType, key, body)
+			if again.Code != http.StatusCreated || again.Header().Get(httpapi.ReplayedHeader) != "true" || !bytes.Equal(again.Body.Bytes(), rec.Body.Bytes()) {
+				t.Errorf("retry with key %q: %d replayed=%q %s, want the first response", key, again.Code, again.Header().Get(httpapi.ReplayedHeader), again.Body)
+			}
+		}
+	})
+}
+
+func FuzzRefund(f *testing.F) {
+	for _, s := range []struct{ id, body, ct, key string }{
+		{"", `{"amount": 500}`, "application/json", ""},
+		{"", `{"amount": 1000}`, "application/json", "r-1"},
+		{"", `{"amount": 1001}`, "application/json", ""},
+		{"", `{"amount": 0}`, "application/json", ""},
+		{"", `{"amount": -1}`, "application/json", ""},
+		{"", `{"amount": 1.5}`, "application/json", ""},
+		{"", `{"amount": 99999999999999999999}`, "application/json", ""},
+		{"", `{"amount": 1, "reason": "x"}`, "application/json", ""},
+		{"", `{}`, "application/json", ""},
+		{"", `{"amount": 1}`, "application/xml", ""},
+		{"not-a-uuid", `{"amount": 1}`, "application/json", ""},
+		{"' OR 1=1--", `{"amount": 1}`, "application/json", ""},
+		{"01a229a3-739d-7ee0-9fd1-d6781f462db2", `{"amount": 1}`, "application/json", ""},
+		{"01A229A3-739D-7EE0-9FD1-D6781F462DB2", `{"amount": 1}`, "application/json", ""},
+		{"{01a229a3-739d-7ee0-9fd1-d6781f462db2}", `{"amount": 1}`, "application/json", ""},
+		{"urn:uuid:01a229a3-739d-7ee0-9fd1-d6781f462db2", `{"amount": 1}`, "application/json", ""},
+	} {
+		f.Add(s.id, []byte(s.body), s.ct, s.key)
+	}
+	f.Fuzz(func(t *testing.T, id string, body []byte, contentType, key string) {
+		h, _ := newFuzzHandler()
+		created := serve(h, http.MethodPost, "/payments", "application/json", "",
+			[]byte(`{"amount": 1000, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`))
+		var p gotPayment
+		if err := json.Unmarshal(created.Body.Bytes(), &p); created.Code != http.StatusCreated || err != nil {
+			t.Fatalf("create: %d %s", created.Code, created.Body)
+		}
+		if id == "" { // the seeds' way of naming the payment just created
+			id = p.ID
+		}
+		rec := serve(h, http.MethodPost, "/payments/"+id+"/refunds", contentType, key, body)
+		checkRefusal(t, rec)
+		after := serve(h, http.MethodGet, "/payments/"+p.ID, "", "", nil)
+		var now gotPayment
+		if err := json.Unmarshal(after.Body.Bytes(), &now); after.Code != http.StatusOK || err != nil {
+			t.Fatalf("GET: %d %s", after.Code, after.Body)
+		}
+		if rec.Code != http.StatusCreated {
+			if now.RefundedAmount != 0 || now.Status != "created" {
+				t.Fatalf("refused refund (%d) changed the payment: %+v", rec.Code, now)
+			}
+			return
+		}
+		var got gotPayment
+		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Refund == nil {
+			t.Fatalf("201 body %q: %v", rec.Body, err)
+		}
+		var sent struct {
+			Amount json.Number `json:"amount"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		if err := dec.Decode(&sent); err != nil || sent.Amount.String() != fmtInt(got.Refund.Amount) {
+			t.Fatalf("refunded %d for a request of %q (%v)", got.Refund.Amount, body, err)
+		}
+		if got.ID != p.ID || now.RefundedAmount != got.Refund.Amount || got.Refund.Amount <= 0 || got.Refund.Amount > 1000 {
+			t.Fatalf("refund of %d left the payment at %+v", got.Refund.Amount, now)
+		}
+	})
+}
+
+func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
