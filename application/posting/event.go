@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -79,6 +80,15 @@ type envelope struct {
 // decodeEnvelope parses body as a CloudEvent and checks what every event
 // needs: spec version 1.0, a UUID id and a type. Errors wrap ErrMalformed.
 func decodeEnvelope(body []byte) (envelope, error) {
+	// The inbox keeps the body as jsonb, which refuses what encoding/json
+	// lets through: invalid UTF-8 and the NUL character. Refuse them here, so
+	// such a message is poison (DLQ) rather than a database error retried.
+	if !utf8.Valid(body) {
+		return envelope{}, fmt.Errorf("%w: body is not valid UTF-8", ErrMalformed)
+	}
+	if hasNULEscape(body) {
+		return envelope{}, fmt.Errorf("%w: body contains a NUL character", ErrMalformed)
+	}
 	var ev cloudEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return envelope{}, fmt.Errorf("%w: %w", ErrMalformed, err)
@@ -207,4 +217,24 @@ func (e envelope) paymentID(raw string) (string, error) {
 		}
 	}
 	return id.String(), nil
+}
+
+// hasNULEscape reports whether a JSON document contains the escape \u0000
+// (and not merely an escaped backslash followed by "u0000").
+func hasNULEscape(body []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(body[i:], []byte(`u0000`))
+		if j < 0 {
+			return false
+		}
+		k := i + j // index of 'u'
+		slashes := 0
+		for k-1-slashes >= 0 && body[k-1-slashes] == '\\' {
+			slashes++
+		}
+		if slashes%2 == 1 {
+			return true
+		}
+		i = k + 1
+	}
 }

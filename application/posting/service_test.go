@@ -162,6 +162,9 @@ func TestApplyRejectsBadMessages(t *testing.T) {
 	}{
 		{"not json", `{"specversion":`, posting.ErrMalformed},
 		{"json array", `[1,2]`, posting.ErrMalformed},
+		{"invalid utf-8", strings.Replace(good, "cus_1", "cus_\xff", 1), posting.ErrMalformed},
+		{"nul character", strings.Replace(good, "cus_1", `cus_\u0000`, 1), posting.ErrMalformed},
+		{"escaped backslash before u0000 is fine but a control char", strings.Replace(good, "cus_1", `cus_\\u0000\n`, 1), posting.ErrInvalidEvent},
 		{"wrong specversion", strings.Replace(good, `"1.0"`, `"0.3"`, 1), posting.ErrMalformed},
 		{"id not a uuid", strings.Replace(good, msgA, "42", 1), posting.ErrMalformed},
 		{"no type", strings.Replace(good, `"type":"payment.created",`, "", 1), posting.ErrMalformed},
