@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// op is one unit of load: a request, a transaction. It returns an error for
+// anything but success.
+type op func(ctx context.Context, worker int, seq uint64) error
+
+// phase is one timed measurement.
+type phase struct {
+	Name        string
+	Concurrency int
+	Warmup      time.Duration // run, but not recorded: connections, caches, plans
+	Duration    time.Duration
+	// Rate, when positive, paces the whole phase at that many operations per
+	// second (an open loop, for latency at a given load) instead of running
+	// every worker flat out (a closed loop, for throughput).
+	Rate     float64
+	Progress io.Writer
+}
+
+// run runs op on Concurrency workers (each as fast as it can, or paced) and
+// summarises the operations that started inside the measured window.
+func (p phase) run(ctx context.Context, fn op) summary {
+	var (
+		recording atomic.Bool
+		done      atomic.Int64 // operations in the current progress second
+		failed    atomic.Int64
+		firstErr  atomic.Value
+		seq       atomic.Uint64
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var tickets chan struct{}
+	if p.Rate > 0 {
+		tickets = make(chan struct{}, p.Concurrency)
+		go pace(ctx, p.Rate, tickets)
+	}
+	parts := make([]latencies, p.Concurrency)
+	var wg sync.WaitGroup
+	for w := range p.Concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if tickets != nil {
+					select {
+					case <-ctx.Done():
+						return
+					case <-tickets:
+					}
+				}
+				rec := recording.Load()
+				start := time.Now()
+				err := fn(ctx, w, seq.Add(1))
+				if ctx.Err() != nil {
+					return // cut off by the end of the phase: neither success nor error
+				}
+				if !rec {
+					continue
+				}
+				if err != nil {
+					if failed.Add(1) == 1 {
+						firstErr.Store(err.Error())
+					}
+					continue
+				}
+				parts[w] = append(parts[w], time.Since(start))
+				done.Add(1)
+			}
+		})
+	}
+
+	fmt.Fprintf(p.Progress, "  %s: warming up %s\n", p.Name, p.Warmup)
+	sleep(ctx, p.Warmup)
+	recording.Store(true)
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	var total int64
+	for end := start.Add(p.Duration); time.Now().Before(end); {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		case <-time.After(time.Until(end)):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		n := done.Swap(0)
+		total += n
+		fmt.Fprintf(p.Progress, "  %s: %4.0fs  %6d ok  %7.0f/s  %d errors\n",
+			p.Name, time.Since(start).Seconds(), total, float64(total)/time.Since(start).Seconds(), failed.Load())
+	}
+	tick.Stop()
+	recording.Store(false)
+	elapsed := time.Since(start)
+	cancel()
+	wg.Wait()
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintf(p.Progress, "  %s: first error: %s\n", p.Name, e)
+	}
+	return summarize(merge(parts), int(failed.Load()), elapsed)
+}
+
+// pace hands out rate tickets per second, evenly spaced. A ticket nobody
+// takes in time is dropped rather than queued, so a stalled server is not
+// hit by a burst afterwards.
+func pace(ctx context.Context, rate float64, tickets chan<- struct{}) {
+	t := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			select {
+			case tickets <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// createPayment returns the op that POSTs one payment to baseURL. Payers and
+// merchants vary so the load does not pile onto one account downstream.
+func createPayment(baseURL string, concurrency int) op {
+	client := &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: concurrency,
+			MaxConnsPerHost:     concurrency,
+			DisableCompression:  true,
+		},
+	}
+	url := baseURL + "/payments"
+	return func(ctx context.Context, worker int, seq uint64) error {
+		body := paymentBody(seq)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		res, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusCreated {
+			return fmt.Errorf("POST /payments: %s", res.Status)
+		}
+		return nil
+	}
+}
+
+func paymentBody(seq uint64) []byte {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"amount":`...)
+	b = strconv.AppendUint(b, 100+seq%100_000, 10)
+	b = append(b, `,"currency":"BRL","payer_id":"cus_`...)
+	b = strconv.AppendUint(b, seq%1000, 10)
+	b = append(b, `","merchant_id":"mer_`...)
+	b = strconv.AppendUint(b, seq%50, 10)
+	b = append(b, `","description":"loadgen"}`...)
+	return b
+}
+
+// rawWrite returns the op for the ceiling: what POST /payments commits — a
+// payments row and its outbox row (a CloudEvents document of the same shape
+// and size), in one transaction — sent straight to Postgres with pgx, with
+// no HTTP, JSON decoding or domain code. It is sent the fastest way pgx
+// knows, as one pipelined batch in an implicit transaction: one round trip,
+// prepared statements. With notify, the batch also sends the NOTIFY the
+// service sends when OUTBOX_NOTIFY is on.
+func rawWrite(pool *pgxpool.Pool, notify bool) op {
+	return func(ctx context.Context, worker int, seq uint64) error {
+		id, msgID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+		now := time.Now().UTC()
+		amount := int64(100 + seq%100_000)
+		payer, merchant := "cus_"+strconv.FormatUint(seq%1000, 10), "mer_"+strconv.FormatUint(seq%50, 10)
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			id, amount, int64(0), "BRL", "created", payer, merchant, "loadgen", now, now)
+		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
+			msgID, "payment.created", id, eventDoc(msgID, id, amount, payer, merchant, now))
+		if notify {
+			b.Queue(`SELECT pg_notify($1, '')`, "outbox_pending")
+		}
+		return pool.SendBatch(ctx, b).Close()
+	}
+}
+
+// eventDoc is a payment.created CloudEvents document as the service stores it
+// (SPEC §6), built by hand: the ceiling must not pay for encoding/json.
+func eventDoc(msgID, paymentID uuid.UUID, amount int64, payer, merchant string, at time.Time) []byte {
+	b := make([]byte, 0, 384)
+	b = append(b, `{"specversion":"1.0","id":"`...)
+	b = append(b, msgID.String()...)
+	b = append(b, `","type":"payment.created","source":"/payments","subject":"`...)
+	b = append(b, paymentID.String()...)
+	b = append(b, `","time":"`...)
+	b = at.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","datacontenttype":"application/json","dataversion":"1","data":{"payment_id":"`...)
+	b = append(b, paymentID.String()...)
+	b = append(b, `","amount":`...)
+	b = strconv.AppendInt(b, amount, 10)
+	b = append(b, `,"currency":"BRL","payer_id":"`...)
+	b = append(b, payer...)
+	b = append(b, `","merchant_id":"`...)
+	b = append(b, merchant...)
+	b = append(b, `"}}`...)
+	return b
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = ms(i + 1) // 1 ms … 100 ms
+	}
+	tests := []struct {
+		name   string
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 50, 0},
+		{"one value", []time.Duration{ms(7)}, 99, ms(7)},
+		{"p50 of 100", hundred, 50, ms(50)},
+		{"p95 of 100", hundred, 95, ms(95)},
+		{"p99 of 100", hundred, 99, ms(99)},
+		{"p100 is the maximum", hundred, 100, ms(100)},
+		{"tiny p is the minimum", hundred, 0.001, ms(1)},
+		{"p99 of 10 is the maximum", hundred[:10], 99, ms(10)},
+		{"p50 of 2 is the lower", []time.Duration{ms(1), ms(2)}, 50, ms(1)},
+	}
+	for _, tt := range tests {
+		if got := percentile(tt.sorted, tt.p); got != tt.want {
+			t.Errorf("%s: percentile(p%v) = %v, want %v", tt.name, tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestSummarizeSortsAndCountsRate(t *testing.T) {
+	s := summarize([]time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond}, 1, 2*time.Second)
+	if s.N != 3 || s.Errors != 1 || s.P50 != 2*time.Millisecond || s.P99 != 3*time.Millisecond {
+		t.Errorf("got %+v, want N=3 Errors=1 P50=2ms P99=3ms", s)
+	}
+	if got := s.Rate(); got != 1.5 {
+		t.Errorf("Rate() = %v, want 1.5", got)
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want spread
+	}{
+		{nil, spread{}},
+		{[]float64{5}, spread{Median: 5, Min: 5, Max: 5, N: 1}},
+		{[]float64{9, 1, 5}, spread{Median: 5, Min: 1, Max: 9, N: 3}},
+		{[]float64{4, 1, 2, 8}, spread{Median: 3, Min: 1, Max: 8, N: 4}},
+	}
+	for _, tt := range tests {
+		if got := spreadOf(tt.xs); got != tt.want {
+			t.Errorf("spreadOf(%v) = %+v, want %+v", tt.xs, got, tt.want)
+		}
+	}
+}
+
+func TestTableFormats(t *testing.T) {
+	rows := []row{
+		{Scenario: "SQL ceiling", Conc: "16", Rate: spread{Median: 9000, Min: 8500, Max: 9400, N: 3}, Unit: "req/s",
+			Ratio: spread{Median: 1, Min: 1, Max: 1, N: 1}, P50: 1500 * time.Microsecond, P95: 4 * time.Millisecond, P99: 12 * time.Millisecond, Limit: "a|b"},
+		{Scenario: "relay", Conc: "2×4 workers", Rate: spread{Median: 20000, Min: 20000, Max: 20000, N: 1}, Unit: "rows/s"},
+	}
+	var text bytes.Buffer
+	if err := writeText(&text, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"9000 req/s (8500–9400)", "100%", "1.50 ms", "12 ms", "20000 rows/s", "—"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text table lacks %q:\n%s", want, text.String())
+		}
+	}
+	var md bytes.Buffer
+	writeMarkdown(&md, rows)
+	lines := strings.Split(strings.TrimSpace(md.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("markdown table has %d lines, want header, separator and 2 rows:\n%s", len(lines), md.String())
+	}
+	if !strings.Contains(lines[2], `a\|b`) {
+		t.Errorf("a | inside a cell is not escaped: %s", lines[2])
+	}
+	for _, l := range lines {
+		if got, want := strings.Count(strings.ReplaceAll(l, `\|`, ""), "|"), len(header)+1; got != want {
+			t.Errorf("line has %d pipes, want %d: %s", got, want, l)
+		}
+	}
+}
+
+func TestSpliceReportKeepsOtherSections(t *testing.T) {
+	doc := "# Benchmarks\n\n## Relay\n\nrelay text\n"
+	once := spliceReport(doc, "table one\n")
+	if !strings.HasPrefix(once, doc[:len(doc)-1]) || !strings.Contains(once, reportHeading) || !strings.Contains(once, "table one") {
+		t.Fatalf("first splice:\n%s", once)
+	}
+	// Hand-written prose around the markers survives the next run.
+	withProse := strings.Replace(once, beginMarker, "prose before\n\n"+beginMarker, 1) + "\n## Ledger consumer\n\nledger text\n"
+	twice := spliceReport(withProse, "table two")
+	for _, want := range []string{"relay text", "prose before", "table two", "ledger text"} {
+		if !strings.Contains(twice, want) {
+			t.Errorf("second splice lost %q:\n%s", want, twice)
+		}
+	}
+	if strings.Contains(twice, "table one") || strings.Count(twice, reportHeading) != 1 {
+		t.Errorf("second splice did not replace the block:\n%s", twice)
+	}
+	if got := spliceReport("", "t"); !strings.HasPrefix(got, "# Benchmarks\n\n"+reportHeading) {
+		t.Errorf("empty document: got %q", got)
+	}
+}
+
+func TestRawWriteEventIsTheServiceShape(t *testing.T) {
+	var ev struct {
+		SpecVersion string `json:"specversion"`
+		ID          string `json:"id"`
+		Type        string `json:"type"`
+		Subject     string `json:"subject"`
+		Data        struct {
+			PaymentID string `json:"payment_id"`
+			Amount    int64  `json:"amount"`
+			PayerID   string `json:"payer_id"`
+		} `json:"data"`
+	}
+	msg, pay := uuid.New(), uuid.New()
+	if err := json.Unmarshal(eventDoc(msg, pay, 1050, "cus_1", "mer_1", time.Now()), &ev); err != nil {
+		t.Fatalf("eventDoc is not JSON: %v", err)
+	}
+	if ev.SpecVersion != "1.0" || ev.ID != msg.String() || ev.Subject != pay.String() || ev.Data.Amount != 1050 || ev.Data.PayerID != "cus_1" {
+		t.Errorf("got %+v", ev)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(paymentBody(42), &body); err != nil || body["currency"] != "BRL" {
+		t.Errorf("paymentBody: %v %v", body, err)
+	}
+}
+
+func TestParseAssignments(t *testing.T) {
+	got := parseAssignments("PAYMENTS_TOPIC_ARN=arn:x\nexport LEDGER_QUEUE_URL='http://q'\n# comment\nnoise\n")
+	want := []string{"PAYMENTS_TOPIC_ARN=arn:x", "LEDGER_QUEUE_URL=http://q"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,470 @@
+// Command loadgen is the project's whole-path benchmark. In one run it
+// measures, printing progress as it goes:
+//
+//   - the ceiling: the raw SQL write POST /payments commits (a payments row
+//     and an outbox row in one transaction) at the given concurrency, straight
+//     to Postgres with pgx — a Go pgbench;
+//   - POST /payments on the real payments binary (built and started against a
+//     fresh database, or the server at -url) at the same concurrency:
+//     throughput, p50/p95/p99, errors, and the ratio to the ceiling;
+//   - the relay's drain rate on a pre-filled backlog with 1, 2 and 4 replicas,
+//     NOTIFY on and off, through a null publisher, then through a null
+//     publisher with an artificial per-call latency (the broker-bound case);
+//   - end to end, with AWS_ENDPOINT_URL set: payments → relay → SNS → SQS →
+//     ledger at a fixed request rate, latency from the payment's commit to the
+//     ledger's, read from the timestamps both databases recorded; then the API
+//     throughput again with the relay and the ledger busy.
+//
+// It prints one table at the end and, with -report, writes it into the
+// "Whole path" section of docs/BENCHMARKS.md. Run it from the repository
+// root (it builds ./cmd/payments and ./cmd/ledger):
+//
+//	go run ./cmd/loadgen -database-url postgres://postgres@127.0.0.1:5432/postgres
+//
+// The -database-url user must be allowed to create databases; every run uses
+// fresh ones and drops them afterwards.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/relay"
+	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	DatabaseURL   string
+	URL           string
+	Concurrency   int
+	Duration      time.Duration
+	Warmup        time.Duration
+	Runs          int
+	Only          map[string]bool
+	Backlog       int
+	Replicas      []int
+	PubLatency    time.Duration
+	RelayWorkers  int
+	E2ERate       float64
+	PaymentsDBArg string
+	PaymentsEnv   []string
+	Report        string
+	Keep          bool
+}
+
+var scenarios = []string{"ceiling", "api", "relay", "e2e"}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var only, replicas, env string
+	fs.StringVar(&o.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres server to create the benchmark databases on (default $DATABASE_URL)")
+	fs.StringVar(&o.URL, "url", "", "benchmark the payments service at this base URL instead of building and starting ./cmd/payments")
+	fs.IntVar(&o.Concurrency, "c", 16, "concurrent requests (and ceiling transactions)")
+	fs.DurationVar(&o.Duration, "d", 10*time.Second, "measured duration of each load phase")
+	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "unrecorded load before each phase")
+	fs.IntVar(&o.Runs, "runs", 1, "repetitions of the ceiling and API phases, interleaved; the table shows median and range")
+	fs.StringVar(&only, "only", strings.Join(scenarios, ","), "scenarios to run: "+strings.Join(scenarios, ","))
+	fs.IntVar(&o.Backlog, "backlog", 100_000, "outbox rows pre-filled for each relay drain")
+	fs.StringVar(&replicas, "replicas", "1,2,4", "relay replica counts to drain with")
+	fs.DurationVar(&o.PubLatency, "publish-latency", 100*time.Millisecond, "artificial latency of each Publish call in the broker-bound relay rows (0: skip them)")
+	fs.IntVar(&o.RelayWorkers, "relay-workers", 0, "claim loops per relay replica (0: the relay's default)")
+	fs.Float64Var(&o.E2ERate, "e2e-rate", 100, "requests per second during the end-to-end latency phase")
+	fs.StringVar(&o.PaymentsDBArg, "payments-db-params", "", "query parameters added to the payments binary's DATABASE_URL, e.g. pool_max_conns=16")
+	fs.StringVar(&env, "payments-env", "", "extra KEY=VALUE,… for the payments binary, e.g. LOG_LEVEL=warn")
+	fs.StringVar(&o.Report, "report", "", "write the table into this Markdown file's \"Whole path\" section (e.g. docs/BENCHMARKS.md)")
+	fs.BoolVar(&o.Keep, "keep", false, "keep the benchmark databases")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.DatabaseURL == "" {
+		return o, errors.New("-database-url or DATABASE_URL is required")
+	}
+	if o.Concurrency <= 0 || o.Runs <= 0 || o.Backlog <= 0 || o.Duration <= 0 || o.E2ERate <= 0 {
+		return o, errors.New("-c, -runs, -backlog, -d and -e2e-rate must be positive")
+	}
+	o.Only = map[string]bool{}
+	for s := range strings.SplitSeq(only, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(scenarios, s) {
+			return o, fmt.Errorf("-only: unknown scenario %q (want %s)", s, strings.Join(scenarios, ","))
+		}
+		o.Only[s] = true
+	}
+	for s := range strings.SplitSeq(replicas, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("-replicas: %q is not a positive integer", s)
+		}
+		o.Replicas = append(o.Replicas, n)
+	}
+	for kv := range strings.SplitSeq(env, ",") {
+		if kv = strings.TrimSpace(kv); kv != "" {
+			if !strings.Contains(kv, "=") {
+				return o, fmt.Errorf("-payments-env: %q is not KEY=VALUE", kv)
+			}
+			o.PaymentsEnv = append(o.PaymentsEnv, kv)
+		}
+	}
+	return o, nil
+}
+
+// bench is one run's shared state.
+type bench struct {
+	o        options
+	admin    *pgxpool.Pool
+	dir      string // binaries and service logs
+	suffix   string // unique per run: database and AWS resource names
+	dbs      []string
+	progress io.Writer
+	rows     []row
+	notes    []string
+	ceiling  spread // rate of the ceiling, for the ratios of later rows
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	admin, err := postgres.Open(ctx, o.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	dir, err := os.MkdirTemp("", "loadgen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	b := &bench{o: o, admin: admin, dir: dir, suffix: randomSuffix(), progress: stderr}
+	defer b.dropDatabases()
+
+	machine := describeMachine(ctx, admin)
+	fmt.Fprintf(stderr, "loadgen: %s\n", machine)
+	started := time.Now()
+
+	if o.Only["ceiling"] || o.Only["api"] {
+		if err := b.writePath(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Only["relay"] {
+		if err := b.relayDrain(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Only["e2e"] {
+		if getenv("AWS_ENDPOINT_URL") == "" {
+			b.notes = append(b.notes, "End-to-end rows skipped: AWS_ENDPOINT_URL was not set.")
+			fmt.Fprintln(stderr, "loadgen: AWS_ENDPOINT_URL is unset; skipping the end-to-end phase")
+		} else if err := b.endToEnd(ctx); err != nil {
+			return err
+		}
+	}
+
+	fmt.Fprintln(stdout)
+	if err := writeText(stdout, b.rows); err != nil {
+		return err
+	}
+	for _, n := range b.notes {
+		fmt.Fprintln(stdout, n)
+	}
+	if o.Report == "" {
+		return nil
+	}
+	var block strings.Builder
+	fmt.Fprintf(&block, "Measured %s UTC (%s of wall time), commit %s, on %s.\n\n",
+		started.UTC().Format("2006-01-02 15:04"), time.Since(started).Round(time.Second), gitRevision(ctx), machine)
+	fmt.Fprintf(&block, "```sh\ngo run ./cmd/loadgen %s\n```\n\n", strings.Join(args, " "))
+	writeMarkdown(&block, b.rows)
+	for _, n := range b.notes {
+		fmt.Fprintf(&block, "\n%s\n", n)
+	}
+	doc, err := os.ReadFile(o.Report)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.WriteFile(o.Report, []byte(spliceReport(string(doc), block.String())), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "loadgen: table written to %s\n", o.Report)
+	return nil
+}
+
+// writePath measures the ceiling and the API at the same concurrency,
+// interleaved run by run so that both see the same machine weather, and
+// relates each API run to the ceiling run just before it.
+func (b *bench) writePath(ctx context.Context) error {
+	o := b.o
+	dbURL, err := b.createDatabase(ctx, "payments", paymentsmigrations.FS)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, dbURL, o.Concurrency)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	baseURL := o.URL
+	if o.Only["api"] && baseURL == "" {
+		bin, err := build(ctx, b.dir, "payments")
+		if err != nil {
+			return err
+		}
+		// The relay is kept idle (no NOTIFY, an hourly poll) so this row is
+		// the API alone; the end-to-end phase runs it with everything on.
+		srv, err := startService(ctx, b.dir, bin, append([]string{
+			"DATABASE_URL=" + withParams(dbURL, o.PaymentsDBArg),
+			"PAYMENTS_TOPIC_ARN=arn:aws:sns:us-east-1:000000000000:loadgen-unused",
+			"OUTBOX_NOTIFY=false", "OUTBOX_POLL_INTERVAL=1h",
+		}, o.PaymentsEnv...))
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		baseURL = "http://" + srv.addr
+	}
+
+	var ceil, ceilNotify, api []summary
+	var ratios []float64
+	for i := range o.Runs {
+		fmt.Fprintf(b.progress, "loadgen: write path, run %d of %d\n", i+1, o.Runs)
+		if o.Only["ceiling"] {
+			if err := truncate(ctx, pool); err != nil {
+				return err
+			}
+			ceil = append(ceil, b.phase("SQL ceiling", 0).run(ctx, rawWrite(pool, false)))
+			if err := truncate(ctx, pool); err != nil {
+				return err
+			}
+			ceilNotify = append(ceilNotify, b.phase("SQL ceiling + NOTIFY", 0).run(ctx, rawWrite(pool, true)))
+		}
+		if o.Only["api"] {
+			if err := truncate(ctx, pool); err != nil {
+				return err
+			}
+			s := b.phase("POST /payments", 0).run(ctx, createPayment(baseURL, o.Concurrency))
+			api = append(api, s)
+			if len(ceil) > 0 {
+				ratios = append(ratios, s.Rate()/ceil[len(ceil)-1].Rate())
+			}
+		}
+	}
+	conc := strconv.Itoa(o.Concurrency)
+	if len(ceil) > 0 {
+		b.ceiling = rateSpread(ceil)
+		r := latencyRow("SQL ceiling: payments + outbox row, 1 round trip (pgx batch)", conc, ceil, "req/s")
+		r.Ratio = spread{Median: 1, Min: 1, Max: 1, N: 1}
+		r.Limit = "Postgres CPU (2 cores shared with the client)"
+		b.rows = append(b.rows, r)
+		r = latencyRow("SQL ceiling + pg_notify in the transaction", conc, ceilNotify, "req/s")
+		r.Ratio = ratioTo(r.Rate, b.ceiling)
+		r.Limit = "Postgres CPU; NOTIFY's queue lock at commit"
+		b.rows = append(b.rows, r)
+	}
+	if len(api) > 0 {
+		r := latencyRow("POST /payments (relay idle, OUTBOX_NOTIFY=false)", conc, api, "req/s")
+		if len(ratios) > 0 {
+			r.Ratio = spreadOf(ratios)
+		}
+		r.Limit = "CPU shared by client, server and Postgres"
+		b.rows = append(b.rows, r)
+	}
+	return nil
+}
+
+// relayDrain measures the drain rate with each replica count, NOTIFY on and
+// off, through a null publisher; then with a slow null publisher, so that
+// the broker is the bottleneck and replicas are what adds throughput.
+func (b *bench) relayDrain(ctx context.Context) error {
+	o := b.o
+	dbURL, err := b.createDatabase(ctx, "relay", paymentsmigrations.FS)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, dbURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	cfg := relay.Config{Workers: o.RelayWorkers}
+	var cases []drainCase
+	for _, notify := range []bool{false, true} {
+		for _, n := range o.Replicas {
+			cases = append(cases, drainCase{Replicas: n, Notify: notify, Backlog: o.Backlog, Relay: cfg})
+		}
+	}
+	if o.PubLatency > 0 {
+		for _, n := range o.Replicas {
+			cases = append(cases, drainCase{Replicas: n, Notify: true, Latency: o.PubLatency, Backlog: o.Backlog, Relay: cfg})
+		}
+	}
+	workers := o.RelayWorkers
+	if workers <= 0 {
+		workers = 4
+	}
+	base := map[time.Duration]float64{} // 1-replica rate per latency, for the scaling figure
+	for _, c := range cases {
+		fmt.Fprintf(b.progress, "loadgen: %s, %d rows\n", c.name(), c.Backlog)
+		s, err := drain(ctx, dbURL, pool, c, b.progress)
+		if err != nil {
+			return err
+		}
+		r := row{
+			Scenario: c.name(), Conc: fmt.Sprintf("%d×%d workers", c.Replicas, workers),
+			Rate: rateSpread([]summary{s}), Unit: "rows/s", Ratio: ratioTo(rateSpread([]summary{s}), b.ceiling),
+		}
+		if c.Replicas == 1 {
+			base[c.Latency] = s.Rate()
+		}
+		scale := ""
+		if one := base[c.Latency]; one > 0 && c.Replicas > 1 {
+			scale = fmt.Sprintf("; %.2f× one replica", s.Rate()/one)
+		}
+		if c.Latency > 0 {
+			r.Limit = fmt.Sprintf("the publisher: ≤ %d rows in flight per replica%s", workers*100, scale)
+		} else {
+			r.Limit = "Postgres CPU: claim + mark" + scale
+		}
+		b.rows = append(b.rows, r)
+	}
+	return nil
+}
+
+// endToEnd runs the whole path on the real broker: both binaries, NOTIFY on.
+func (b *bench) endToEnd(ctx context.Context) error {
+	o := b.o
+	awsEnv, err := provisionAWS(ctx, b.suffix)
+	if err != nil {
+		return err
+	}
+	payURL, err := b.createDatabase(ctx, "e2e_payments", paymentsmigrations.FS)
+	if err != nil {
+		return err
+	}
+	ledURL, err := b.createDatabase(ctx, "e2e_ledger", ledgermigrations.FS)
+	if err != nil {
+		return err
+	}
+	payDB, err := openPool(ctx, payURL, 2)
+	if err != nil {
+		return err
+	}
+	defer payDB.Close()
+	ledDB, err := openPool(ctx, ledURL, 2)
+	if err != nil {
+		return err
+	}
+	defer ledDB.Close()
+
+	payBin, err := build(ctx, b.dir, "payments")
+	if err != nil {
+		return err
+	}
+	ledBin, err := build(ctx, b.dir, "ledger")
+	if err != nil {
+		return err
+	}
+	pay, err := startService(ctx, b.dir, payBin, append(append([]string{
+		"DATABASE_URL=" + withParams(payURL, o.PaymentsDBArg), "OUTBOX_NOTIFY=true",
+	}, awsEnv...), o.PaymentsEnv...))
+	if err != nil {
+		return err
+	}
+	defer pay.stop()
+	led, err := startService(ctx, b.dir, ledBin, append([]string{"DATABASE_URL=" + ledURL}, awsEnv...))
+	if err != nil {
+		return err
+	}
+	defer led.stop()
+	baseURL := "http://" + pay.addr
+
+	p := b.phase(fmt.Sprintf("end-to-end at %.0f/s", o.E2ERate), 0)
+	p.Rate = o.E2ERate
+	p.Warmup = 0
+	api := p.run(ctx, createPayment(baseURL, o.Concurrency))
+	if err := waitLedger(ctx, payDB, ledDB, 3*time.Minute, b.progress); err != nil {
+		return err
+	}
+	lat, err := endToEnd(ctx, payDB, ledDB)
+	if err != nil {
+		return err
+	}
+	e := summarize(lat, api.Errors, api.Elapsed)
+	b.rows = append(b.rows, row{
+		Scenario: fmt.Sprintf("end to end: payment commit → ledger commit, %.0f req/s, NOTIFY on", o.E2ERate),
+		Conc:     strconv.Itoa(o.Concurrency), Rate: rateSpread([]summary{api}), Unit: "req/s",
+		P50: e.P50, P95: e.P95, P99: e.P99, Errors: api.Errors,
+		Limit: fmt.Sprintf("%d events; SNS→SQS delivery and the ledger's long poll on the test endpoint", len(lat)),
+	})
+
+	s := b.phase("POST /payments, relay + ledger live", 0).run(ctx, createPayment(baseURL, o.Concurrency))
+	r := latencyRow("POST /payments (NOTIFY on, relay → SNS and ledger running)", strconv.Itoa(o.Concurrency), []summary{s}, "req/s")
+	r.Ratio = ratioTo(r.Rate, b.ceiling)
+	r.Limit = "CPU shared with the relay, the ledger and the SNS/SQS endpoint"
+	b.rows = append(b.rows, r)
+	return nil
+}
+
+func (b *bench) phase(name string, rate float64) phase {
+	return phase{Name: name, Concurrency: b.o.Concurrency, Warmup: b.o.Warmup, Duration: b.o.Duration, Rate: rate, Progress: b.progress}
+}
+
+// latencyRow turns repetitions into a row: the rate's median and range, and
+// the median of each latency percentile.
+func latencyRow(name, conc string, runs []summary, unit string) row {
+	r := row{Scenario: name, Conc: conc, Rate: rateSpread(runs), Unit: unit}
+	var p50, p95, p99 []time.Duration
+	for _, s := range runs {
+		p50, p95, p99 = append(p50, s.P50), append(p95, s.P95), append(p99, s.P99)
+		r.Errors += s.Errors
+	}
+	r.P50, r.P95, r.P99 = medianDuration(p50), medianDuration(p95), medianDuration(p99)
+	return r
+}
+
+func rateSpread(runs []summary) spread {
+	rates := make([]float64, len(runs))
+	for i, s := range runs {
+		rates[i] = s.Rate()
+	}
+	return spreadOf(rates)
+}
+
+// ratioTo relates a rate to the ceiling's median; none without a ceiling.
+func ratioTo(s, ceiling spread) spread {
+	if ceiling.N == 0 || ceiling.Median == 0 || s.N == 0 {
+		return spread{}
+	}
+	c := ceiling.Median
+	return spread{Median: s.Median / c, Min: s.Min / c, Max: s.Max / c, N: s.N}
+}
