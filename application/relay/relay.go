@@ -239,6 +239,7 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Outcome {
 	r.metrics.observeCall(acked.Sub(start))
 
 	out := Outcome{PublishedAt: acked, Published: make([]uuid.UUID, 0, len(msgs))}
+	var firstErr error
 	for i, m := range msgs {
 		var err error
 		if i < len(errs) {
@@ -252,19 +253,25 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Outcome {
 			continue
 		}
 		r.metrics.observeFailure()
+		if firstErr == nil {
+			firstErr = err
+		}
 		attempts := m.Attempts + 1
 		f := Failure{ID: m.ID, Error: err.Error()}
 		if attempts >= r.cfg.MaxAttempts {
 			out.Dead = append(out.Dead, f)
 			r.metrics.observeDead()
-			r.log.ErrorContext(ctx, "outbox message dead after max attempts",
+			r.log.ErrorContext(ctx, "outbox message dead after max attempts; requeue it once the cause is fixed",
 				"id", m.ID, "type", m.Type, "attempts", attempts, "err", err)
 			continue
 		}
 		f.NextAttemptAt = acked.Add(r.backoff(attempts))
 		out.Retry = append(out.Retry, f)
-		r.log.WarnContext(ctx, "outbox publish failed; will retry",
-			"id", m.ID, "type", m.Type, "attempts", attempts, "next_attempt_at", f.NextAttemptAt, "err", err)
+	}
+	if len(out.Retry) > 0 {
+		// One line per batch, not per message: a broker outage fails every row.
+		r.log.WarnContext(ctx, "outbox publish failed; will retry with backoff",
+			"failed", len(out.Retry), "batch", len(msgs), "first_err", firstErr)
 	}
 	return out
 }
