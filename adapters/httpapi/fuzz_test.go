@@ -17,6 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // The fuzz targets drive the real router and the real use cases over the
@@ -148,6 +149,16 @@ func FuzzCreatePayment(f *testing.F) {
 		if got.Currency != strings.ToUpper(sent.Currency) || got.PayerID != sent.PayerID ||
 			got.MerchantID != sent.MerchantID || got.Description != sent.Description {
 			t.Errorf("stored %+v, sent %+v", got, sent)
+		}
+		// What payments accepts, the ledger must be able to post, and
+		// Postgres must be able to store.
+		for _, party := range []string{got.PayerID, got.MerchantID} {
+			if _, err := ledger.NewAccountID(party); err != nil {
+				t.Errorf("accepted a party id the ledger refuses: %v", err)
+			}
+		}
+		if strings.ContainsRune(got.Description, 0) {
+			t.Errorf("accepted a description with NUL, which Postgres text cannot hold")
 		}
 		if got.Status != "created" || got.RefundedAmount != 0 {
 			t.Errorf("new payment is %q with %d refunded", got.Status, got.RefundedAmount)

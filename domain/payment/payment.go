@@ -2,6 +2,7 @@ package payment
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -53,6 +54,8 @@ const (
 )
 
 // Limits on free-text attributes, so one request cannot store megabytes.
+// MaxPartyIDLen counts bytes: payer and merchant ids become ledger account
+// ids, which the ledger bounds at 255 bytes.
 const (
 	MaxPartyIDLen     = 255
 	MaxDescriptionLen = 1000
@@ -87,8 +90,9 @@ func New(id ID, amount Money, payerID, merchantID, description string, now time.
 	}
 	checkParty(v, "payer_id", payerID)
 	checkParty(v, "merchant_id", merchantID)
-	if !utf8.ValidString(description) || utf8.RuneCountInString(description) > MaxDescriptionLen {
-		v.add("description", "must be valid UTF-8 of at most %d characters", MaxDescriptionLen)
+	// NUL is valid JSON (\u0000) and valid UTF-8, but Postgres text cannot hold it.
+	if !utf8.ValidString(description) || utf8.RuneCountInString(description) > MaxDescriptionLen || strings.ContainsRune(description, 0) {
+		v.add("description", "must be valid UTF-8 of at most %d characters, without NUL", MaxDescriptionLen)
 	}
 	if err := v.orNil(); err != nil {
 		return nil, err
@@ -107,9 +111,21 @@ func checkParty(v *ValidationError, field, s string) {
 	switch {
 	case s == "":
 		v.add(field, "is required")
-	case !utf8.ValidString(s) || utf8.RuneCountInString(s) > MaxPartyIDLen:
-		v.add(field, "must be valid UTF-8 of at most %d characters", MaxPartyIDLen)
+	case !utf8.ValidString(s) || len(s) > MaxPartyIDLen || hasControl(s):
+		// The same rule as the ledger's account ids (ledger.NewAccountID): a
+		// payment the ledger cannot post must be refused here, not accepted
+		// and then dead-lettered.
+		v.add(field, "must be valid UTF-8 of at most %d bytes, without control characters", MaxPartyIDLen)
 	}
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 // Refund takes amount back from the payment as refund id and records a
