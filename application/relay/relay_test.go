@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 )
 
 // fakeStore is an in-memory outbox with the same claim semantics as the Postgres
@@ -448,4 +449,30 @@ func TestCleanupOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFakeStoreContract keeps the fake honest: it must pass the same contract as
+// the Postgres store, or the tests above would prove nothing.
+func TestFakeStoreContract(t *testing.T) {
+	t.Parallel()
+	relaytest.TestStore(t, func(t *testing.T) relaytest.Harness {
+		s := &fakeStore{now: time.Now}
+		return relaytest.Harness{
+			Store: s,
+			Insert: func(t *testing.T, n int) []uuid.UUID {
+				ids := s.add(n, "payment.created")
+				// Strictly increasing due times keep "oldest first" well defined.
+				s.mu.Lock()
+				for i, r := range s.rows[len(s.rows)-n:] {
+					r.nextAttempt = r.nextAttempt.Add(time.Duration(i-n) * time.Microsecond)
+				}
+				s.mu.Unlock()
+				return ids
+			},
+			State: func(t *testing.T, id uuid.UUID) (string, int) {
+				r := s.row(id)
+				return r.status, r.msg.Attempts
+			},
+		}
+	})
 }

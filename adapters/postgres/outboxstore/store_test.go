@@ -17,6 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -158,68 +159,6 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 	})
 	if err != nil || n != 0 {
 		t.Errorf("second ClaimBatch: got %d, %v; want 0, nil", n, err)
-	}
-}
-
-func TestClaimBatchRollsBackOnError(t *testing.T) {
-	t.Parallel()
-	pool := pgtest.New(t, paymentsmigrations.FS)
-	store := outboxstore.New(pool)
-	ids := insertRows(t, pool, 3, "payment.created")
-	boom := errors.New("boom")
-	_, err := store.ClaimBatch(context.Background(), 10, func(msgs []relay.Message) (relay.Outcome, error) {
-		return relay.Outcome{Published: []uuid.UUID{msgs[0].ID}}, boom
-	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("got error %v, want %v", err, boom)
-	}
-	for _, id := range ids {
-		if s := state(t, pool, id); s.Status != "PENDING" || s.Attempts != 0 {
-			t.Errorf("row %s: got %s attempts=%d, want untouched PENDING", id, s.Status, s.Attempts)
-		}
-	}
-}
-
-// TestClaimBatchSkipsLockedRows holds one claim open and checks that a second
-// claimer gets the other rows at once instead of waiting or taking the same ones.
-func TestClaimBatchSkipsLockedRows(t *testing.T) {
-	t.Parallel()
-	pool := pgtest.New(t, paymentsmigrations.FS)
-	store := outboxstore.New(pool)
-	insertRows(t, pool, 6, "payment.created")
-	ctx := context.Background()
-
-	holding, release := make(chan []relay.Message), make(chan struct{})
-	var g errgroup.Group
-	g.Go(func() error {
-		_, err := store.ClaimBatch(ctx, 3, func(msgs []relay.Message) (relay.Outcome, error) {
-			holding <- msgs
-			<-release
-			return relay.Outcome{}, nil
-		})
-		return err
-	})
-	first := <-holding
-	var second []relay.Message
-	if _, err := store.ClaimBatch(ctx, 10, func(msgs []relay.Message) (relay.Outcome, error) {
-		second = msgs
-		return relay.Outcome{}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	close(release)
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if len(first) != 3 || len(second) != 3 {
-		t.Fatalf("got batches of %d and %d, want 3 and 3", len(first), len(second))
-	}
-	seen := map[uuid.UUID]bool{}
-	for _, m := range append(first, second...) {
-		if seen[m.ID] {
-			t.Errorf("row %s claimed twice", m.ID)
-		}
-		seen[m.ID] = true
 	}
 }
 
@@ -497,4 +436,34 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	if left != 4 {
 		t.Errorf("after cleanup: got %d rows, want 4 (only the old PUBLISHED row goes)", left)
 	}
+}
+
+// TestStoreContract runs the relay's Store contract against Postgres, the same
+// suite the in-memory fake passes.
+func TestStoreContract(t *testing.T) {
+	t.Parallel()
+	relaytest.TestStore(t, func(t *testing.T) relaytest.Harness {
+		pool := pgtest.New(t, paymentsmigrations.FS)
+		return relaytest.Harness{
+			Store: outboxstore.New(pool),
+			Insert: func(t *testing.T, n int) []uuid.UUID {
+				ids := make([]uuid.UUID, n)
+				for i := range ids {
+					ids[i] = uuid.New()
+					// Due times a microsecond apart, oldest first, all in the past.
+					_, err := pool.Exec(context.Background(), `
+INSERT INTO outbox (id, type, aggregate_id, payload, next_attempt_at)
+VALUES ($1, 'payment.created', gen_random_uuid(), '{}', now() - interval '1 second' + $2 * interval '1 microsecond')`, ids[i], i)
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				return ids
+			},
+			State: func(t *testing.T, id uuid.UUID) (string, int) {
+				s := state(t, pool, id)
+				return s.Status, s.Attempts
+			},
+		}
+	})
 }
