@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -19,8 +18,11 @@ import (
 const idempotencyKeyTTL = 48 * time.Hour
 
 // startBackground starts the work that runs beside the API, owned by g and
-// stopped by ctx.
+// stopped by ctx: the outbox relay and the idempotency-key cleanup.
 func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) error {
+	if err := startRelay(ctx, g, cfg, pool, log, reg); err != nil {
+		return err
+	}
 	repo := paymentstore.New(pool, paymentstore.Options{})
 	g.Go(func() error {
 		t := time.NewTicker(time.Hour)
@@ -42,6 +44,11 @@ func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *p
 	return nil
 }
 
+// outboxCommand runs `payments outbox …`; it needs the database only.
 func outboxCommand(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
-	return fmt.Errorf("outbox commands are not available yet")
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	return runOutbox(ctx, cfg, args, out)
 }

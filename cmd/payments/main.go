@@ -138,6 +138,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		listening <- ln.Addr().String()
 	}
 
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -153,6 +155,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return srv.Shutdown(sctx) // in-flight requests finish; their transactions commit or roll back
 	})
 	if err := startBackground(gctx, g, cfg, pool, log, reg); err != nil {
+		cancel() // stop what did start, and wait for it, before reporting
+		_ = g.Wait()
 		return err
 	}
 	return g.Wait()

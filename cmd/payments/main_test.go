@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,14 @@ func TestServeAndShutDown(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusCreated {
 		t.Fatalf("create: status %d", res.StatusCode)
+	}
+	// The broker is unreachable, so the event waits in the outbox, counted.
+	var stats strings.Builder
+	if err := run(ctx, []string{"outbox", "stats"}, envOf(map[string]string{"DATABASE_URL": dbURL}), &stats, nil); err != nil {
+		t.Fatalf("outbox stats: %v", err)
+	}
+	if !regexp.MustCompile(`(?m)^pending\s+1$`).MatchString(stats.String()) {
+		t.Errorf("outbox stats =\n%s\nwant pending 1", stats.String())
 	}
 	hc := map[string]string{"HTTP_ADDR": addr}
 	if err := run(ctx, []string{"healthcheck"}, envOf(hc), io.Discard, nil); err != nil {
