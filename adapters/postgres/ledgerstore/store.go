@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
@@ -34,18 +35,84 @@ func New(pool *pgxpool.Pool) *Store {
 }
 
 // Transact runs fn in one database transaction with the inbox and ledger
-// repositories bound to it. pgx.BeginFunc commits when fn returns nil and
-// rolls back otherwise; a failed commit is returned, never swallowed.
+// repositories bound to it: it commits when fn returns nil, rolls back
+// otherwise, and returns the commit's error (a deferred constraint, such as
+// the balance check, fails at COMMIT).
+//
+// It does what pgx.BeginFunc does with one round trip less: BEGIN is sent in
+// the same pipeline as the transaction's first statement instead of on its
+// own. A message costs three round trips (BEGIN + inbox insert, posting,
+// COMMIT) instead of four, which is most of the consumer's time.
 func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		return fn(posting.Repos{Inbox: inbox{tx}, Ledger: ledgerRepo{tx}})
-	})
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire connection: %w", err)
+	}
+	// A connection released inside a transaction (a failed ROLLBACK) is
+	// destroyed by the pool, never reused.
+	defer conn.Release()
+	tx := &lazyTx{conn: conn.Conn()}
+	if err := fn(posting.Repos{Inbox: inbox{tx}, Ledger: ledgerRepo{tx}}); err != nil {
+		tx.rollback(ctx)
+		return err
+	}
+	return tx.commit(ctx)
+}
+
+// lazyTx is a transaction whose BEGIN travels with its first statement.
+type lazyTx struct {
+	conn  *pgx.Conn
+	begun bool
+}
+
+// Exec runs one statement in the transaction, beginning it first if needed.
+func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.begun {
+		return t.conn.Exec(ctx, sql, args...)
+	}
+	t.begun = true
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sql, args...)
+	br := t.conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (t *lazyTx) commit(ctx context.Context) error {
+	if !t.begun {
+		return nil
+	}
+	tag, err := t.conn.Exec(ctx, "COMMIT")
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	// COMMIT of a transaction that already failed answers ROLLBACK, not an error.
+	if tag.String() == "ROLLBACK" {
+		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+	}
+	return nil
+}
+
+func (t *lazyTx) rollback(ctx context.Context) {
+	if t.begun {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_, _ = t.conn.Exec(ctx, "ROLLBACK")
+	}
 }
 
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-type inbox struct{ tx pgx.Tx }
+type inbox struct{ tx *lazyTx }
 
 // Insert is the first layer of idempotency: the primary key on the message id
 // turns a redelivery into zero inserted rows.
@@ -77,7 +144,7 @@ func (i inbox) Annotate(ctx context.Context, id, note string) error {
 	return nil
 }
 
-type ledgerRepo struct{ tx pgx.Tx }
+type ledgerRepo struct{ tx *lazyTx }
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
