@@ -25,3 +25,8 @@ fmt: ## gofmt every Go file
 lint: ## gofmt check and go vet
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet $(PKGS)
+
+BENCH_ARGS ?= -runs 3
+.PHONY: bench
+bench: ## whole-path benchmark, one table: cmd/loadgen (DATABASE_URL; AWS_ENDPOINT_URL adds end to end; BENCH_ARGS='-report docs/BENCHMARKS.md' records it)
+	$(GO) run ./cmd/loadgen $(BENCH_ARGS)

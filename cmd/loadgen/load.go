@@ -42,6 +42,7 @@ func (p phase) run(ctx context.Context, fn op) summary {
 		failed    atomic.Int64
 		firstErr  atomic.Value
 		seq       atomic.Uint64
+		all       atomic.Int64 // every finished operation, warm-up included
 	)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -69,6 +70,7 @@ func (p phase) run(ctx context.Context, fn op) summary {
 				if ctx.Err() != nil {
 					return // cut off by the end of the phase: neither success nor error
 				}
+				all.Add(1)
 				if !rec {
 					continue
 				}
@@ -112,7 +114,9 @@ func (p phase) run(ctx context.Context, fn op) summary {
 	if e := firstErr.Load(); e != nil {
 		fmt.Fprintf(p.Progress, "  %s: first error: %s\n", p.Name, e)
 	}
-	return summarize(merge(parts), int(failed.Load()), elapsed)
+	s := summarize(merge(parts), int(failed.Load()), elapsed)
+	s.All = int(all.Load())
+	return s
 }
 
 // pace hands out rate tickets per second, evenly spaced. A ticket nobody

@@ -235,6 +235,7 @@ func (b *bench) writePath(ctx context.Context) error {
 	defer pool.Close()
 
 	baseURL := o.URL
+	var srv *service
 	if o.Only["api"] && baseURL == "" {
 		bin, err := build(ctx, b.dir, "payments")
 		if err != nil {
@@ -242,7 +243,7 @@ func (b *bench) writePath(ctx context.Context) error {
 		}
 		// The relay is kept idle (no NOTIFY, an hourly poll) so this row is
 		// the API alone; the end-to-end phase runs it with everything on.
-		srv, err := startService(ctx, b.dir, bin, append([]string{
+		srv, err = startService(ctx, b.dir, bin, append([]string{
 			"DATABASE_URL=" + withParams(dbURL, o.PaymentsDBArg),
 			"PAYMENTS_TOPIC_ARN=arn:aws:sns:us-east-1:000000000000:loadgen-unused",
 			"OUTBOX_NOTIFY=false", "OUTBOX_POLL_INTERVAL=1h",
@@ -256,6 +257,7 @@ func (b *bench) writePath(ctx context.Context) error {
 
 	var ceil, ceilNotify, api []summary
 	var ratios []float64
+	var cpuPerReq []time.Duration
 	for i := range o.Runs {
 		fmt.Fprintf(b.progress, "loadgen: write path, run %d of %d\n", i+1, o.Runs)
 		if o.Only["ceiling"] {
@@ -272,7 +274,13 @@ func (b *bench) writePath(ctx context.Context) error {
 			if err := truncate(ctx, pool); err != nil {
 				return err
 			}
+			cpu := srv.cpuTime()
 			s := b.phase("POST /payments", 0).run(ctx, createPayment(baseURL, o.Concurrency))
+			if cpu := srv.cpuTime() - cpu; cpu > 0 {
+				perReq := cpu / time.Duration(max(s.All, 1))
+				cpuPerReq = append(cpuPerReq, perReq)
+				fmt.Fprintf(b.progress, "  POST /payments: the payments process used %s of CPU per request\n", perReq)
+			}
 			api = append(api, s)
 			if len(ceil) > 0 {
 				ratios = append(ratios, s.Rate()/ceil[len(ceil)-1].Rate())
@@ -297,6 +305,9 @@ func (b *bench) writePath(ctx context.Context) error {
 			r.Ratio = spreadOf(ratios)
 		}
 		r.Limit = "CPU shared by client, server and Postgres"
+		if len(cpuPerReq) > 0 {
+			r.Limit += fmt.Sprintf("; the service used %s CPU/request", medianDuration(cpuPerReq).Round(time.Microsecond))
+		}
 		b.rows = append(b.rows, r)
 	}
 	return nil

@@ -14,6 +14,7 @@ type latencies []time.Duration
 type summary struct {
 	N             int // successful operations (requests, rows)
 	Errors        int
+	All           int // every operation the phase finished, warm-up included
 	Elapsed       time.Duration
 	P50, P95, P99 time.Duration // zero when the run records no latencies
 }
