@@ -12,7 +12,7 @@
 # It is idempotent: every step either creates the resource or finds it and re-applies
 # the same attributes, so running it twice changes nothing.
 #
-# With --print-env it prints only shell assignments on stdout, for eval:
+# With --print-env it prints only `export NAME=value` lines on stdout, for eval:
 #   eval "$(bash localstack/init-aws.sh --print-env)"
 # All progress and errors go to stderr.
 #
@@ -97,7 +97,7 @@ awscli sns set-subscription-attributes --subscription-arn "$sub_arn" \
 log "subscription $sub_arn (raw delivery)"
 
 if $print_env; then
-	printf 'PAYMENTS_TOPIC_ARN=%q\n' "$topic_arn"
-	printf 'LEDGER_QUEUE_URL=%q\n' "$queue_url"
-	printf 'LEDGER_DLQ_URL=%q\n' "$dlq_url"
+	printf 'export PAYMENTS_TOPIC_ARN=%q\n' "$topic_arn"
+	printf 'export LEDGER_QUEUE_URL=%q\n' "$queue_url"
+	printf 'export LEDGER_DLQ_URL=%q\n' "$dlq_url"
 fi
