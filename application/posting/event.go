@@ -93,6 +93,11 @@ func decodeEnvelope(body []byte) (envelope, error) {
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return envelope{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
+	if ev.SpecVersion == "" && ev.Type == "Notification" {
+		// encoding/json matches field names case-insensitively, so SNS's
+		// "Type" lands in ev.Type: the classic misconfiguration.
+		return envelope{}, fmt.Errorf("%w: an SNS envelope, not a CloudEvent: the subscription needs RawMessageDelivery=true", ErrMalformed)
+	}
 	if ev.SpecVersion != "1.0" {
 		return envelope{}, fmt.Errorf("%w: specversion %q, want 1.0", ErrMalformed, ev.SpecVersion)
 	}

@@ -162,6 +162,7 @@ func TestApplyRejectsBadMessages(t *testing.T) {
 	}{
 		{"not json", `{"specversion":`, posting.ErrMalformed},
 		{"json array", `[1,2]`, posting.ErrMalformed},
+		{"sns envelope (raw delivery off)", `{"Type":"Notification","MessageId":"x","TopicArn":"arn","Message":"{}"}`, posting.ErrMalformed},
 		{"invalid utf-8", strings.Replace(good, "cus_1", "cus_\xff", 1), posting.ErrMalformed},
 		{"nul character", strings.Replace(good, "cus_1", `cus_\u0000`, 1), posting.ErrMalformed},
 		{"escaped backslash before u0000 is fine but a control char", strings.Replace(good, "cus_1", `cus_\\u0000\n`, 1), posting.ErrInvalidEvent},
