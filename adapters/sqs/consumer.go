@@ -52,6 +52,10 @@ type Config struct {
 	VisibilityTimeout time.Duration
 	// AckTimeout bounds the delete after commit, also during shutdown [10s].
 	AckTimeout time.Duration
+	// HandlerTimeout bounds one message's transaction [1m], so a hung
+	// database cannot hold a worker (or a shutdown) forever; the message is
+	// then left for redelivery.
+	HandlerTimeout time.Duration
 	Log        *slog.Logger
 	Metrics    *Metrics
 	Now        func() time.Time
@@ -80,6 +84,9 @@ func NewConsumer(api API, h Handler, cfg Config) *Consumer {
 	}
 	if cfg.AckTimeout <= 0 {
 		cfg.AckTimeout = 10 * time.Second
+	}
+	if cfg.HandlerTimeout <= 0 {
+		cfg.HandlerTimeout = time.Minute
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -161,7 +168,9 @@ func (c *Consumer) handleBatch(ctx context.Context, msgs []types.Message) {
 
 // handle applies one message and reports whether it may be acknowledged.
 func (c *Consumer) handle(ctx context.Context, m types.Message) bool {
-	res, err := c.h.Apply(ctx, []byte(aws.ToString(m.Body)))
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.HandlerTimeout)
+	res, err := c.h.Apply(hctx, []byte(aws.ToString(m.Body)))
+	cancel()
 	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	switch {
 	case errors.Is(err, posting.ErrMalformed), errors.Is(err, posting.ErrInvalidEvent):
