@@ -56,9 +56,9 @@ type Config struct {
 	// database cannot hold a worker (or a shutdown) forever; the message is
 	// then left for redelivery.
 	HandlerTimeout time.Duration
-	Log        *slog.Logger
-	Metrics    *Metrics
-	Now        func() time.Time
+	Log            *slog.Logger
+	Metrics        *Metrics
+	Now            func() time.Time
 }
 
 // Consumer receives messages from one queue and applies them through a Handler.
