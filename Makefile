@@ -8,6 +8,30 @@ PKGS     ?= ./...
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+.PHONY: up
+up: ## docker compose up: Postgres, LocalStack, payments (:8080), ledger (:8081)
+	docker compose up --build -d --wait
+
+.PHONY: down
+down: ## stop everything and remove its volumes
+	docker compose down -v
+
+.PHONY: logs
+logs: ## follow the services' logs
+	docker compose logs -f payments ledger
+
+.PHONY: demo
+demo: ## run the README walkthrough against the running services
+	$(GO) run ./cmd/walkthrough
+
+.PHONY: run-payments
+run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)
+	$(GO) run ./cmd/payments
+
+.PHONY: run-ledger
+run-ledger: ## run the ledger service from source (needs DATABASE_URL, LEDGER_QUEUE_URL, LEDGER_DLQ_URL)
+	$(GO) run ./cmd/ledger
+
 .PHONY: test
 test: ## the whole test suite (integration tests use DATABASE_URL / AWS_ENDPOINT_URL, else testcontainers)
 	$(GO) vet $(PKGS)

@@ -1,0 +1,284 @@
+// Command walkthrough runs the README's walkthrough against running services
+// and prints it as the README shows it: each curl command, then what the
+// service answered. `make demo` runs it against `docker compose up`.
+//
+//	go run ./cmd/walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
+//
+// The ledger applies events asynchronously, so the steps that read it poll
+// until the expected change arrives (within -wait) instead of sleeping. Its
+// test (walkthrough_test.go) starts both real binaries with the environment
+// docker-compose.yml gives them and checks that this output is the README's.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "walkthrough:", err)
+		os.Exit(1)
+	}
+}
+
+type walk struct {
+	payments, ledger string // base URLs
+	key                  string
+	wait                 time.Duration
+	out                  io.Writer
+	client               *http.Client
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("walkthrough", flag.ContinueOnError)
+	w := &walk{out: out, client: &http.Client{Timeout: 10 * time.Second}}
+	fs.StringVar(&w.payments, "payments", "http://localhost:8080", "payments service base URL")
+	fs.StringVar(&w.ledger, "ledger", "http://localhost:8081", "ledger service base URL")
+	fs.StringVar(&w.key, "key", "order-"+time.Now().UTC().Format("20060102150405"), "Idempotency-Key of the payment")
+	fs.DurationVar(&w.wait, "wait", 30*time.Second, "how long to wait for the ledger to catch up")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return w.run(ctx)
+}
+
+const createBody = `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1", "description": "coffee"}`
+
+func (w *walk) run(ctx context.Context) error {
+	// Balances before, so the ledger steps can wait for this walkthrough's
+	// own events even when the ledger has seen earlier runs.
+	merBefore, err := w.balance(ctx, "mer_1")
+	if err != nil {
+		return err
+	}
+	cusBefore, err := w.balance(ctx, "cus_1")
+	if err != nil {
+		return err
+	}
+
+	w.say("Create a payment. Amounts are integers of the currency's minor unit; the `Idempotency-Key` makes a retry safe:")
+	created, err := w.curl(ctx, "POST", w.payments, "/payments", createBody, w.key, http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	if created.header.Get("Idempotent-Replayed") == "true" {
+		return fmt.Errorf("Idempotency-Key %q was used by an earlier run; pass another -key", w.key)
+	}
+	var p struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(created.body, &p); err != nil || p.ID == "" {
+		return fmt.Errorf("create answered %s", created.body)
+	}
+
+	w.say("Read it back:")
+	if _, err := w.curl(ctx, "GET", w.payments, "/payments/"+p.ID, "", "", http.StatusOK); err != nil {
+		return err
+	}
+
+	w.say("The relay published `payment.created`; the ledger posted it — the payer debited, the merchant credited:")
+	if err := w.waitBalance(ctx, "mer_1", merBefore+1050); err != nil {
+		return err
+	}
+	if err := w.waitBalance(ctx, "cus_1", cusBefore-1050); err != nil {
+		return err
+	}
+	if _, err := w.curl(ctx, "GET", w.ledger, "/payments/"+p.ID+"/entries", "", "", http.StatusOK); err != nil {
+		return err
+	}
+
+	w.say("Refund part of it:")
+	if _, err := w.curl(ctx, "POST", w.payments, "/payments/"+p.ID+"/refunds", `{"amount": 300}`, "", http.StatusCreated); err != nil {
+		return err
+	}
+	w.say("The balances move back by the refunded amount:")
+	if err := w.waitBalance(ctx, "mer_1", merBefore+750); err != nil {
+		return err
+	}
+	if err := w.waitBalance(ctx, "cus_1", cusBefore-750); err != nil {
+		return err
+	}
+
+	w.say("Refunding more than is left is refused, as problem+json:")
+	if _, err := w.curl(ctx, "POST", w.payments, "/payments/"+p.ID+"/refunds", `{"amount": 800}`, "", http.StatusConflict); err != nil {
+		return err
+	}
+
+	w.say("Retry the first request with the same key: the first response comes back (same status, same body) and nothing new is created:")
+	again, err := w.request(ctx, "POST", w.payments+"/payments", createBody, w.key)
+	if err != nil {
+		return err
+	}
+	w.printf("```console\n$ curl -si -X POST %s/payments -H 'Content-Type: application/json' \\\n    -H 'Idempotency-Key: %s' -d '%s' | grep -E '^HTTP|Replayed'\n", w.payments, w.key, createBody)
+	w.printf("HTTP/1.1 %s\nIdempotent-Replayed: %s\n```\n\n", again.status, again.header.Get("Idempotent-Replayed"))
+	if again.code != http.StatusCreated || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, created.body) {
+		return fmt.Errorf("retry with the same key: %s replayed=%q, want the first response replayed", again.status, again.header.Get("Idempotent-Replayed"))
+	}
+
+	w.say("Nothing is left in the outbox, and its age — the signal to alert on — is zero:")
+	return w.outboxMetrics(ctx)
+}
+
+type response struct {
+	code   int
+	status string
+	header http.Header
+	body   []byte
+}
+
+func (w *walk) request(ctx context.Context, method, url, body, key string) (response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return response{}, err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	res, err := w.client.Do(req)
+	if err != nil {
+		return response{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return response{}, err
+	}
+	return response{res.StatusCode, res.Status, res.Header, bytes.TrimSpace(b)}, nil
+}
+
+// curl performs the request, prints it as a curl command with its answer, and
+// fails unless the status is want.
+func (w *walk) curl(ctx context.Context, method, base, path, body, key string, want int) (response, error) {
+	res, err := w.request(ctx, method, base+path, body, key)
+	if err != nil {
+		return res, err
+	}
+	cmd := "curl -s"
+	if method != http.MethodGet {
+		cmd += " -X " + method
+	}
+	cmd += " " + base + path
+	if body != "" {
+		cmd += " -H 'Content-Type: application/json'"
+	}
+	if key != "" {
+		cmd += " \\\n    -H 'Idempotency-Key: " + key + "'"
+	}
+	if body != "" {
+		cmd += " -d '" + body + "'"
+	}
+	w.printf("```console\n$ %s\n%s\n```\n\n", cmd, res.body)
+	if res.code != want {
+		return res, fmt.Errorf("%s %s: %s, want %d: %s", method, path, res.status, want, res.body)
+	}
+	return res, nil
+}
+
+// balance returns the account's BRL balance, 0 for an account never posted to.
+func (w *walk) balance(ctx context.Context, account string) (int64, error) {
+	res, err := w.request(ctx, "GET", w.ledger+"/accounts/"+account+"/balance", "", "")
+	if err != nil {
+		return 0, err
+	}
+	if res.code == http.StatusNotFound {
+		return 0, nil
+	}
+	if res.code != http.StatusOK {
+		return 0, fmt.Errorf("ledger balance of %s: %s: %s", account, res.status, res.body)
+	}
+	var b struct {
+		Balances []struct {
+			Currency string `json:"currency"`
+			Balance  int64  `json:"balance"`
+		} `json:"balances"`
+	}
+	if err := json.Unmarshal(res.body, &b); err != nil {
+		return 0, fmt.Errorf("ledger balance of %s: %w", account, err)
+	}
+	for _, c := range b.Balances {
+		if c.Currency == "BRL" {
+			return c.Balance, nil
+		}
+	}
+	return 0, nil
+}
+
+// waitBalance polls until the account's balance is want, then prints the
+// request and the answer.
+func (w *walk) waitBalance(ctx context.Context, account string, want int64) error {
+	deadline := time.Now().Add(w.wait)
+	for {
+		got, err := w.balance(ctx, account)
+		if err != nil {
+			return err
+		}
+		if got == want {
+			_, err := w.curl(ctx, "GET", w.ledger, "/accounts/"+account+"/balance", "", "", http.StatusOK)
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("balance of %s is %d after %s, want %d: is the relay publishing and the ledger consuming?", account, got, w.wait, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// outboxMetrics waits for the outbox gauges to show an empty outbox and prints them.
+func (w *walk) outboxMetrics(ctx context.Context) error {
+	want := []string{"outbox_oldest_pending_age_seconds", "outbox_pending_rows", "outbox_dead_rows"}
+	deadline := time.Now().Add(w.wait)
+	for {
+		res, err := w.request(ctx, "GET", w.payments+"/metrics", "", "")
+		if err != nil {
+			return err
+		}
+		var lines []string
+		empty := true
+		for _, l := range strings.Split(string(res.body), "\n") {
+			for _, name := range want {
+				if strings.HasPrefix(l, name+" ") {
+					lines = append(lines, l)
+					empty = empty && strings.HasSuffix(l, " 0")
+				}
+			}
+		}
+		if len(lines) == len(want) && empty {
+			w.printf("```console\n$ curl -s %s/metrics | grep -E '^outbox_(oldest_pending_age_seconds|pending_rows|dead_rows) '\n%s\n```\n", w.payments, strings.Join(lines, "\n"))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the outbox did not drain: " + strings.Join(lines, "; "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (w *walk) say(s string) { w.printf("%s\n\n", s) }
+
+func (w *walk) printf(format string, args ...any) { fmt.Fprintf(w.out, format, args...) }
