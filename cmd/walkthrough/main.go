@@ -38,10 +38,10 @@ func main() {
 
 type walk struct {
 	payments, ledger string // base URLs
-	key                  string
-	wait                 time.Duration
-	out                  io.Writer
-	client               *http.Client
+	key              string
+	wait             time.Duration
+	out              io.Writer
+	client           *http.Client
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
