@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+)
+
+// The environment docker-compose.yml gives the ledger must be exactly what
+// the ledger reads: every variable it sets is read by the config loader (or by
+// `ledger reconcile`, or by the AWS SDK's credential chain), and every
+// required one is set. The compose file's structure is checked in
+// cmd/payments (TestComposeServices).
+func TestComposeEnvironmentIsWhatLedgerReads(t *testing.T) {
+	opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"},
+		cli.WithWorkingDirectory("../.."), cli.WithEnv([]string{}), cli.WithName("payments-outbox"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("docker-compose.yml does not load: %v", err)
+	}
+	env := map[string]string{}
+	for k, v := range p.Services["ledger"].Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	read := map[string]bool{}
+	getenv := func(k string) string { read[k] = true; return env[k] }
+	if _, err := loadConfig(getenv, true); err != nil {
+		t.Fatalf("the compose environment does not start the ledger: %v", err)
+	}
+	otherReaders := map[string]bool{
+		"PAYMENTS_DATABASE_URL": true, // ledger reconcile
+		"AWS_ACCESS_KEY_ID":     true, // the SDK's default credential chain
+		"AWS_SECRET_ACCESS_KEY": true,
+	}
+	for k := range env {
+		if !read[k] && !otherReaders[k] {
+			t.Errorf("compose sets %s, which the ledger never reads", k)
+		}
+	}
+}
