@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -66,8 +68,16 @@ func IsUniqueViolation(err error, constraint string) bool {
 
 // IsUnavailable reports whether err means the server could not be reached or
 // did not answer in time, as opposed to refusing the statement: the caller
-// may retry later and nothing was written.
+// may retry later. That includes a connection that broke under the statement
+// (a database restart or a network cut kills the pool's open connections):
+// the server rolled the transaction back, unless the break hit its COMMIT,
+// whose outcome is then unknown — which is what Idempotency-Key retries are for.
 func IsUnavailable(err error) bool {
-	var connErr *pgconn.ConnectError
-	return errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)
+	var (
+		connErr *pgconn.ConnectError
+		netErr  net.Error
+	)
+	return errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) ||
+		pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }
