@@ -11,10 +11,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -51,50 +49,12 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{svc: cfg.Service, log: cfg.Log}
-	r := chi.NewRouter()
-	r.Use(instrument.Middleware(cfg.Log, cfg.Metrics)...)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "no such route"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
-	})
-
-	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if cfg.Ready != nil {
-			if err := cfg.Ready(ctx); err != nil {
-				cfg.Log.WarnContext(ctx, "not ready", "err", err)
-				w.Header().Set("Retry-After", "1")
-				problem.Write(w, problem.New(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
-				return
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
-	if cfg.Gatherer != nil {
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
-	}
-
+	r := instrument.NewRouter(instrument.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
 	r.Group(func(r chi.Router) {
-		r.Use(timeout(cfg.RequestTimeout))
+		r.Use(instrument.Timeout(cfg.RequestTimeout))
 		r.Post("/payments", a.createPayment)
 		r.Get("/payments/{id}", a.getPayment)
 		r.Post("/payments/{id}/refunds", a.refundPayment)
 	})
 	return r
-}
-
-func timeout(d time.Duration) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), d)
-			defer cancel()
-			next.ServeHTTP(w, r.WithContext(ctx))
-		})
-	}
 }

@@ -1,4 +1,5 @@
-// Package instrument is the HTTP middleware both services share: a request id,
+// Package instrument is the HTTP plumbing both services share: a router with
+// /healthz, /readyz and /metrics, a per-request timeout, a request id,
 // a structured access log line per request, Prometheus request metrics, and a
 // panic guard that answers 500 problem+json instead of dropping the connection.
 package instrument

@@ -1,0 +1,78 @@
+package instrument
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
+)
+
+// Ops is what the operational endpoints every service serves need.
+type Ops struct {
+	Log *slog.Logger
+	// Ready reports whether the service can do its work (its database
+	// answers); /readyz answers 503 while it returns an error.
+	Ready func(ctx context.Context) error
+	// Metrics, when set, instruments every request; Gatherer, when set, is
+	// served on /metrics.
+	Metrics  *Metrics
+	Gatherer prometheus.Gatherer
+}
+
+// NewRouter returns a chi router with the shared middleware, problem+json
+// answers for unknown routes and methods, and /healthz (the process is up),
+// /readyz (it can do its work) and /metrics. A service adds its own routes.
+func NewRouter(o Ops) chi.Router {
+	r := chi.NewRouter()
+	r.Use(Middleware(o.Log, o.Metrics)...)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeStatus(w, "ok")
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if o.Ready != nil {
+			if err := o.Ready(ctx); err != nil {
+				o.Log.WarnContext(ctx, "not ready", "err", err)
+				w.Header().Set("Retry-After", "1")
+				problem.Write(w, problem.New(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
+				return
+			}
+		}
+		writeStatus(w, "ready")
+	})
+	if o.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	}
+	return r
+}
+
+// Timeout bounds each request's work to d, so that a database outage answers
+// 503 within d instead of hanging the client.
+func Timeout(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}
+
+func writeStatus(w http.ResponseWriter, status string) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
+}
