@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+)
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	awstest.Terminate()
+	os.Exit(code)
+}
+
+// TestFaultSuite is one shorter run of the suite, sized for CI (moto relays
+// about 100 messages/s from SNS to SQS): payments at 8/s for as long as the
+// faults last (a couple of hundred) through every fault, then every guarantee checked.
+func TestFaultSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the fault suite runs the real binaries; skipped with -short")
+	}
+	// Resolve the servers first, so a missing one skips (or fails under CI)
+	// before anything is built.
+	pgtest.URL(t)
+	awstest.Endpoint(t)
+
+	ctx := context.Background()
+	var bins binaries
+	var err error
+	bins.payments, bins.ledger, err = buildBinaries(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := runSuite(ctx, t, bins, "ci-"+time.Now().Format("150405"), params{
+		Payments: 150, Rate: 8, BrokerCut: 10 * time.Second, DBCut: 3 * time.Second, SlowFor: 4 * time.Second,
+		Progress: logWriter{t},
+	})
+	var table strings.Builder
+	printTable(&table, []*report{rep})
+	t.Log("\n" + table.String())
+	for _, f := range rep.Failures {
+		t.Error(f)
+	}
+}
+
+// logWriter sends each progress line to t.Log, so `go test -v` streams them.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}

@@ -1,0 +1,576 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+)
+
+// params size one run.
+type params struct {
+	Payments  int           // payments to create
+	Rate      float64       // payments per second
+	BrokerCut time.Duration // how long the SNS/SQS endpoint is unreachable
+	DBCut     time.Duration // how long Postgres is unreachable
+	SlowFor   time.Duration // how long the ledger's database is slow while the visibility timeout is 1s
+	Progress  io.Writer     // one line per step
+}
+
+// The queue's settings during a run. The visibility timeout is production's
+// 20s outside the slow-handler fault. maxReceiveCount is small so poison
+// reaches the DLQ quickly, yet above the receives a healthy message can
+// collect while the visibility timeout is shorter than the handler.
+const (
+	visibilityTimeout = 20 * time.Second
+	maxReceiveCount   = 10
+)
+
+// report is what one run measured and what it found wrong.
+type report struct {
+	Sent, Accepted               int // payments
+	RefundsSent, RefundsAccepted int
+	GaveUp                       int
+	Faults                       []string
+	Events                       int     // outbox rows: events the payments service committed
+	Published                    float64 // broker ACKs counted by the relays (≥ Events when some were republished)
+	Duplicates                   float64 // ledger_duplicates_suppressed_total over all ledger incarnations
+	MaxOldestAge                 float64 // largest outbox_oldest_pending_age_seconds scraped
+	Unavailable                  int64   // 503 answers the clients got
+	Probe                        string  // what the API answered while Postgres was cut
+	Drain                        time.Duration
+	Total                        time.Duration
+	Failures                     []string
+}
+
+func (r *report) fail(format string, args ...any) {
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+type binaries struct{ payments, ledger string }
+
+// runSuite runs the services under faults once and checks the guarantees.
+// Infrastructure problems (no database, a service that cannot start) stop it
+// through t; broken guarantees are returned in report.Failures.
+func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p params) *report {
+	t.Helper()
+	started := time.Now()
+	rep := &report{}
+	logf := func(format string, args ...any) {
+		if p.Progress != nil {
+			fmt.Fprintf(p.Progress, "%s %6.1fs  %s\n", name, time.Since(started).Seconds(), fmt.Sprintf(format, args...))
+		}
+	}
+	// The services' logs are kept when the run fails, for the post-mortem.
+	logDir, err := os.MkdirTemp("", "faultsuite-logs-")
+	if err != nil {
+		t.Fatalf("log dir: %v", err)
+	}
+	t.Cleanup(func() {
+		if len(rep.Failures) == 0 {
+			_ = os.RemoveAll(logDir)
+		}
+	})
+
+	// Fresh databases and a fresh topic, queue and DLQ.
+	payDB, ledDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	tq := awstest.NewTopicQueue(t, awstest.WithMaxReceiveCount(maxReceiveCount), awstest.WithVisibilityTimeout(visibilityTimeout))
+
+	// A proxy in front of every link the suite breaks.
+	pgAddr := hostPort(t, pgtest.URL(t))
+	awsAddr := hostPort(t, awstest.Endpoint(t))
+	mk := func(target string) *proxy {
+		px, err := newProxy(target)
+		if err != nil {
+			t.Fatalf("proxy: %v", err)
+		}
+		t.Cleanup(px.Close)
+		return px
+	}
+	pgPay, pgLed := mk(pgAddr), mk(pgAddr)
+	sns1, sns2, sqsP := mk(awsAddr), mk(awsAddr), mk(awsAddr)
+
+	common := func() map[string]string {
+		env := map[string]string{"LOG_LEVEL": "warn", "MIGRATE_ON_START": "true", "SHUTDOWN_TIMEOUT": "5s"}
+		for k, def := range map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
+			if os.Getenv(k) == "" {
+				env[k] = def
+			}
+		}
+		return env
+	}
+	var pays, leds []*proc
+	for i, sns := range []*proxy{sns1, sns2} {
+		env := common()
+		env["DATABASE_URL"] = viaProxy(t, payDB, pgPay)
+		env["AWS_ENDPOINT_URL"] = "http://" + sns.Addr()
+		env["PAYMENTS_TOPIC_ARN"] = tq.TopicARN
+		env["OUTBOX_POLL_INTERVAL"] = "500ms"
+		pr, err := newProc(fmt.Sprintf("payments-%d", i+1), bins.payments, logDir, env)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		pays = append(pays, pr)
+	}
+	for i := range 2 {
+		env := common()
+		env["DATABASE_URL"] = viaProxy(t, ledDB, pgLed)
+		env["AWS_ENDPOINT_URL"] = "http://" + sqsP.Addr()
+		env["LEDGER_QUEUE_URL"] = tq.QueueURL
+		env["LEDGER_DLQ_URL"] = tq.DLQURL
+		env["LEDGER_WORKERS"] = "4"
+		env["LEDGER_DLQ_POLL_INTERVAL"] = "1s"
+		pr, err := newProc(fmt.Sprintf("ledger-%d", i+1), bins.ledger, logDir, env)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		leds = append(leds, pr)
+	}
+	all := append(append([]*proc(nil), pays...), leds...)
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, pr := range all {
+			wg.Go(pr.stop)
+		}
+		wg.Wait()
+	})
+	defer func() {
+		if len(rep.Failures) > 0 {
+			for _, pr := range all {
+				logf("last lines of %s:\n%s", pr.logs, tail(pr.logs, 15))
+			}
+		}
+	}()
+	for _, pr := range all {
+		if err := pr.start(ctx); err != nil {
+			t.Fatalf("%v", err)
+		}
+	}
+	logf("payments ×2 and ledger ×2 ready; logs in %s", logDir)
+
+	scr := newScraper(all)
+	scrCtx, stopScraper := context.WithCancel(ctx)
+	var scrDone sync.WaitGroup
+	scrDone.Go(func() { scr.run(scrCtx, 250*time.Millisecond) })
+	defer func() { stopScraper(); scrDone.Wait() }()
+
+	// Traffic.
+	cl := newClient([]string{pays[0].addr, pays[1].addr})
+	acc := &accepted{payments: map[string]int64{}, refunds: map[string]int64{}}
+	trafficDone, faultsDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		sendTraffic(ctx, cl, name, p.Payments, p.Rate, faultsDone, acc)
+		close(trafficDone)
+	}()
+	acceptedCount := func() int {
+		acc.mu.Lock()
+		defer acc.mu.Unlock()
+		return len(acc.payments)
+	}
+
+	var poison []string
+	sendPoison := func() {
+		bodies, unknown := poisonMessages()
+		for _, b := range append(bodies, unknown) {
+			if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)}); err != nil {
+				t.Fatalf("send poison: %v", err)
+			}
+		}
+		poison = append(poison, bodies...)
+	}
+	fault := func(desc string) {
+		rep.Faults = append(rep.Faults, desc)
+		logf("fault: %s", desc)
+	}
+	// poll reports whether cond came true within d.
+	poll := func(d time.Duration, cond func() bool) bool {
+		deadline := time.Now().Add(d)
+		for !cond() {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return false
+			}
+			time.Sleep(50 * time.Millisecond) // polling a condition, bounded by the deadline
+		}
+		return true
+	}
+	waitFor := func(what string, d time.Duration, cond func() bool) bool {
+		if !poll(d, cond) {
+			rep.fail("gave up waiting %s for %s", d, what)
+			return false
+		}
+		return true
+	}
+
+	sendPoison()
+	fault(fmt.Sprintf("%d poison messages + 1 unknown event type sent to the queue", len(poison)))
+	waitFor("the first payments to be accepted", 60*time.Second, func() bool { return acceptedCount() >= 10 })
+
+	// 1. The SNS/SQS endpoint unreachable.
+	sns1.Cut()
+	sns2.Cut()
+	sqsP.Cut()
+	fault(fmt.Sprintf("SNS/SQS endpoint cut for %s (relays and consumers)", p.BrokerCut))
+	time.Sleep(p.BrokerCut) // the length of the outage is the fault
+	sns1.Restore()
+	sns2.Restore()
+	sqsP.Restore()
+
+	// 2. SIGKILL of a payments replica between publish and mark: the broker
+	// got the batch, the relay never hears the ACK, the process dies holding
+	// the claim. Then a SIGKILL at a random moment.
+	sns1.DropReplies()
+	if poll(30*time.Second, func() bool { return sns1.upstream.Load() > 0 }) {
+		time.Sleep(300 * time.Millisecond) // let the broker act on the request
+		pays[0].kill()
+		fault("SIGKILL payments-1 with a publish acknowledged by the broker but not marked")
+	} else {
+		pays[0].kill()
+		fault("SIGKILL payments-1 (no publish was in flight)")
+	}
+	sns1.Restore()
+	if err := pays[0].start(ctx); err != nil {
+		t.Fatalf("%v", err)
+	}
+	time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
+	pays[1].kill()
+	fault("SIGKILL payments-2 at a random moment")
+	if err := pays[1].start(ctx); err != nil {
+		t.Fatalf("%v", err)
+	}
+
+	// 3 and 5. A handler slower than the visibility timeout, and a SIGKILL of
+	// a ledger replica in the middle of a batch.
+	setVisibility(ctx, t, tq.SQS, tq.QueueURL, time.Second)
+	pgLed.SetLatency(100 * time.Millisecond)
+	fault(fmt.Sprintf("visibility timeout 1s while every ledger database round trip takes +100ms, for %s", p.SlowFor))
+	slowEnd := time.Now().Add(p.SlowFor)
+	time.Sleep(p.SlowFor / 3) // let the batches received from now on pile up behind the slow database
+	if poll(30*time.Second, func() bool { return inFlight(ctx, tq.SQS, tq.QueueURL) > 0 }) {
+		leds[0].kill()
+		fault("SIGKILL ledger-1 in the middle of a batch")
+	} else {
+		leds[0].kill()
+		fault("SIGKILL ledger-1 (no batch was in flight)")
+	}
+	time.Sleep(time.Until(slowEnd)) // the length of the slow period is the fault
+	pgLed.SetLatency(0)
+	setVisibility(ctx, t, tq.SQS, tq.QueueURL, visibilityTimeout)
+	if err := leds[0].start(ctx); err != nil {
+		t.Fatalf("%v", err)
+	}
+
+	// 4. Postgres unreachable: the API must answer 503 + Retry-After, not hang.
+	pgPay.Cut()
+	pgLed.Cut()
+	fault(fmt.Sprintf("Postgres cut for %s (both services)", p.DBCut))
+	cutEnd := time.Now().Add(p.DBCut)
+	rep.Probe = probeDuringCut(ctx, pays, name, rep)
+	time.Sleep(time.Until(cutEnd)) // the length of the outage is the fault
+	pgPay.Restore()
+	pgLed.Restore()
+
+	// 6. More poison, mixed into the tail of the traffic.
+	sendPoison()
+	fault("poison messages sent again")
+	close(faultsDone)
+
+	<-trafficDone
+	logf("traffic done: %d/%d payments and %d/%d refunds accepted", len(acc.payments), acc.sent, len(acc.refunds), acc.refSent)
+
+	// Drain: everything committed is published, applied, and the poison is
+	// in the DLQ.
+	payConn := connect(ctx, t, payDB)
+	ledConn := connect(ctx, t, ledDB)
+	drainStart := time.Now()
+	var state drainState
+	drained := waitFor("the system to drain", 240*time.Second, func() bool {
+		state = readState(ctx, payConn, ledConn, tq.SQS, tq.QueueURL, tq.DLQURL)
+		return state.drained(len(poison))
+	})
+	rep.Drain = time.Since(drainStart)
+	if !drained {
+		rep.fail("not drained: %+v", state)
+	}
+	scr.scrapeAll(ctx)
+	logf("drained in %s: %+v", rep.Drain.Round(100*time.Millisecond), state)
+
+	rep.Sent, rep.Accepted = acc.sent, len(acc.payments)
+	rep.RefundsSent, rep.RefundsAccepted = acc.refSent, len(acc.refunds)
+	rep.GaveUp = acc.gaveUp
+	rep.Events = state.events
+	rep.Published = scr.sum("outbox_published_total")
+	rep.Duplicates = scr.sum("ledger_duplicates_suppressed_total")
+	rep.MaxOldestAge = scr.maxOldestAge()
+	rep.Unavailable = cl.unavail.Load()
+
+	check(ctx, t, rep, bins, acc, cl, payConn, ledConn, payDB, ledDB, tq, poison)
+	rep.Total = time.Since(started)
+	return rep
+}
+
+// poisonMessages returns bodies the ledger can never apply (they must end in
+// the DLQ) and one valid event of a type it does not handle (it must be
+// recorded and acknowledged, not dead-lettered).
+func poisonMessages() (poison []string, unknown string) {
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	poison = []string{
+		"not json at all " + uuid.NewString(),
+		fmt.Sprintf(`{"specversion":"1.0","type":"payment.created","note":%q}`, uuid.NewString()),
+		fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","time":%q,"dataversion":"1","data":{"payment_id":%q,"amount":-5,"currency":"BRL","payer_id":"a","merchant_id":"b"}}`,
+			uuid.NewString(), now, uuid.NewString()),
+	}
+	unknown = fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.disputed","source":"/payments","time":%q,"dataversion":"1","data":{}}`, uuid.NewString(), now)
+	return poison, unknown
+}
+
+// probeDuringCut sends one new payment to each replica while Postgres is
+// unreachable and describes the answers; anything but a 503 with
+// Retry-After is a failure.
+func probeDuringCut(ctx context.Context, pays []*proc, run string, rep *report) string {
+	c := newClient(nil)
+	var parts []string
+	for i, pr := range pays {
+		body := fmt.Appendf(nil, `{"amount": 1, "currency": "BRL", "payer_id": "probe", "merchant_id": "probe", "description": "%s probe %d"}`, run, i)
+		start := time.Now()
+		status, header, resBody, err := c.do(ctx, pr.addr, "/payments", fmt.Sprintf("%s-probe-%d", run, i), body)
+		took := time.Since(start).Round(10 * time.Millisecond)
+		switch {
+		case err != nil:
+			rep.fail("%s during the Postgres cut: %v after %s", pr.name, err, took)
+			parts = append(parts, "error")
+		case status != 503 || header.Get("Retry-After") == "":
+			rep.fail("%s during the Postgres cut: %d Retry-After=%q after %s: %s", pr.name, status, header.Get("Retry-After"), took, resBody)
+			parts = append(parts, strconv.Itoa(status))
+		default:
+			parts = append(parts, fmt.Sprintf("503 in %s", took))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func setVisibility(ctx context.Context, t testing.TB, client *awssqs.Client, queueURL string, d time.Duration) {
+	_, err := client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{
+		QueueUrl:   aws.String(queueURL),
+		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(d / time.Second))},
+	})
+	if err != nil {
+		t.Fatalf("set visibility timeout: %v", err)
+	}
+}
+
+func queueCounts(ctx context.Context, client *awssqs.Client, queueURL string) (visible, invisible int, err error) {
+	out, err := client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(queueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{
+			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	visible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	invisible, _ = strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)])
+	return visible, invisible, nil
+}
+
+func inFlight(ctx context.Context, client *awssqs.Client, queueURL string) int {
+	_, n, err := queueCounts(ctx, client, queueURL)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+type drainState struct {
+	events, notPublished  int // outbox rows, and those not PUBLISHED
+	facts, posted         int // payments + refunds in the payments database; ledger transactions
+	queued, inflight, dlq int
+	err                   error
+}
+
+func (s drainState) drained(poison int) bool {
+	return s.err == nil && s.notPublished == 0 && s.facts == s.posted &&
+		s.queued == 0 && s.inflight == 0 && s.dlq == poison
+}
+
+func readState(ctx context.Context, pay, led *pgx.Conn, client *awssqs.Client, queueURL, dlqURL string) (s drainState) {
+	if s.err = pay.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status <> 'PUBLISHED'),
+		(SELECT count(*) FROM payments) + (SELECT count(*) FROM refunds) FROM outbox`).Scan(&s.events, &s.notPublished, &s.facts); s.err != nil {
+		return s
+	}
+	if s.err = led.QueryRow(ctx, `SELECT count(*) FROM ledger_transactions`).Scan(&s.posted); s.err != nil {
+		return s
+	}
+	if s.queued, s.inflight, s.err = queueCounts(ctx, client, queueURL); s.err != nil {
+		return s
+	}
+	v, i, err := queueCounts(ctx, client, dlqURL)
+	s.dlq, s.err = v+i, err
+	return s
+}
+
+// check asserts the guarantees once the system drained.
+func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *accepted, cl *client,
+	pay, led *pgx.Conn, payDB, ledDB string, tq *awstest.TopicQueue, poison []string) {
+	// Every payment and refund in the payments database has exactly one
+	// ledger transaction with the same amount, and none lacks its payment.
+	cmd := exec.CommandContext(ctx, bins.ledger, "reconcile", "--grace", "0s")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+ledDB, "PAYMENTS_DATABASE_URL="+payDB, "LEDGER_QUEUE_URL=unused", "LEDGER_DLQ_URL=unused")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		rep.fail("ledger reconcile: %v\n%s", err, firstLines(string(out), 20))
+	}
+
+	// What the clients were told happened, happened once in the ledger.
+	type posted struct {
+		n      int
+		amount int64
+	}
+	pays, refs := map[string]*posted{}, map[string]*posted{}
+	rows, err := led.Query(ctx, `SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount FROM ledger_transactions`)
+	if err != nil {
+		t.Fatalf("read ledger: %v", err)
+	}
+	for rows.Next() {
+		var pid, kind, rid string
+		var amount int64
+		if err := rows.Scan(&pid, &kind, &rid, &amount); err != nil {
+			t.Fatalf("read ledger: %v", err)
+		}
+		m, key := pays, pid
+		if kind == "refund" {
+			m, key = refs, rid
+		}
+		if m[key] == nil {
+			m[key] = &posted{}
+		}
+		m[key].n++
+		m[key].amount = amount
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read ledger: %v", err)
+	}
+	for what, pair := range map[string][2]any{"payment": {acc.payments, pays}, "refund": {acc.refunds, refs}} {
+		want, got := pair[0].(map[string]int64), pair[1].(map[string]*posted)
+		bad := 0
+		for id, amount := range want {
+			if g := got[id]; g == nil || g.n != 1 || g.amount != amount {
+				if bad++; bad <= 5 {
+					rep.fail("accepted %s %s of %d: ledger has %+v", what, id, amount, g)
+				}
+			}
+		}
+		if bad > 5 {
+			rep.fail("… %d accepted %ss wrong in the ledger in all", bad, what)
+		}
+	}
+
+	// Nothing left behind in the outbox.
+	var pending, dead int
+	if err := pay.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'PENDING'), count(*) FILTER (WHERE status = 'DEAD') FROM outbox`).Scan(&pending, &dead); err != nil {
+		t.Fatalf("read outbox: %v", err)
+	}
+	if pending != 0 || dead != 0 {
+		rep.fail("outbox: %d PENDING and %d DEAD rows after the drain", pending, dead)
+	}
+
+	// Each currency's entries sum to zero.
+	rows, err = led.Query(ctx, `SELECT currency, sum(amount)::bigint FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0`)
+	if err != nil {
+		t.Fatalf("read entries: %v", err)
+	}
+	for rows.Next() {
+		var cur string
+		var sum int64
+		if err := rows.Scan(&cur, &sum); err != nil {
+			t.Fatalf("read entries: %v", err)
+		}
+		rep.fail("entries in %s sum to %d, want 0", cur, sum)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read entries: %v", err)
+	}
+
+	// The DLQ holds exactly the poison.
+	msgs := tq.Drain(t, tq.DLQURL, len(poison), 30*time.Second)
+	var got []string
+	for _, m := range msgs {
+		got = append(got, aws.ToString(m.Body))
+	}
+	want := append([]string(nil), poison...)
+	sort.Strings(got)
+	sort.Strings(want)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		rep.fail("DLQ holds %d messages, want exactly the %d poison messages:\n%s", len(got), len(want), firstLines(strings.Join(got, "\n"), 10))
+	}
+
+	// The clients: never a hang, never a 5xx but 503, never a refusal of a
+	// correct request, nothing given up.
+	if n := cl.hangs.Load(); n > 0 {
+		rep.fail("%d requests hung past %s", n, clientTimeout)
+	}
+	if n := cl.serverErrs.Load() + cl.unexpected.Load() + cl.noRetryAft.Load(); n > 0 {
+		cl.mu.Lock()
+		rep.fail("%d wrong answers: %s", n, strings.Join(cl.problems, "; "))
+		cl.mu.Unlock()
+	}
+	if acc.gaveUp > 0 {
+		rep.fail("%d requests never got a 201", acc.gaveUp)
+	}
+}
+
+func connect(ctx context.Context, t testing.TB, dbURL string) *pgx.Conn {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+func hostPort(t testing.TB, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		t.Fatalf("no host in %q", raw)
+	}
+	if u.Port() == "" {
+		t.Fatalf("no port in %q", raw)
+	}
+	return u.Host
+}
+
+// viaProxy points dbURL at px instead of the server.
+func viaProxy(t testing.TB, dbURL string, px *proxy) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("parse %q: %v", dbURL, err)
+	}
+	u.Host = px.Addr()
+	return u.String()
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], fmt.Sprintf("… %d more lines", len(lines)-n))
+	}
+	return strings.Join(lines, "\n")
+}
