@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{Notify: true}), time.Now,
+	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
 	reg := prometheus.NewRegistry()
 	h := httpapi.NewHandler(httpapi.Config{

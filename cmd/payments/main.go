@@ -113,8 +113,14 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The NOTIFY that wakes the relays is sent after the writes commit, by
+	// one goroutine, not inside each write transaction: paymentstore.Notifier.
+	var notifier *paymentstore.Notifier
+	if cfg.OutboxNotify {
+		notifier = paymentstore.NewNotifier(pool, log)
+	}
 	svc := payments.NewService(
-		paymentstore.New(pool, paymentstore.Options{Notify: cfg.OutboxNotify}),
+		paymentstore.New(pool, paymentstore.Options{Notifier: notifier}),
 		time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() },
 	)
@@ -141,6 +147,9 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
+	if notifier != nil {
+		g.Go(func() error { return notifier.Run(gctx) })
+	}
 	g.Go(func() error {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -19,31 +19,37 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel a write signals when it commits
-// outbox rows, so an idle relay wakes at once instead of at its next poll.
+// NotifyChannel is the LISTEN/NOTIFY channel the Notifier signals after writes
+// commit outbox rows, so an idle relay wakes at once instead of at its next poll.
 const NotifyChannel = "outbox_pending"
 
 var _ payments.Repository = (*Repository)(nil)
 
 // Repository implements payments.Repository on Postgres.
 type Repository struct {
-	pool   *pgxpool.Pool
-	notify bool
+	pool     *pgxpool.Pool
+	notifier *Notifier
 }
 
 // Options tune a Repository.
 type Options struct {
-	// Notify sends NOTIFY outbox_pending in each write transaction. It makes
-	// the relay react in milliseconds, at a price: Postgres serialises the
-	// commits of transactions that sent a NOTIFY on a global lock, which caps
-	// write throughput under heavy concurrency. Off, the relay's poll finds the
-	// rows instead.
-	Notify bool
+	// Notifier, when set, is signalled after each write that committed outbox
+	// rows, so idle relays wake at once instead of at their next poll. Nil:
+	// the relays' poll finds the rows.
+	Notifier *Notifier
 }
 
 // New returns a Repository on pool.
 func New(pool *pgxpool.Pool, opts Options) *Repository {
-	return &Repository{pool: pool, notify: opts.Notify}
+	return &Repository{pool: pool, notifier: opts.Notifier}
+}
+
+// committed runs after a write's commit, never before: a relay woken
+// earlier could claim before the rows are visible and go back to sleep.
+func (r *Repository) committed(out payments.Outcome) {
+	if r.notifier != nil && !out.Replayed {
+		r.notifier.Signal()
+	}
 }
 
 // Create implements payments.Repository.
@@ -67,6 +73,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
 			return payments.Outcome{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
 		}
+		r.committed(out)
 		return out, nil
 	}
 	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
@@ -79,6 +86,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 	if err != nil {
 		return payments.Outcome{}, mapErr(err)
 	}
+	r.committed(out)
 	return out, nil
 }
 
@@ -113,12 +121,13 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 	if err != nil {
 		return payments.Outcome{}, mapErr(err)
 	}
+	r.committed(out)
 	return out, nil
 }
 
 // queueCommit queues, after the state write already in b, one outbox row per
-// pulled event (and a refunds row per Refunded event), the idempotency key
-// with the outcome, and the NOTIFY. Queued into one batch, the whole write is
+// pulled event (and a refunds row per Refunded event) and the idempotency key
+// with the outcome. Queued into one batch, the whole write is
 // a single round trip inside its transaction.
 func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey) (*payment.Refund, error) {
 	var refund *payment.Refund
@@ -146,9 +155,6 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		}
 		b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4)`,
 			key.Key, key.Fingerprint, p.ID(), result)
-	}
-	if r.notify {
-		b.Queue(`SELECT pg_notify($1, '')`, NotifyChannel)
 	}
 	return refund, nil
 }

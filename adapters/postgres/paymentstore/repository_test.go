@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func newService(t *testing.T) (*payments.Service, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	repo := paymentstore.New(pool, paymentstore.Options{Notify: true})
+	repo := paymentstore.New(pool, paymentstore.Options{})
 	return payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }), pool
 }
 
@@ -300,5 +301,56 @@ func TestDeleteKeysBefore(t *testing.T) {
 	}
 	if left := count(t, pool, `SELECT count(*) FROM idempotency_keys WHERE key = 'new-1'`); left != 1 {
 		t.Errorf("the fresh key was deleted")
+	}
+}
+
+// TestNotifierWakesListenersAfterCommit: a LISTENing relay is notified after a
+// write, and by then the write's outbox row is visible; Signal never blocks,
+// however many commits arrive before the next NOTIFY is sent.
+func TestNotifierWakesListenersAfterCommit(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	listener, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Release()
+	if _, err := listener.Exec(ctx, "LISTEN "+paymentstore.NotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+
+	n := paymentstore.NewNotifier(pool, slog.New(slog.DiscardHandler))
+	for range 1000 {
+		n.Signal() // not running yet: folds into one pending wake-up
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- n.Run(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("Run returned %v, want nil", err)
+		}
+	}()
+	if _, err := listener.Conn().WaitForNotification(ctx); err != nil {
+		t.Fatalf("pending signal sent no NOTIFY: %v", err)
+	}
+
+	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{Notifier: n}), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() })
+	if _, err := svc.Create(ctx, payments.CreatePayment{Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := listener.Conn().WaitForNotification(ctx); err != nil {
+		t.Fatalf("no NOTIFY after the write: %v", err)
+	}
+	var pending int
+	if err := listener.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE status = 'PENDING'`).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	if pending != 1 {
+		t.Errorf("when the NOTIFY arrived the listener saw %d pending outbox rows, want 1", pending)
 	}
 }
