@@ -44,6 +44,10 @@ const (
 	maxReceiveCount   = 10
 )
 
+// awsCallTimeout bounds each of the suite's own calls to the broker, so a
+// broker that stops answering fails the run instead of hanging it.
+const awsCallTimeout = 15 * time.Second
+
 // report is what one run measured and what it found wrong.
 type report struct {
 	Sent, Accepted               int // payments
@@ -190,7 +194,10 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	sendPoison := func() {
 		bodies, unknown := poisonMessages()
 		for _, b := range append(bodies, unknown) {
-			if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)}); err != nil {
+			cctx, cancel := context.WithTimeout(ctx, awsCallTimeout)
+			_, err := tq.SQS.SendMessage(cctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)})
+			cancel()
+			if err != nil {
 				t.Fatalf("send poison: %v", err)
 			}
 		}
@@ -367,6 +374,8 @@ func probeDuringCut(ctx context.Context, pays []*proc, run string, rep *report) 
 }
 
 func setVisibility(ctx context.Context, t testing.TB, client *awssqs.Client, queueURL string, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, awsCallTimeout)
+	defer cancel()
 	_, err := client.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{
 		QueueUrl:   aws.String(queueURL),
 		Attributes: map[string]string{string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(d / time.Second))},
@@ -377,6 +386,8 @@ func setVisibility(ctx context.Context, t testing.TB, client *awssqs.Client, que
 }
 
 func queueCounts(ctx context.Context, client *awssqs.Client, queueURL string) (visible, invisible int, err error) {
+	ctx, cancel := context.WithTimeout(ctx, awsCallTimeout)
+	defer cancel()
 	out, err := client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(queueURL),
 		AttributeNames: []sqstypes.QueueAttributeName{
