@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -52,4 +54,27 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		e.Fail(errors.New("PAYMENTS_TOPIC_ARN is required (the SNS topic the outbox relay publishes to)"))
 	}
 	return cfg, e.Err()
+}
+
+// defaultPoolSize is the serving pool's size unless DATABASE_URL says
+// pool_max_conns. pgx's default, the number of CPUs but at least 4, is too
+// small for this service: each in-flight request holds a connection for its
+// write, and the relay's workers (up to 4) hold one each while their batch is
+// at the broker, the LISTEN session and the notifier one more each. With 4 on
+// 2 cores, cmd/loadgen at 16 concurrent requests measured POST /payments at
+// 38% of the raw SQL ceiling with the relay idle, and 51% with 16 (3,550 ->
+// 5,540 req/s); with the relay publishing, 16 and 32 gave up to twice the
+// rate of 4 (docs/BENCHMARKS.md). Idle connections cost Postgres little.
+const defaultPoolSize = 32
+
+// poolURL is DatabaseURL with the serving pool's size, unless it sets one.
+func (c config) poolURL() string {
+	if strings.Contains(c.DatabaseURL, "pool_max_conns=") {
+		return c.DatabaseURL
+	}
+	sep := "?"
+	if strings.Contains(c.DatabaseURL, "?") {
+		sep = "&"
+	}
+	return c.DatabaseURL + sep + "pool_max_conns=" + strconv.Itoa(defaultPoolSize)
 }

@@ -100,7 +100,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.poolURL())
 	if err != nil {
 		return err
 	}
