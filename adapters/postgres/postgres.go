@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -76,8 +77,21 @@ func IsUnavailable(err error) bool {
 	var (
 		connErr *pgconn.ConnectError
 		netErr  net.Error
+		pgErr   *pgconn.PgError
 	)
-	return errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) ||
-		pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+	if errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if errors.As(err, &pgErr) {
+		// The server is shutting down, restarting or full, not refusing the
+		// statement: connection exceptions (class 08), admin/crash shutdown,
+		// "the database system is starting up", too many connections.
+		switch pgErr.Code {
+		case "57P01", "57P02", "57P03", "53300":
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, "08")
+	}
+	return pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }
