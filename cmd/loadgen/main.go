@@ -329,8 +329,8 @@ func (b *bench) relayDrain(ctx context.Context) error {
 	defer pool.Close()
 	cfg := relay.Config{Workers: o.RelayWorkers}
 	var cases []drainCase
-	for _, notify := range []bool{false, true} {
-		for _, n := range o.Replicas {
+	for _, n := range o.Replicas {
+		for _, notify := range []bool{false, true} {
 			cases = append(cases, drainCase{Replicas: n, Notify: notify, Backlog: o.Backlog, Relay: cfg})
 		}
 	}
@@ -343,27 +343,36 @@ func (b *bench) relayDrain(ctx context.Context) error {
 	if workers <= 0 {
 		workers = 4
 	}
-	base := map[time.Duration]float64{} // 1-replica median rate per latency, for the scaling figure
-	for _, c := range cases {
-		var runs []summary
-		for i := range o.Runs {
+	// Runs are the outer loop, so every case's repetitions are spread over
+	// the whole phase and see the same machine weather as the others.
+	runs := make([][]summary, len(cases))
+	for i := range o.Runs {
+		for j, c := range cases {
 			fmt.Fprintf(b.progress, "loadgen: %s, %d rows (run %d of %d)\n", c.name(), c.Backlog, i+1, o.Runs)
 			s, err := drain(ctx, dbURL, pool, c, b.progress)
 			if err != nil {
 				return err
 			}
-			runs = append(runs, s)
+			runs[j] = append(runs[j], s)
 		}
-		rate := rateSpread(runs)
+	}
+	type variant struct {
+		latency time.Duration
+		notify  bool
+	}
+	base := map[variant]float64{} // 1-replica median rate, for the scaling figure
+	for j, c := range cases {
+		rate := rateSpread(runs[j])
 		r := row{
 			Scenario: c.name(), Conc: fmt.Sprintf("%d×%d workers", c.Replicas, workers),
 			Rate: rate, Unit: "rows/s", Ratio: ratioTo(rate, b.ceiling),
 		}
+		v := variant{c.Latency, c.Notify}
 		if c.Replicas == 1 {
-			base[c.Latency] = rate.Median
+			base[v] = rate.Median
 		}
 		scale := ""
-		if one := base[c.Latency]; one > 0 && c.Replicas > 1 {
+		if one := base[v]; one > 0 && c.Replicas > 1 {
 			scale = fmt.Sprintf("; %.2f× one replica", rate.Median/one)
 		}
 		if c.Latency > 0 {
