@@ -19,11 +19,33 @@ import (
 	"github.com/pressly/goose/v3/lock"
 )
 
+// Option tunes Open.
+type Option func(*options)
+
+type options struct {
+	defaultMaxConns int32
+}
+
+// WithDefaultMaxConns sizes the pool to n connections unless the URL sets
+// pool_max_conns itself. pgx's own default (the number of CPUs, at least 4)
+// suits neither service: each in-flight request, relay worker or consumer
+// worker holds a connection for its transaction.
+func WithDefaultMaxConns(n int) Option {
+	return func(o *options) { o.defaultMaxConns = int32(n) }
+}
+
 // Open connects a pool to url and checks that the server answers.
-func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*pgxpool.Pool, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if o.defaultMaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = o.defaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

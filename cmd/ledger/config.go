@@ -2,8 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -51,17 +49,8 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	return cfg, e.Err()
 }
 
-// poolURL sizes the connection pool to the consumer: one connection per
-// worker plus a few for the HTTP API and the background jobs, unless the URL
-// already says pool_max_conns. pgx's default (the number of CPUs, at least 4)
-// would make workers queue for connections.
-func (c config) poolURL() string {
-	if strings.Contains(c.DatabaseURL, "pool_max_conns=") {
-		return c.DatabaseURL
-	}
-	sep := "?"
-	if strings.Contains(c.DatabaseURL, "?") {
-		sep = "&"
-	}
-	return c.DatabaseURL + sep + "pool_max_conns=" + strconv.Itoa(c.Workers+4)
-}
+// poolSize is the connection pool the consumer needs: one connection per
+// worker plus a few for the HTTP API and the background jobs (a URL that sets
+// pool_max_conns wins). pgx's default (the number of CPUs, at least 4) would
+// make workers queue for connections.
+func (c config) poolSize() int { return c.Workers + 4 }

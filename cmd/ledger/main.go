@@ -36,6 +36,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -112,7 +114,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.poolURL())
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.poolSize()))
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -260,33 +262,8 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	return nil
 }
 
-// healthcheck asks the server on HTTP_ADDR whether it is ready. It is the
-// container's healthcheck: a distroless runtime image has no curl.
+// healthcheck asks the server on HTTP_ADDR whether it is ready: the
+// container's healthcheck.
 func healthcheck(ctx context.Context, getenv func(string) string) error {
-	addr := getenv("HTTP_ADDR")
-	if addr == "" {
-		addr = ":8081"
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("HTTP_ADDR=%q is invalid: %w", addr, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: /readyz answered %s", res.Status)
-	}
-	return nil
+	return probe.Ready(ctx, envconfig.New(getenv).String("HTTP_ADDR", ":8081"))
 }

@@ -71,8 +71,8 @@ func TestConfigDefaults(t *testing.T) {
 	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart {
 		t.Errorf("defaults: got %+v", cfg)
 	}
-	if got, want := cfg.poolURL(), "postgres://h/db?sslmode=disable&pool_max_conns=8"; got != want {
-		t.Errorf("pool url: got %s, want %s", got, want)
+	if got := cfg.poolSize(); got != 8 {
+		t.Errorf("pool size: got %d, want 8 (4 workers + 4)", got)
 	}
 }
 

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -66,15 +64,3 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 // 5,540 req/s); with the relay publishing, 16 and 32 gave up to twice the
 // rate of 4 (docs/BENCHMARKS.md). Idle connections cost Postgres little.
 const defaultPoolSize = 32
-
-// poolURL is DatabaseURL with the serving pool's size, unless it sets one.
-func (c config) poolURL() string {
-	if strings.Contains(c.DatabaseURL, "pool_max_conns=") {
-		return c.DatabaseURL
-	}
-	sep := "?"
-	if strings.Contains(c.DatabaseURL, "?") {
-		sep = "&"
-	}
-	return c.DatabaseURL + sep + "pool_max_conns=" + strconv.Itoa(defaultPoolSize)
-}

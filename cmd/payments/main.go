@@ -33,6 +33,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -100,7 +102,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.poolURL())
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(defaultPoolSize))
 	if err != nil {
 		return err
 	}
@@ -171,33 +173,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	return g.Wait()
 }
 
-// healthcheck asks the server on HTTP_ADDR whether it is ready. It is the
-// container's healthcheck: the distroless runtime image has no curl.
+// healthcheck asks the server on HTTP_ADDR whether it is ready: the
+// container's healthcheck.
 func healthcheck(ctx context.Context, getenv func(string) string) error {
-	addr := getenv("HTTP_ADDR")
-	if addr == "" {
-		addr = ":8080"
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("HTTP_ADDR=%q is invalid: %w", addr, err)
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("healthcheck: %w", err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("healthcheck: /readyz answered %s", res.Status)
-	}
-	return nil
+	return probe.Ready(ctx, envconfig.New(getenv).String("HTTP_ADDR", ":8080"))
 }
