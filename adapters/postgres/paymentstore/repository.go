@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
@@ -145,8 +146,12 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		if err != nil {
 			return nil, err
 		}
+		// pgtype.UUID, not uuid.UUID: pgx encodes it straight to binary,
+		// while uuid.UUID is a driver.Valuer whose string pgx first fails to
+		// encode as binary (building an error) and then parses — about 8% of
+		// the service's CPU per POST /payments in a profile.
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
-			msgID, e.EventType(), e.AggregateID(), body)
+			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), e.AggregateID(), body)
 	}
 	if key != nil {
 		result, err := json.Marshal(toStored(p.Snapshot(), refund))
