@@ -14,14 +14,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
-// Channel is the LISTEN/NOTIFY channel the write side notifies in the transaction
-// that inserts outbox rows: SELECT pg_notify('outbox_pending', ...) with an empty
-// payload, since the relay only needs to know that something is waiting.
+// Channel is the LISTEN/NOTIFY channel the write side notifies after it commits
+// outbox rows (paymentstore.Notifier): SELECT pg_notify('outbox_pending', ”) with
+// an empty payload, since the relay only needs to know that something is waiting.
 const Channel = "outbox_pending"
 
 var (
@@ -116,19 +117,19 @@ func (s *Store) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Messa
 func writeOutcome(ctx context.Context, tx pgx.Tx, out relay.Outcome) error {
 	var b pgx.Batch
 	if len(out.Published) > 0 {
-		b.Queue(markPublishedSQL, out.Published, out.PublishedAt)
+		b.Queue(markPublishedSQL, pgUUIDs(out.Published), out.PublishedAt)
 	}
 	if n := len(out.Retry) + len(out.Dead); n > 0 {
-		ids := make([]uuid.UUID, 0, n)
+		ids := make([]pgtype.UUID, 0, n)
 		errs := make([]string, 0, n)
 		statuses := make([]string, 0, n)
 		next := make([]*time.Time, 0, n)
 		for _, f := range out.Retry {
-			ids, errs, statuses = append(ids, f.ID), append(errs, f.Error), append(statuses, "PENDING")
+			ids, errs, statuses = append(ids, pgUUID(f.ID)), append(errs, f.Error), append(statuses, "PENDING")
 			next = append(next, &f.NextAttemptAt)
 		}
 		for _, f := range out.Dead {
-			ids, errs, statuses = append(ids, f.ID), append(errs, f.Error), append(statuses, "DEAD")
+			ids, errs, statuses = append(ids, pgUUID(f.ID)), append(errs, f.Error), append(statuses, "DEAD")
 			next = append(next, nil)
 		}
 		b.Queue(markFailedSQL, ids, errs, statuses, next)
@@ -246,4 +247,17 @@ DELETE FROM outbox WHERE id IN (
 		return 0, fmt.Errorf("delete published outbox rows: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// pgUUID hands an id to pgx as pgtype.UUID, which it encodes straight to
+// binary; a uuid.UUID would take a failed binary encode and a text round trip
+// first (measured at ~8% of the write path's CPU in paymentstore).
+func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
+
+func pgUUIDs(ids []uuid.UUID) []pgtype.UUID {
+	out := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = pgUUID(id)
+	}
+	return out
 }
