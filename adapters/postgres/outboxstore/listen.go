@@ -19,9 +19,9 @@ import (
 // The connection is taken out of pool for good (hijacked): a LISTENing session
 // must not go back to serve other queries.
 //
-// Cost: a transaction that NOTIFYs takes a global lock at commit to queue the
-// notification, which serialises those commits. At high write rates, turn NOTIFY
-// off (OUTBOX_NOTIFY=false) and lower the poll interval instead.
+// The writes do not NOTIFY themselves: a transaction that NOTIFYs takes a lock
+// global to the database at commit, which would serialise the payment writes.
+// paymentstore.Notifier sends one NOTIFY after the commits, once per burst.
 func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake func()) error {
 	const minDelay, maxDelay = 100 * time.Millisecond, 10 * time.Second
 	delay := minDelay

@@ -16,13 +16,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
 // NotifyChannel is the LISTEN/NOTIFY channel the Notifier signals after writes
-// commit outbox rows, so an idle relay wakes at once instead of at its next poll.
-const NotifyChannel = "outbox_pending"
+// commit outbox rows; the relay's listener (outboxstore) waits on it.
+const NotifyChannel = outboxstore.Channel
 
 var _ payments.Repository = (*Repository)(nil)
 
