@@ -58,9 +58,14 @@ func (r *Repository) committed(out payments.Outcome) {
 func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
 	s := p.Snapshot()
 	b := &pgx.Batch{}
+	// Ids are passed to pgx as plain strings throughout this file: for a
+	// named string type such as payment.ID pgx first tries the binary uuid
+	// format, fails, builds an error with fmt.Errorf and only then falls
+	// back to text — on every parameter, measured at ~3% of the service's
+	// CPU per request. A plain string goes straight to the text format.
 	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		s.ID, s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
+		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
 	refund, err := r.queueCommit(b, p, key)
 	if err != nil {
 		return payments.Outcome{}, err
@@ -112,7 +117,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 		s := p.Snapshot()
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4 WHERE id = $1`,
-			s.ID, s.RefundedMinor, s.Status, s.UpdatedAt)
+			string(s.ID), s.RefundedMinor, s.Status, s.UpdatedAt)
 		refund, err := r.queueCommit(b, p, key)
 		if err != nil {
 			return err
@@ -137,7 +142,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		if ev, ok := e.(payment.Refunded); ok {
 			refund = &payment.Refund{ID: ev.RefundID, PaymentID: ev.PaymentID, Amount: ev.Amount, CreatedAt: ev.At}
 			b.Queue(`INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
-				ev.RefundID, ev.PaymentID, ev.Amount.Minor(), ev.At)
+				string(ev.RefundID), string(ev.PaymentID), ev.Amount.Minor(), ev.At)
 		}
 		msgID, err := uuid.NewV7() // time-ordered: outbox inserts stay at the index's right edge
 		if err != nil {
@@ -152,7 +157,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		// encode as binary (building an error) and then parses — about 8% of
 		// the service's CPU per POST /payments in a profile.
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
-			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), e.AggregateID(), body)
+			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body)
 	}
 	if key != nil {
 		result, err := json.Marshal(toStored(p.Snapshot(), refund))
@@ -160,7 +165,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 			return nil, fmt.Errorf("encode idempotent outcome: %w", err)
 		}
 		b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4)`,
-			key.Key, key.Fingerprint, p.ID(), result)
+			key.Key, key.Fingerprint, string(p.ID()), result)
 	}
 	return refund, nil
 }
@@ -216,7 +221,7 @@ type querier interface {
 func get(ctx context.Context, q querier, id payment.ID, lock string) (*payment.Payment, error) {
 	var s payment.Snapshot
 	err := q.QueryRow(ctx, `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at
-		FROM payments WHERE id = $1 `+lock, id).Scan(
+		FROM payments WHERE id = $1 `+lock, string(id)).Scan(
 		&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID, &s.Description, &s.CreatedAt, &s.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", payment.ErrNotFound, id)
