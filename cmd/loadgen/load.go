@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,6 +53,7 @@ func (p phase) run(ctx context.Context, fn op) summary {
 		go pace(ctx, p.Rate, tickets)
 	}
 	parts := make([]latencies, p.Concurrency)
+	cpu := selfCPU()
 	var wg sync.WaitGroup
 	for w := range p.Concurrency {
 		wg.Go(func() {
@@ -116,6 +117,10 @@ func (p phase) run(ctx context.Context, fn op) summary {
 	}
 	s := summarize(merge(parts), int(failed.Load()), elapsed)
 	s.All = int(all.Load())
+	if used := selfCPU() - cpu; used > 0 && s.All > 0 {
+		s.ClientCPU = used / time.Duration(s.All)
+		fmt.Fprintf(p.Progress, "  %s: loadgen itself used %s of CPU per operation\n", p.Name, s.ClientCPU.Round(100*time.Nanosecond))
+	}
 	return s
 }
 
@@ -138,6 +143,16 @@ func pace(ctx context.Context, rate float64, tickets chan<- struct{}) {
 	}
 }
 
+// selfCPU is the user+system CPU time this process has used so far; zero
+// where getrusage is unavailable.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -147,35 +162,41 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// createPayment returns the op that POSTs one payment to baseURL. Payers and
-// merchants vary so the load does not pile onto one account downstream.
-func createPayment(baseURL string, concurrency int) op {
-	client := &http.Client{
-		Timeout: 30 * time.Second,
-		Transport: &http.Transport{
-			MaxIdleConnsPerHost: concurrency,
-			MaxConnsPerHost:     concurrency,
-			DisableCompression:  true,
-		},
+// paymentClient POSTs payments to one service, each worker over its own
+// kept-alive connection. Payers and merchants vary so the load does not pile
+// onto one account downstream.
+type paymentClient struct {
+	posters []*poster
+}
+
+func newPaymentClient(baseURL string, workers int) (*paymentClient, error) {
+	c := &paymentClient{posters: make([]*poster, workers)}
+	for i := range c.posters {
+		p, err := newPoster(baseURL + "/payments")
+		if err != nil {
+			return nil, err
+		}
+		c.posters[i] = p
 	}
-	url := baseURL + "/payments"
-	return func(ctx context.Context, worker int, seq uint64) error {
-		body := paymentBody(seq)
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		res, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		_, _ = io.Copy(io.Discard, res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusCreated {
-			return fmt.Errorf("POST /payments: %s", res.Status)
-		}
-		return nil
+	return c, nil
+}
+
+// create is the op: one POST /payments, which must answer 201.
+func (c *paymentClient) create(_ context.Context, worker int, seq uint64) error {
+	status, err := c.posters[worker].post(paymentBody(seq))
+	if err != nil {
+		return err
+	}
+	if status != http.StatusCreated {
+		return fmt.Errorf("POST /payments: %d %s", status, http.StatusText(status))
+	}
+	return nil
+}
+
+// Close closes the workers' connections.
+func (c *paymentClient) Close() {
+	for _, p := range c.posters {
+		p.close()
 	}
 }
 

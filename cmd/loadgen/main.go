@@ -255,6 +255,13 @@ func (b *bench) writePath(ctx context.Context) error {
 		baseURL = "http://" + srv.addr
 	}
 
+	var client *paymentClient
+	if o.Only["api"] {
+		if client, err = newPaymentClient(baseURL, o.Concurrency); err != nil {
+			return err
+		}
+		defer client.Close()
+	}
 	var ceil, ceilNotify, api []summary
 	var ratios []float64
 	var cpuPerReq []time.Duration
@@ -275,7 +282,7 @@ func (b *bench) writePath(ctx context.Context) error {
 				return err
 			}
 			cpu := srv.cpuTime()
-			s := b.phase("POST /payments", 0).run(ctx, createPayment(baseURL, o.Concurrency))
+			s := b.phase("POST /payments", 0).run(ctx, client.create)
 			if cpu := srv.cpuTime() - cpu; cpu > 0 {
 				perReq := cpu / time.Duration(max(s.All, 1))
 				cpuPerReq = append(cpuPerReq, perReq)
@@ -431,12 +438,16 @@ func (b *bench) endToEnd(ctx context.Context) error {
 		return err
 	}
 	defer led.stop()
-	baseURL := "http://" + pay.addr
+	client, err := newPaymentClient("http://"+pay.addr, o.Concurrency)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
 
 	p := b.phase(fmt.Sprintf("end-to-end at %.0f/s", o.E2ERate), 0)
 	p.Rate = o.E2ERate
 	p.Warmup = 0
-	api := p.run(ctx, createPayment(baseURL, o.Concurrency))
+	api := p.run(ctx, client.create)
 	if err := waitLedger(ctx, payDB, ledDB, 3*time.Minute, b.progress); err != nil {
 		return err
 	}
@@ -452,7 +463,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 		Limit: fmt.Sprintf("%d events; SNS→SQS delivery and the ledger's long poll on the test endpoint", len(lat)),
 	})
 
-	s := b.phase("POST /payments, relay + ledger live", 0).run(ctx, createPayment(baseURL, o.Concurrency))
+	s := b.phase("POST /payments, relay + ledger live", 0).run(ctx, client.create)
 	r := latencyRow("POST /payments (NOTIFY on, relay → SNS and ledger running)", strconv.Itoa(o.Concurrency), []summary{s}, "req/s")
 	r.Ratio = ratioTo(r.Rate, b.ceiling)
 	r.Limit = "CPU shared with the relay, the ledger and the SNS/SQS endpoint"

@@ -17,6 +17,10 @@ type summary struct {
 	All           int // every operation the phase finished, warm-up included
 	Elapsed       time.Duration
 	P50, P95, P99 time.Duration // zero when the run records no latencies
+	// ClientCPU is the CPU time the load generator itself used per finished
+	// operation (warm-up included): what the client takes from the cores it
+	// shares with the server and Postgres.
+	ClientCPU time.Duration
 }
 
 // Rate is successful operations per second.
