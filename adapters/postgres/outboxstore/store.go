@@ -81,41 +81,82 @@ WHERE o.id = f.id AND o.status = 'PENDING'`
 // so no other relay can claim the same rows; the marks are written in the same
 // transaction. If the process dies after the broker acknowledged and before the
 // commit, the rows stay PENDING and are published again: the at-least-once window.
+//
+// The transaction costs two round trips, not pgx.BeginFunc's four: BEGIN travels
+// in one pipeline with the claim, and the marks in one with COMMIT. Postgres
+// skips the rest of a pipeline after an error, so a failed mark never commits;
+// the connection is then rolled back (or, if that fails too, destroyed by the
+// pool, which never reuses a connection released inside a transaction).
 func (s *Store) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
-	claimed := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimSQL, limit)
-		if err != nil {
-			return fmt.Errorf("claim: %w", err)
-		}
-		msgs := make([]relay.Message, 0, limit)
-		var m relay.Message
-		_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt}, func() error {
-			msgs = append(msgs, m)
-			m.Payload = nil // the next Scan must not write into this message's bytes
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("claim: %w", err)
-		}
-		claimed = len(msgs)
-		if claimed == 0 {
-			return nil
-		}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("claim: acquire connection: %w", err)
+	}
+	defer conn.Release()
+
+	msgs, err := claim(ctx, conn.Conn(), limit)
+	if err != nil {
+		rollback(ctx, conn.Conn())
+		return 0, fmt.Errorf("claim: %w", err)
+	}
+	var b pgx.Batch
+	if len(msgs) > 0 {
 		out, err := fn(msgs)
 		if err != nil {
-			return err
+			rollback(ctx, conn.Conn())
+			return 0, err
 		}
-		return writeOutcome(ctx, tx, out)
-	})
-	if err != nil {
-		return 0, err
+		queueOutcome(&b, out)
 	}
-	return claimed, nil
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
+		rollback(ctx, conn.Conn())
+		return 0, fmt.Errorf("mark batch and commit: %w", err)
+	}
+	return len(msgs), nil
 }
 
-func writeOutcome(ctx context.Context, tx pgx.Tx, out relay.Outcome) error {
+// claim begins the transaction and locks up to limit due rows, in one round trip.
+func claim(ctx context.Context, conn *pgx.Conn, limit int) ([]relay.Message, error) {
 	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue(claimSQL, limit)
+	br := conn.SendBatch(ctx, &b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]relay.Message, 0, limit)
+	var m relay.Message
+	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt}, func() error {
+		msgs = append(msgs, m)
+		m.Payload = nil // the next Scan must not write into this message's bytes
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return msgs, br.Close()
+}
+
+// rollback ends a transaction that must not commit. It runs even when ctx has
+// ended (a shutdown mid-batch), bounded on its own.
+func rollback(ctx context.Context, conn *pgx.Conn) {
+	if conn.PgConn().TxStatus() == 'I' {
+		return // nothing open: the failure came before BEGIN or after COMMIT
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = conn.Exec(ctx, "ROLLBACK")
+}
+
+// queueOutcome queues the statements that record a batch's outcome: one for
+// every acknowledged row, one for every failure, retries and deaths alike.
+func queueOutcome(b *pgx.Batch, out relay.Outcome) {
 	if len(out.Published) > 0 {
 		b.Queue(markPublishedSQL, pgUUIDs(out.Published), out.PublishedAt)
 	}
@@ -134,13 +175,6 @@ func writeOutcome(ctx context.Context, tx pgx.Tx, out relay.Outcome) error {
 		}
 		b.Queue(markFailedSQL, ids, errs, statuses, next)
 	}
-	if b.Len() == 0 {
-		return nil
-	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("mark batch: %w", err)
-	}
-	return nil
 }
 
 // Stats implements relay.StatsSource with one query over the PENDING and DEAD

@@ -162,6 +162,66 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 	}
 }
 
+// TestFailedMarkOrCommitLeavesRowsPending makes the statement that marks a
+// batch fail, and then the COMMIT after it: either way nothing commits, the
+// rows are claimable again, and the pool's connections stay usable — the
+// marks and COMMIT share one pipeline, and an error must stop the COMMIT.
+func TestFailedMarkOrCommitLeavesRowsPending(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	store := outboxstore.New(pool)
+	ids := insertRows(t, pool, 3, "payment.created")
+	publishAll := func(msgs []relay.Message) (relay.Outcome, error) {
+		out := relay.Outcome{PublishedAt: time.Now()}
+		for _, m := range msgs {
+			out.Published = append(out.Published, m.ID)
+		}
+		return out, nil
+	}
+
+	for _, trigger := range []string{
+		`CREATE TRIGGER refuse BEFORE UPDATE ON outbox FOR EACH ROW EXECUTE FUNCTION refuse()`,
+		`CREATE CONSTRAINT TRIGGER refuse AFTER UPDATE ON outbox DEFERRABLE INITIALLY DEFERRED
+		 FOR EACH ROW EXECUTE FUNCTION refuse()`, // fires at COMMIT
+	} {
+		if _, err := pool.Exec(ctx, trigger); err != nil {
+			t.Fatal(err)
+		}
+		n, err := store.ClaimBatch(ctx, 10, publishAll)
+		if err == nil {
+			t.Fatalf("ClaimBatch with %q: got %d, nil; want the error", trigger, n)
+		}
+		if got := countStatus(t, pool, "PENDING"); got != len(ids) {
+			t.Fatalf("after a failed mark: %d rows PENDING, want %d", got, len(ids))
+		}
+		if _, err := pool.Exec(ctx, `DROP TRIGGER refuse ON outbox`); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	n, err := store.ClaimBatch(ctx, 10, publishAll)
+	if err != nil || n != len(ids) {
+		t.Fatalf("ClaimBatch after the failures: got %d, %v; want %d, nil", n, err, len(ids))
+	}
+	if got := countStatus(t, pool, "PUBLISHED"); got != len(ids) {
+		t.Errorf("%d rows PUBLISHED, want %d", got, len(ids))
+	}
+	var open int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 {
+		t.Errorf("%d connections left idle in a transaction", open)
+	}
+}
+
 // countingPublisher acknowledges everything and counts each message, standing in
 // for the broker where only the relay's bookkeeping is under test.
 type countingPublisher struct {
