@@ -39,8 +39,8 @@ func TestChunk(t *testing.T) {
 			}
 			for i, err := range errs {
 				want := slices.Contains(tt.wantTooBig, i)
-				if errors.Is(err, ErrTooLarge) != want {
-					t.Errorf("message %d: got error %v, want ErrTooLarge=%v", i, err, want)
+				if errors.Is(err, ErrTooLarge) != want || relay.IsPermanent(err) != want {
+					t.Errorf("message %d: got error %v, want a permanent ErrTooLarge=%v", i, err, want)
 				}
 			}
 		})

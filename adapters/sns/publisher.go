@@ -30,8 +30,8 @@ const (
 )
 
 // ErrTooLarge is the error for a message SNS would reject for its size. Retrying
-// it cannot succeed; the relay retries it anyway, and after its maximum attempts
-// the row is DEAD, where an operator sees it.
+// it cannot succeed, so it is reported as relay.Permanent: the row goes DEAD on
+// its first attempt, where an operator sees it.
 var ErrTooLarge = errors.New("message exceeds the SNS size limit of 256 KiB")
 
 // Publisher sends relay batches to one topic with PublishBatch.
@@ -53,7 +53,7 @@ func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publish
 
 // Publish implements relay.Publisher. Every entry of each response is looked at:
 // only an id in Successful counts as acknowledged; an id in Failed gets its code
-// and message; an id in neither (it should not happen) gets an error too, so a row
+// and message, marked relay.Permanent when SNS reports a sender fault; an id in neither (it should not happen) gets an error too, so a row
 // is never marked PUBLISHED on a guess.
 func (p *Publisher) Publish(ctx context.Context, msgs []relay.Message) []error {
 	errs := make([]error, len(msgs))
@@ -80,7 +80,7 @@ func chunk(msgs []relay.Message, errs []error) [][]int {
 	for i, m := range msgs {
 		size := messageSize(m)
 		if size > maxBatchBytes {
-			errs[i] = fmt.Errorf("%w: %d bytes", ErrTooLarge, size)
+			errs[i] = relay.Permanent(fmt.Errorf("%w: %d bytes", ErrTooLarge, size))
 			continue
 		}
 		if len(cur) == maxBatchEntries || bytes+size > maxBatchBytes {
@@ -137,8 +137,14 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 	for _, f := range out.Failed {
 		if j, ok := entryIndex(f.Id, len(idx)); ok {
 			answered[j] = true
-			errs[idx[j]] = fmt.Errorf("sns rejected message: %s: %s (sender fault: %t)",
+			err := fmt.Errorf("sns rejected message: %s: %s (sender fault: %t)",
 				aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
+			if f.SenderFault {
+				// SNS blames the entry itself (an invalid parameter, say):
+				// the same entry would be refused again.
+				err = relay.Permanent(err)
+			}
+			errs[idx[j]] = err
 		}
 	}
 	for j, ok := range answered {

@@ -6,8 +6,9 @@
 // UPDATE SKIP LOCKED, so any number of replicas share the table without waiting on
 // each other), publishes them, and in the same transaction marks each row the
 // broker acknowledged PUBLISHED and schedules a retry, with exponential backoff and
-// jitter, for each row it did not. After MaxAttempts a row becomes DEAD: kept,
-// counted, requeueable, and out of the way of the rows behind it.
+// jitter, for each row it did not. After MaxAttempts, or at once when the broker
+// refused the message itself (Permanent), a row becomes DEAD: kept, counted,
+// requeueable, and out of the way of the rows behind it.
 //
 // # The at-least-once window
 //
@@ -23,6 +24,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -42,6 +44,29 @@ type Message struct {
 	Attempts  int       // failed publish attempts so far
 	CreatedAt time.Time // commit time of the event, for the latency metric
 }
+
+// Permanent marks err as a publish failure no retry can fix — the broker refused
+// the message itself (too large, malformed), not the moment (throttling, an
+// outage). The relay makes such a row DEAD at once instead of retrying it
+// MaxAttempts times over the backoff; an operator fixes the cause and requeues it.
+// Publishers wrap only what they know to be permanent: when in doubt, retry.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, was marked Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
 
 // Failure records one message the broker did not acknowledge.
 type Failure struct {
@@ -258,11 +283,14 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Outcome {
 		}
 		attempts := m.Attempts + 1
 		f := Failure{ID: m.ID, Error: err.Error()}
-		if attempts >= r.cfg.MaxAttempts {
+		if permanent := IsPermanent(err); permanent || attempts >= r.cfg.MaxAttempts {
 			out.Dead = append(out.Dead, f)
 			r.metrics.observeDead()
-			r.log.ErrorContext(ctx, "outbox message dead after max attempts; requeue it once the cause is fixed",
-				"id", m.ID, "type", m.Type, "attempts", attempts, "err", err)
+			why := "outbox message dead after max attempts; requeue it once the cause is fixed"
+			if permanent {
+				why = "outbox message dead: the broker refused it and retrying cannot help; requeue it once the cause is fixed"
+			}
+			r.log.ErrorContext(ctx, why, "id", m.ID, "type", m.Type, "attempts", attempts, "err", err)
 			continue
 		}
 		f.NextAttemptAt = acked.Add(r.backoff(attempts))

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -266,6 +267,37 @@ func TestFailingMessageRetriesThenDies(t *testing.T) {
 	clk.advance(time.Hour)
 	if n, _ := r.Step(context.Background()); n != 0 {
 		t.Errorf("claimed %d after DEAD, want 0", n)
+	}
+}
+
+// TestPermanentFailureDiesAtOnce: a message the broker refused for what it is
+// goes DEAD on its first attempt, while a transient failure in the same batch is
+// retried as usual.
+func TestPermanentFailureDiesAtOnce(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	store := &fakeStore{now: clk.now}
+	ids := store.add(3, "payment.created")
+	refused, throttled := ids[0], ids[1]
+	pub := &fakePublisher{fail: map[uuid.UUID]error{
+		refused:   fmt.Errorf("publish: %w", relay.Permanent(errors.New("message too long"))),
+		throttled: errors.New("throttled"),
+	}}
+	r := newRelay(relay.Config{BatchSize: 10, MaxAttempts: 10}, store, pub, clk)
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if row := store.row(refused); row.status != "DEAD" || row.msg.Attempts != 1 || row.lastError != "publish: message too long" {
+		t.Errorf("refused row: got %s attempts=%d err=%q, want DEAD after 1 attempt with the error", row.status, row.msg.Attempts, row.lastError)
+	}
+	if row := store.row(throttled); row.status != "PENDING" || row.msg.Attempts != 1 {
+		t.Errorf("throttled row: got %s attempts=%d, want PENDING to retry", row.status, row.msg.Attempts)
+	}
+	if row := store.row(ids[2]); row.status != "PUBLISHED" {
+		t.Errorf("acknowledged row: got %s, want PUBLISHED", row.status)
+	}
+	if relay.IsPermanent(errors.New("x")) || relay.Permanent(nil) != nil {
+		t.Error("IsPermanent of a plain error, or Permanent(nil), is wrong")
 	}
 }
 
