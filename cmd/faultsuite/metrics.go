@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
 )
 
 // scraper polls /metrics of every replica. Counters restart at zero with each
@@ -16,7 +18,7 @@ import (
 // what an incarnation counted after its last scrape and before a SIGKILL is
 // lost, so the sums are lower bounds.
 type scraper struct {
-	procs  []*proc
+	procs  []*proc.Process
 	client *http.Client
 
 	mu     sync.Mutex
@@ -24,7 +26,7 @@ type scraper struct {
 	maxAge float64                       // largest outbox_oldest_pending_age_seconds seen
 }
 
-func newScraper(procs []*proc) *scraper {
+func newScraper(procs []*proc.Process) *scraper {
 	return &scraper{procs: procs, client: &http.Client{Timeout: time.Second}, last: map[string]map[string]float64{}}
 }
 
@@ -48,11 +50,11 @@ func (s *scraper) run(ctx context.Context, every time.Duration) {
 
 func (s *scraper) scrapeAll(ctx context.Context) {
 	for _, p := range s.procs {
-		if !p.alive() {
+		if !p.Alive() {
 			continue
 		}
-		key := fmt.Sprintf("%s#%d", p.name, p.gen)
-		vals, err := s.scrape(ctx, p.addr)
+		key := fmt.Sprintf("%s#%d", p.Name(), p.Gen())
+		vals, err := s.scrape(ctx, p.Addr())
 		if err != nil {
 			continue
 		}

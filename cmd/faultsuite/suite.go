@@ -23,6 +23,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
 )
 
 // params size one run.
@@ -121,14 +122,14 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		}
 		return env
 	}
-	var pays, leds []*proc
+	var pays, leds []*proc.Process
 	for i, sns := range []*proxy{sns1, sns2} {
 		env := common()
 		env["DATABASE_URL"] = viaProxy(t, payDB, pgPay)
 		env["AWS_ENDPOINT_URL"] = "http://" + sns.Addr()
 		env["PAYMENTS_TOPIC_ARN"] = tq.TopicARN
 		env["OUTBOX_POLL_INTERVAL"] = "500ms"
-		pr, err := newProc(fmt.Sprintf("payments-%d", i+1), bins.payments, logDir, env)
+		pr, err := newReplica(fmt.Sprintf("payments-%d", i+1), bins.payments, logDir, env)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -142,29 +143,29 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		env["LEDGER_DLQ_URL"] = tq.DLQURL
 		env["LEDGER_WORKERS"] = "4"
 		env["LEDGER_DLQ_POLL_INTERVAL"] = "1s"
-		pr, err := newProc(fmt.Sprintf("ledger-%d", i+1), bins.ledger, logDir, env)
+		pr, err := newReplica(fmt.Sprintf("ledger-%d", i+1), bins.ledger, logDir, env)
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
 		leds = append(leds, pr)
 	}
-	all := append(append([]*proc(nil), pays...), leds...)
+	all := append(append([]*proc.Process(nil), pays...), leds...)
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
 		for _, pr := range all {
-			wg.Go(pr.stop)
+			wg.Go(func() { _ = pr.Stop() })
 		}
 		wg.Wait()
 	})
 	defer func() {
 		if len(rep.Failures) > 0 {
 			for _, pr := range all {
-				logf("last lines of %s:\n%s", pr.logs, tail(pr.logs, 15))
+				logf("last lines of %s:\n%s", pr.Log(), pr.Tail(15))
 			}
 		}
 	}()
 	for _, pr := range all {
-		if err := pr.start(ctx); err != nil {
+		if err := pr.Start(ctx); err != nil {
 			t.Fatalf("%v", err)
 		}
 	}
@@ -177,7 +178,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	defer func() { stopScraper(); scrDone.Wait() }()
 
 	// Traffic.
-	cl := newClient([]string{pays[0].addr, pays[1].addr})
+	cl := newClient([]string{pays[0].Addr(), pays[1].Addr()})
 	acc := &accepted{payments: map[string]int64{}, refunds: map[string]int64{}}
 	trafficDone, faultsDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -246,20 +247,20 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	sns1.DropReplies()
 	if poll(30*time.Second, func() bool { return sns1.upstream.Load() > 0 }) {
 		time.Sleep(300 * time.Millisecond) // let the broker act on the request
-		pays[0].kill()
+		pays[0].Kill()
 		fault("SIGKILL payments-1 with a publish acknowledged by the broker but not marked")
 	} else {
-		pays[0].kill()
+		pays[0].Kill()
 		fault("SIGKILL payments-1 (no publish was in flight)")
 	}
 	sns1.Restore()
-	if err := pays[0].start(ctx); err != nil {
+	if err := pays[0].Start(ctx); err != nil {
 		t.Fatalf("%v", err)
 	}
 	time.Sleep(time.Duration(rand.Int64N(int64(time.Second))))
-	pays[1].kill()
+	pays[1].Kill()
 	fault("SIGKILL payments-2 at a random moment")
-	if err := pays[1].start(ctx); err != nil {
+	if err := pays[1].Start(ctx); err != nil {
 		t.Fatalf("%v", err)
 	}
 
@@ -271,16 +272,16 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	slowEnd := time.Now().Add(p.SlowFor)
 	time.Sleep(p.SlowFor / 3) // let the batches received from now on pile up behind the slow database
 	if poll(30*time.Second, func() bool { return inFlight(ctx, tq.SQS, tq.QueueURL) > 0 }) {
-		leds[0].kill()
+		leds[0].Kill()
 		fault("SIGKILL ledger-1 in the middle of a batch")
 	} else {
-		leds[0].kill()
+		leds[0].Kill()
 		fault("SIGKILL ledger-1 (no batch was in flight)")
 	}
 	time.Sleep(time.Until(slowEnd)) // the length of the slow period is the fault
 	pgLed.SetLatency(0)
 	setVisibility(ctx, t, tq.SQS, tq.QueueURL, visibilityTimeout)
-	if err := leds[0].start(ctx); err != nil {
+	if err := leds[0].Start(ctx); err != nil {
 		t.Fatalf("%v", err)
 	}
 
@@ -351,20 +352,20 @@ func poisonMessages() (poison []string, unknown string) {
 // probeDuringCut sends one new payment to each replica while Postgres is
 // unreachable and describes the answers; anything but a 503 with
 // Retry-After is a failure.
-func probeDuringCut(ctx context.Context, pays []*proc, run string, rep *report) string {
+func probeDuringCut(ctx context.Context, pays []*proc.Process, run string, rep *report) string {
 	c := newClient(nil)
 	var parts []string
 	for i, pr := range pays {
 		body := fmt.Appendf(nil, `{"amount": 1, "currency": "BRL", "payer_id": "probe", "merchant_id": "probe", "description": "%s probe %d"}`, run, i)
 		start := time.Now()
-		status, header, resBody, err := c.do(ctx, pr.addr, "/payments", fmt.Sprintf("%s-probe-%d", run, i), body)
+		status, header, resBody, err := c.do(ctx, pr.Addr(), "/payments", fmt.Sprintf("%s-probe-%d", run, i), body)
 		took := time.Since(start).Round(10 * time.Millisecond)
 		switch {
 		case err != nil:
-			rep.fail("%s during the Postgres cut: %v after %s", pr.name, err, took)
+			rep.fail("%s during the Postgres cut: %v after %s", pr.Name(), err, took)
 			parts = append(parts, "error")
 		case status != 503 || header.Get("Retry-After") == "":
-			rep.fail("%s during the Postgres cut: %d Retry-After=%q after %s: %s", pr.name, status, header.Get("Retry-After"), took, resBody)
+			rep.fail("%s during the Postgres cut: %d Retry-After=%q after %s: %s", pr.Name(), status, header.Get("Retry-After"), took, resBody)
 			parts = append(parts, strconv.Itoa(status))
 		default:
 			parts = append(parts, fmt.Sprintf("503 in %s", took))

@@ -43,6 +43,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -235,9 +236,9 @@ func (b *bench) writePath(ctx context.Context) error {
 	defer pool.Close()
 
 	baseURL := o.URL
-	var srv *service
+	var srv *proc.Process
 	if o.Only["api"] && baseURL == "" {
-		bin, err := build(ctx, b.dir, "payments")
+		bin, err := proc.Build(ctx, b.dir, "payments")
 		if err != nil {
 			return err
 		}
@@ -251,8 +252,8 @@ func (b *bench) writePath(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
-		baseURL = "http://" + srv.addr
+		defer srv.Stop()
+		baseURL = "http://" + srv.Addr()
 	}
 
 	var client *paymentClient
@@ -281,9 +282,9 @@ func (b *bench) writePath(ctx context.Context) error {
 			if err := truncate(ctx, pool); err != nil {
 				return err
 			}
-			cpu := srv.cpuTime()
+			cpu := srv.CPUTime()
 			s := b.phase("POST /payments", 0).run(ctx, client.create)
-			if cpu := srv.cpuTime() - cpu; cpu > 0 {
+			if cpu := srv.CPUTime() - cpu; cpu > 0 {
 				perReq := cpu / time.Duration(max(s.All, 1))
 				cpuPerReq = append(cpuPerReq, perReq)
 				fmt.Fprintf(b.progress, "  POST /payments: the payments process used %s of CPU per request\n", perReq)
@@ -418,11 +419,11 @@ func (b *bench) endToEnd(ctx context.Context) error {
 	}
 	defer ledDB.Close()
 
-	payBin, err := build(ctx, b.dir, "payments")
+	payBin, err := proc.Build(ctx, b.dir, "payments")
 	if err != nil {
 		return err
 	}
-	ledBin, err := build(ctx, b.dir, "ledger")
+	ledBin, err := proc.Build(ctx, b.dir, "ledger")
 	if err != nil {
 		return err
 	}
@@ -432,13 +433,13 @@ func (b *bench) endToEnd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer pay.stop()
+	defer pay.Stop()
 	led, err := startService(ctx, b.dir, ledBin, append([]string{"DATABASE_URL=" + ledURL}, awsEnv...))
 	if err != nil {
 		return err
 	}
-	defer led.stop()
-	client, err := newPaymentClient("http://"+pay.addr, o.Concurrency)
+	defer led.Stop()
+	client, err := newPaymentClient("http://"+pay.Addr(), o.Concurrency)
 	if err != nil {
 		return err
 	}

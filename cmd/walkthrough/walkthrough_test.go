@@ -2,15 +2,11 @@ package main
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
 )
 
 func TestMain(m *testing.M) {
@@ -54,21 +51,16 @@ func TestReadmeWalkthrough(t *testing.T) {
 			svc[k] = swapHosts(v)
 		}
 	}
-	payAddr, ledAddr := freeAddr(t), freeAddr(t)
 	env["payments"]["DATABASE_URL"] = paymentsDB
-	env["payments"]["HTTP_ADDR"] = payAddr
 	env["payments"]["PAYMENTS_TOPIC_ARN"] = fixture.TopicARN
 	env["ledger"]["DATABASE_URL"] = ledgerDB
 	env["ledger"]["PAYMENTS_DATABASE_URL"] = paymentsDB
-	env["ledger"]["HTTP_ADDR"] = ledAddr
 	env["ledger"]["LEDGER_QUEUE_URL"] = fixture.QueueURL
 	env["ledger"]["LEDGER_DLQ_URL"] = fixture.DLQURL
 
-	bin := t.TempDir()
-	start(t, bin, "payments", env["payments"])
-	start(t, bin, "ledger", env["ledger"])
-	waitReady(t, "http://"+payAddr)
-	waitReady(t, "http://"+ledAddr)
+	dir := t.TempDir()
+	payAddr := start(t, dir, "payments", env["payments"]).Addr()
+	ledAddr := start(t, dir, "ledger", env["ledger"]).Addr()
 
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -126,72 +118,37 @@ func composeEnv(t *testing.T) map[string]map[string]string {
 	return out
 }
 
-// start builds cmd/<name> and runs it with env (and PATH and HOME only). At
-// the end of the test it sends SIGTERM and requires a clean exit: graceful
-// shutdown is part of what is tested.
-func start(t *testing.T, bin, name string, env map[string]string) {
+// start builds cmd/<name>, runs it with env (and PATH and HOME only) on a
+// free port, and waits until it is ready. At the end of the test it sends
+// SIGTERM and requires a clean exit: graceful shutdown is part of what is
+// tested.
+func start(t *testing.T, dir, name string, env map[string]string) *proc.Process {
 	t.Helper()
-	exe := filepath.Join(bin, name)
-	build := exec.Command("go", "build", "-o", exe, "../"+name)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", name, err, out)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	logs, err := os.Create(filepath.Join(bin, name+".log"))
+	bin, err := proc.Build(t.Context(), dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	vars := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range env {
+		vars = append(vars, k+"="+v)
+	}
+	p, err := proc.New(name, bin, filepath.Join(dir, name+".log"), vars)
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s did not exit cleanly on SIGTERM: %v", name, err)
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("%s still running 30s after SIGTERM", name)
+		if !p.Alive() {
+			t.Errorf("%s exited before the end of the test", name)
+		} else if err := p.Stop(); err != nil {
+			t.Error(err) // how it ended instead of a clean exit
 		}
 		if t.Failed() {
-			b, _ := os.ReadFile(logs.Name())
+			b, _ := os.ReadFile(p.Log())
 			t.Logf("%s log:\n%s", name, b)
 		}
-		logs.Close()
 	})
-}
-
-func waitReady(t *testing.T, base string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond) // polling a server that is starting up
-	}
-	t.Fatalf("%s not ready within 60s", base)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return p
 }
