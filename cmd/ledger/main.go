@@ -41,6 +41,19 @@ import (
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
+const usage = `usage: ledger [command]
+
+  serve                    the SQS consumer and the HTTP API (the default)
+  migrate                  apply the embedded migrations and exit
+  dlq redrive              move the DLQ's messages back to the queue
+  reconcile [--payments-database-url URL] [--grace 1m]
+                           compare the ledger with the payments database;
+                           exit status 1 on any divergence
+  healthcheck              exit 0 if the local server is ready (for Docker)
+
+Configuration is read from the environment: see README.md.
+`
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil)
@@ -77,6 +90,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return reconcile(ctx, args, getenv, out)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
+	case "help", "-h", "-help", "--help":
+		_, err := io.WriteString(out, usage)
+		return err
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, dlq redrive, reconcile or healthcheck)", cmd)
 	}

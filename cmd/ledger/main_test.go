@@ -61,6 +61,10 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	if err := run(context.Background(), []string{"frobnicate"}, getenvFrom(base), io.Discard, nil); err == nil {
 		t.Error("unknown command: got nil, want an error")
 	}
+	var help strings.Builder
+	if err := run(context.Background(), []string{"help"}, getenvFrom(base), &help, nil); err != nil || !strings.Contains(help.String(), "dlq redrive") {
+		t.Errorf("help: got %v and %q, want the usage with every command", err, help.String())
+	}
 }
 
 func TestConfigDefaults(t *testing.T) {

@@ -38,6 +38,18 @@ import (
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
+const usage = `usage: payments [command]
+
+  serve                    the API and the outbox relay (the default)
+  migrate                  apply the embedded migrations and exit
+  outbox stats             pending and dead rows, oldest pending age
+  outbox requeue --id ID | --all
+                           DEAD rows back to PENDING
+  healthcheck              exit 0 if the local server is ready (for Docker)
+
+Configuration is read from the environment: see README.md.
+`
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil)
@@ -64,6 +76,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return outboxCommand(ctx, getenv, args, out)
 	case "healthcheck":
 		return healthcheck(ctx, getenv)
+	case "help", "-h", "-help", "--help":
+		_, err := io.WriteString(out, usage)
+		return err
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, outbox or healthcheck)", cmd)
 	}

@@ -125,4 +125,8 @@ func TestMigrateCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"frobnicate"}, envOf(nil), io.Discard, nil); err == nil {
 		t.Error("unknown command accepted")
 	}
+	var help strings.Builder
+	if err := run(context.Background(), []string{"-h"}, envOf(nil), &help, nil); err != nil || !strings.Contains(help.String(), "outbox requeue") {
+		t.Errorf("-h: got %v and %q, want the usage with every command", err, help.String())
+	}
 }
