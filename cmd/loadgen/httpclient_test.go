@@ -9,22 +9,29 @@ import (
 	"testing"
 )
 
-func TestPosterKeepsOneConnectionAlive(t *testing.T) {
-	var conns atomic.Int32
-	var got []string
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(body))
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"id":"x"}`))
-	}))
+// countingServer serves h and counts the connections clients open to it.
+func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	conns := new(atomic.Int32)
+	srv := httptest.NewUnstartedServer(h)
 	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			conns.Add(1)
 		}
 	}
 	srv.Start()
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, conns
+}
+
+func TestPosterKeepsOneConnectionAlive(t *testing.T) {
+	var got []string
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(body))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"x"}`))
+	})
 
 	p, err := newPoster(srv.URL + "/payments")
 	if err != nil {
@@ -46,21 +53,13 @@ func TestPosterKeepsOneConnectionAlive(t *testing.T) {
 }
 
 func TestPosterRedialsAfterConnectionCloseAndReadsChunkedBodies(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		w.WriteHeader(http.StatusConflict)
 		_, _ = w.Write([]byte("first part, "))
 		w.(http.Flusher).Flush() // forces a chunked body
 		_, _ = w.Write([]byte("second part"))
-	}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	})
 
 	p, err := newPoster(srv.URL + "/payments")
 	if err != nil {
