@@ -33,10 +33,19 @@ type StatsSource interface {
 // RefreshGauges copies Stats into the gauges every interval until ctx ends. The
 // gauges come from the table rather than from this process's counters because
 // several replicas share one outbox: each replica reports the whole backlog.
+// Counting a huge backlog is a scan, so the wait grows with the time the last
+// count took (statsWait): the gauges never cost the database more than a sliver
+// of one connection, exactly when it has the most to do.
 func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.Duration, log *slog.Logger) error {
-	t := time.NewTicker(every)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		start := time.Now()
 		s, err := src.Stats(ctx)
 		switch {
 		case err == nil:
@@ -44,12 +53,15 @@ func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.
 		case ctx.Err() == nil:
 			log.WarnContext(ctx, "outbox stats failed", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+		t.Reset(statsWait(every, time.Since(start)))
 	}
+}
+
+// statsWait is the pause before the next count: every, or 50 times what the
+// last count took (at most 2% of the time on counting), capped at a minute so
+// the gauges stay fresh enough to alert on.
+func statsWait(every, took time.Duration) time.Duration {
+	return max(every, min(50*took, time.Minute))
 }
 
 // Cleaner deletes what the outbox no longer needs.

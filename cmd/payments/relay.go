@@ -23,7 +23,8 @@ const (
 	// batch a shutdown lets finish. A batch cut off by it rolls back: its rows
 	// stay PENDING and are published again (at least once, never lost).
 	relayBatchTimeout = 10 * time.Second
-	// outboxStatsEvery is how often the backlog gauges are refreshed from the table.
+	// outboxStatsEvery is how often the backlog gauges are refreshed from the
+	// table; less often while counting a huge backlog is slow (RefreshGauges).
 	outboxStatsEvery = 5 * time.Second
 	// outboxCleanupEvery and outboxCleanupBatch pace the deletion of PUBLISHED
 	// rows past OUTBOX_RETENTION: small transactions, often enough to keep up.
