@@ -53,7 +53,7 @@ func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publish
 
 // Publish implements relay.Publisher. Every entry of each response is looked at:
 // only an id in Successful counts as acknowledged; an id in Failed gets its code
-// and message, marked relay.Permanent when SNS reports a sender fault; an id in neither (it should not happen) gets an error too, so a row
+// and message, marked relay.Permanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
 // is never marked PUBLISHED on a guess.
 func (p *Publisher) Publish(ctx context.Context, msgs []relay.Message) []error {
 	errs := make([]error, len(msgs))
@@ -139,9 +139,7 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 			answered[j] = true
 			err := fmt.Errorf("sns rejected message: %s: %s (sender fault: %t)",
 				aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
-			if f.SenderFault {
-				// SNS blames the entry itself (an invalid parameter, say):
-				// the same entry would be refused again.
+			if refusesTheEntry(f) {
 				err = relay.Permanent(err)
 			}
 			errs[idx[j]] = err
@@ -152,6 +150,18 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 			errs[idx[j]] = errors.New("sns returned no result for message")
 		}
 	}
+}
+
+// refusesTheEntry reports whether SNS refused an entry for its content, so that
+// the same entry would be refused again: a sender fault with a validation code.
+// Other sender faults (KMS access, a missing topic, security) are the
+// deployment's and go away once it is fixed, so they are retried.
+func refusesTheEntry(f types.BatchResultErrorEntry) bool {
+	switch aws.ToString(f.Code) {
+	case "InvalidParameter", "InvalidParameterValue", "ParameterValueInvalid", "ValidationException":
+		return f.SenderFault
+	}
+	return false
 }
 
 func entryIndex(id *string, n int) (int, bool) {

@@ -15,21 +15,24 @@ import (
 )
 
 // publishBatchAnswer is an SNS PublishBatch response (query protocol) with one
-// entry accepted, one refused as the sender's fault and one failed on SNS's side.
+// entry accepted, one refused for its content, one failed on SNS's side and one
+// refused for the deployment's fault (a KMS key the topic cannot use).
 const publishBatchAnswer = `<PublishBatchResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/">
   <PublishBatchResult>
     <Successful><member><Id>0</Id><MessageId>m-0</MessageId></member></Successful>
     <Failed>
       <member><Id>1</Id><Code>InvalidParameter</Code><Message>bad attribute</Message><SenderFault>true</SenderFault></member>
       <member><Id>2</Id><Code>InternalError</Code><Message>try again</Message><SenderFault>false</SenderFault></member>
+      <member><Id>3</Id><Code>KMSAccessDenied</Code><Message>no key access</Message><SenderFault>true</SenderFault></member>
     </Failed>
   </PublishBatchResult>
   <ResponseMetadata><RequestId>r-1</RequestId></ResponseMetadata>
 </PublishBatchResponse>`
 
-// TestSenderFaultIsPermanent: an entry SNS refuses as the sender's fault is
-// reported as relay.Permanent (the relay makes it DEAD at once); a failure on
-// SNS's side stays retryable; the accepted entry is acknowledged. A stand-in
+// TestSenderFaultIsPermanent: an entry SNS refuses for its content is reported
+// as relay.Permanent (the relay makes it DEAD at once); a failure on SNS's side,
+// or a sender fault of the deployment's, stays retryable; the accepted entry is
+// acknowledged. A stand-in
 // server gives the mixed answer, which moto never does.
 func TestSenderFaultIsPermanent(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,14 +55,17 @@ func TestSenderFaultIsPermanent(t *testing.T) {
 		{Type: "payment.created", Payload: []byte(`{}`)},
 		{Type: "payment.created", Payload: []byte(`{}`)},
 		{Type: "payment.created", Payload: []byte(`{}`)},
+		{Type: "payment.created", Payload: []byte(`{}`)},
 	})
-	if len(errs) != 3 || errs[0] != nil {
+	if len(errs) != 4 || errs[0] != nil {
 		t.Fatalf("got %v, want the first entry acknowledged", errs)
 	}
 	if !relay.IsPermanent(errs[1]) || !strings.Contains(errs[1].Error(), "InvalidParameter") {
 		t.Errorf("sender fault: got %v (permanent %t), want a permanent error naming the code", errs[1], relay.IsPermanent(errs[1]))
 	}
-	if errs[2] == nil || relay.IsPermanent(errs[2]) {
-		t.Errorf("SNS-side failure: got %v, want a retryable error", errs[2])
+	for _, i := range []int{2, 3} {
+		if errs[i] == nil || relay.IsPermanent(errs[i]) {
+			t.Errorf("entry %d: got %v, want a retryable error", i, errs[i])
+		}
 	}
 }
