@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		_, err := io.WriteString(out, usage)
 		return err
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, dlq redrive, reconcile or healthcheck)", cmd)
+		return fmt.Errorf("unknown command %q; 'ledger -h' lists the commands", cmd)
 	}
 }
 

@@ -148,6 +148,24 @@ type bench struct {
 	rows     []row
 	notes    []string
 	ceiling  spread // rate of the ceiling, for the ratios of later rows
+	bins     map[string]string
+}
+
+// binary builds cmd/<name> once per run and returns its path; the write path
+// and the end-to-end phase run the same payments binary.
+func (b *bench) binary(ctx context.Context, name string) (string, error) {
+	if bin, ok := b.bins[name]; ok {
+		return bin, nil
+	}
+	bin, err := proc.Build(ctx, b.dir, name)
+	if err != nil {
+		return "", err
+	}
+	if b.bins == nil {
+		b.bins = map[string]string{}
+	}
+	b.bins[name] = bin
+	return bin, nil
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -238,7 +256,7 @@ func (b *bench) writePath(ctx context.Context) error {
 	baseURL := o.URL
 	var srv *proc.Process
 	if o.Only["api"] && baseURL == "" {
-		bin, err := proc.Build(ctx, b.dir, "payments")
+		bin, err := b.binary(ctx, "payments")
 		if err != nil {
 			return err
 		}
@@ -419,11 +437,11 @@ func (b *bench) endToEnd(ctx context.Context) error {
 	}
 	defer ledDB.Close()
 
-	payBin, err := proc.Build(ctx, b.dir, "payments")
+	payBin, err := b.binary(ctx, "payments")
 	if err != nil {
 		return err
 	}
-	ledBin, err := proc.Build(ctx, b.dir, "ledger")
+	ledBin, err := b.binary(ctx, "ledger")
 	if err != nil {
 		return err
 	}

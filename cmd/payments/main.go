@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		_, err := io.WriteString(out, usage)
 		return err
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, outbox or healthcheck)", cmd)
+		return fmt.Errorf("unknown command %q; 'payments -h' lists the commands", cmd)
 	}
 }
 
