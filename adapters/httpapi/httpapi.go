@@ -21,7 +21,7 @@ import (
 type Service interface {
 	Create(ctx context.Context, c payments.CreatePayment) (payments.Outcome, error)
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
-	Refund(ctx context.Context, c payments.Refund) (payments.Outcome, error)
+	Refund(ctx context.Context, c payments.RefundPayment) (payments.Outcome, error)
 }
 
 // Config is what NewHandler wires together.

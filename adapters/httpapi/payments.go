@@ -122,7 +122,7 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	out, err := a.svc.Refund(r.Context(), payments.Refund{PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	out, err := a.svc.Refund(r.Context(), payments.RefundPayment{PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
