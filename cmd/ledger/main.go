@@ -30,7 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
@@ -173,7 +173,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	srv := &http.Server{
 		Handler: ledgerapi.NewHandler(ledgerapi.Config{
 			Queries: svc, Ready: store.Ping, Log: log,
-			Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

@@ -28,8 +28,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/application/payments"
@@ -142,9 +142,9 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		func() string { return uuid.Must(uuid.NewV7()).String() },
 	)
 	srv := &http.Server{
-		Handler: httpapi.NewHandler(httpapi.Config{
+		Handler: paymentsapi.NewHandler(paymentsapi.Config{
 			Service: svc, Ready: pool.Ping, Log: log,
-			Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
