@@ -1,12 +1,12 @@
-// Package ledgerapi is the ledger service's read-only HTTP API (SPEC §7) on
-// chi: balances per account, the ledger transactions of a payment, health,
-// readiness and Prometheus metrics. Errors are RFC 9457 problem+json, mapped
-// in one place (writeError).
+// Package ledgerapi is the ledger service's read-only HTTP API on chi:
+// balances per account and the ledger transactions of a payment. Errors are
+// RFC 9457 problem+json, mapped in one place (writeError). The router, the
+// operational endpoints (health, readiness, Prometheus metrics) and the
+// middleware come from httpserver, which the payments API shares.
 package ledgerapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -16,8 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -36,7 +36,7 @@ type Config struct {
 	Log   *slog.Logger
 	// Metrics, when set, instruments every request; Gatherer, when set, is
 	// served on /metrics.
-	Metrics  *instrument.Metrics
+	Metrics  *httpserver.Metrics
 	Gatherer prometheus.Gatherer
 	// RequestTimeout bounds each request's work (default 5s), so a database
 	// outage answers 503 quickly instead of hanging the client.
@@ -49,9 +49,9 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{q: cfg.Queries, log: cfg.Log}
-	r := instrument.NewRouter(instrument.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
+	r := httpserver.NewRouter(httpserver.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
 	r.Group(func(r chi.Router) {
-		r.Use(instrument.Timeout(cfg.RequestTimeout))
+		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Get("/accounts/{id}/balance", a.balance)
 		r.Get("/payments/{id}/entries", a.entries)
 	})
@@ -85,7 +85,7 @@ func (a *api) balance(w http.ResponseWriter, r *http.Request) {
 	for _, b := range bs {
 		resp.Balances = append(resp.Balances, currencyBalance{Currency: b.Currency(), Balance: b.Amount()})
 	}
-	writeJSON(w, http.StatusOK, resp)
+	httpserver.WriteJSON(w, http.StatusOK, resp)
 }
 
 // entriesResponse is the wire shape of GET /payments/{id}/entries.
@@ -113,7 +113,7 @@ type entryJSON struct {
 func (a *api) entries(w http.ResponseWriter, r *http.Request) {
 	id, err := uuid.Parse(chi.URLParam(r, "id"))
 	if err != nil {
-		problem.Write(w, problem.New(http.StatusBadRequest, "invalid-payment-id", "the payment id is not a UUID"))
+		httpserver.WriteProblem(w, httpserver.NewProblem(http.StatusBadRequest, "invalid-payment-id", "the payment id is not a UUID"))
 		return
 	}
 	txs, err := a.q.Entries(r.Context(), id.String())
@@ -132,33 +132,25 @@ func (a *api) entries(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Transactions = append(resp.Transactions, tj)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	httpserver.WriteJSON(w, http.StatusOK, resp)
 }
 
-// writeError is the only place that turns an error into a response. A 5xx
-// shows nothing of the error chain; it is logged once, here.
+// writeError is the only place that turns an error into a response: the
+// ledger's own errors here, the rest — an unreachable database, a client
+// gone, anything unexpected — by httpserver.WriteError, the table both
+// services share.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var p problem.Details
+	var p httpserver.Problem
 	switch {
 	case errors.Is(err, ledger.ErrInvalidAccount):
-		p = problem.New(http.StatusBadRequest, "invalid-account-id", "the account id is empty, too long or has control characters")
+		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-account-id", "the account id is empty, too long or has control characters")
 	case errors.Is(err, ledger.ErrAccountNotFound):
-		p = problem.New(http.StatusNotFound, "account-not-found", "no entry was ever posted to this account")
+		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "no entry was ever posted to this account")
 	case errors.Is(err, ledger.ErrPaymentNotFound):
-		p = problem.New(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
-	case errors.Is(err, context.DeadlineExceeded):
-		a.log.WarnContext(r.Context(), "request failed: unavailable", "err", err)
-		w.Header().Set("Retry-After", "1")
-		p = problem.New(http.StatusServiceUnavailable, "unavailable", "the service is temporarily unavailable; retry shortly")
+		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
 	default:
-		a.log.ErrorContext(r.Context(), "request failed", "err", err)
-		p = problem.New(http.StatusInternalServerError, "internal", "")
+		httpserver.WriteError(w, r, a.log, err, posting.ErrUnavailable)
+		return
 	}
-	problem.Write(w, p)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	httpserver.WriteProblem(w, p)
 }

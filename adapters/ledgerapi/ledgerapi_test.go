@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
+	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -81,7 +82,7 @@ func TestRoutes(t *testing.T) {
 			`"entries":[{"account_id":"cus_1","amount":-1050,"currency":"BRL"},{"account_id":"mer_1","amount":1050,"currency":"BRL"}]`},
 		{"unknown payment", fakeQueries{}, nil, "/payments/" + strings.Replace(paymentID, "7d", "8d", 1) + "/entries", 404, "application/problem+json", `payment-not-found`},
 		{"malformed payment id", fakeQueries{}, nil, "/payments/42/entries", 400, "application/problem+json", `invalid-payment-id`},
-		{"database down", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, nil, "/accounts/mer_1/balance", 500, "application/problem+json", `"status":500`},
+		{"unexpected failure", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, nil, "/accounts/mer_1/balance", 500, "application/problem+json", `"status":500`},
 		{"healthz", fakeQueries{}, nil, "/healthz", 200, "application/json", `"ok"`},
 		{"readyz", fakeQueries{}, nil, "/readyz", 200, "application/json", `"ready"`},
 		{"not ready", fakeQueries{}, errors.New("down"), "/readyz", 503, "application/problem+json", `not-ready`},
@@ -105,6 +106,48 @@ func TestRoutes(t *testing.T) {
 			}
 			if !strings.Contains(string(body), tt.contains) {
 				t.Errorf("body: got %s, want it to contain %s", body, tt.contains)
+			}
+			if strings.Contains(string(body), "secret-host") {
+				t.Errorf("body leaks the error chain: %s", body)
+			}
+		})
+	}
+}
+
+// TestDatabaseOutageAnswers503 pins that the ledger answers an unreachable
+// database as the payments API does: 503, Retry-After and problem+json, with
+// nothing of the error chain. ledgerstore wraps an outage in
+// posting.ErrUnavailable (its own test proves that on a real connection).
+func TestDatabaseOutageAnswers503(t *testing.T) {
+	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", posting.ErrUnavailable)
+	srv := newServer(t, fakeQueries{err: outage}, nil)
+	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
+		t.Run(path, func(t *testing.T) {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var p struct {
+				Type   string `json:"type"`
+				Title  string `json:"title"`
+				Status int    `json:"status"`
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if err := json.Unmarshal(body, &p); err != nil {
+				t.Fatalf("body %s: %v", body, err)
+			}
+			if resp.StatusCode != http.StatusServiceUnavailable || p.Status != http.StatusServiceUnavailable {
+				t.Errorf("status: got %d (body %d), want 503", resp.StatusCode, p.Status)
+			}
+			if got := resp.Header.Get("Retry-After"); got != "1" {
+				t.Errorf("Retry-After: got %q, want \"1\"", got)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("content type: got %q, want application/problem+json", ct)
+			}
+			if p.Type != "/problems/unavailable" || p.Title != "Service Unavailable" {
+				t.Errorf("problem: got type %q title %q, want /problems/unavailable, Service Unavailable", p.Type, p.Title)
 			}
 			if strings.Contains(string(body), "secret-host") {
 				t.Errorf("body leaks the error chain: %s", body)

@@ -139,8 +139,10 @@ func (s *Service) Get(ctx context.Context, id payment.ID) (*payment.Payment, err
 	return s.repo.Get(ctx, id)
 }
 
-// Refund is the input of Refund.
-type Refund struct {
+// RefundPayment is the input of Refund. It is named for the command, as
+// CreatePayment is, so it is not mistaken for payment.Refund, the refund a
+// payment records.
+type RefundPayment struct {
 	PaymentID      payment.ID
 	Amount         int64
 	IdempotencyKey string
@@ -150,7 +152,7 @@ type Refund struct {
 // row lock while the domain checks the refundable amount, so concurrent
 // refunds can never exceed it. Errors: payment.ErrNotFound,
 // payment.ErrRefundExceedsAmount, payment.ErrInvalid, the key errors.
-func (s *Service) Refund(ctx context.Context, c Refund) (Outcome, error) {
+func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) {
 	key, err := idempotencyKey(c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
 	if err != nil {
 		return Outcome{}, err

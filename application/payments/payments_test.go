@@ -115,23 +115,23 @@ func TestRefund(t *testing.T) {
 	}
 	id := created.Payment.ID()
 
-	out, err := svc.Refund(ctx, payments.Refund{PaymentID: id, Amount: 50})
+	out, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Refund == nil || out.Refund.Amount.Minor() != 50 || out.Payment.Status() != payment.StatusPartiallyRefunded {
 		t.Fatalf("outcome = %+v %+v", out.Payment.Snapshot(), out.Refund)
 	}
-	if _, err := svc.Refund(ctx, payments.Refund{PaymentID: id, Amount: 1001}); !errors.Is(err, payment.ErrRefundExceedsAmount) {
+	if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 1001}); !errors.Is(err, payment.ErrRefundExceedsAmount) {
 		t.Errorf("over-refund: err = %v, want ErrRefundExceedsAmount", err)
 	}
-	if _, err := svc.Refund(ctx, payments.Refund{PaymentID: id, Amount: 0}); !errors.Is(err, payment.ErrInvalid) {
+	if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 0}); !errors.Is(err, payment.ErrInvalid) {
 		t.Errorf("zero refund: err = %v, want ErrInvalid", err)
 	}
-	if _, err := svc.Refund(ctx, payments.Refund{PaymentID: "00000000-0000-4000-8000-999999999999", Amount: 1}); !errors.Is(err, payment.ErrNotFound) {
+	if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: "00000000-0000-4000-8000-999999999999", Amount: 1}); !errors.Is(err, payment.ErrNotFound) {
 		t.Errorf("unknown payment: err = %v, want ErrNotFound", err)
 	}
-	out, err = svc.Refund(ctx, payments.Refund{PaymentID: id, Amount: 1000})
+	out, err = svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	ok := 0
 	for range 20 {
 		wg.Go(func() {
-			if _, err := svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 100}); err == nil {
+			if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 100}); err == nil {
 				mu.Lock()
 				ok++
 				mu.Unlock()

@@ -127,7 +127,7 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 }
 
 // Balances returns the balances of account id, one per currency.
-// Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound.
+// Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound, ErrUnavailable.
 func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, error) {
 	account, err := ledger.NewAccountID(id)
 	if err != nil {
@@ -138,7 +138,7 @@ func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, er
 
 // Entries returns the ledger transactions of payment id with their entries.
 // paymentID must be a canonical UUID (the HTTP adapter checks its syntax).
-// Errors: ledger.ErrPaymentNotFound.
+// Errors: ledger.ErrPaymentNotFound, ErrUnavailable.
 func (s *Service) Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {
 	return s.reader.PaymentTransactions(ctx, paymentID)
 }

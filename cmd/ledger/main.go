@@ -30,12 +30,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -51,7 +52,8 @@ const usage = `usage: ledger [command]
                            exit status 1 on any divergence
   healthcheck              exit 0 if the local server is ready (for Docker)
 
-Configuration is read from the environment: see README.md.
+'ledger COMMAND -h' prints a command's usage. Configuration is read from the
+environment: see README.md.
 `
 
 func main() {
@@ -72,23 +74,54 @@ var errDivergence = errors.New("the ledger diverges from the payments database")
 // environment. When listening is not nil it receives the HTTP address once
 // serving.
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+	err := dispatch(ctx, args, getenv, out, listening)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h or --help: the command printed its usage, as asked
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	// noArgs reads the arguments of a command that takes none but -h.
+	noArgs := func(synopsis, doc string) error {
+		if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args); err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		return nil
+	}
 	switch cmd {
 	case "serve":
+		if err := noArgs("ledger [serve]", "Run the SQS consumer and the HTTP API until SIGTERM."); err != nil {
+			return err
+		}
 		return serve(ctx, getenv, out, listening)
 	case "migrate":
+		if err := noArgs("ledger migrate", "Apply the embedded migrations and exit."); err != nil {
+			return err
+		}
 		return migrate(ctx, getenv, out)
 	case "dlq":
-		if len(args) != 1 || args[0] != "redrive" {
-			return fmt.Errorf("usage: ledger dlq redrive")
+		const synopsis, doc = "ledger dlq redrive", "Move the DLQ's messages back to the queue, once the fault that sent them there is fixed."
+		if len(args) > 0 && args[0] == "redrive" {
+			if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args[1:]); err != nil {
+				return fmt.Errorf("dlq redrive: %w", err)
+			}
+			return redrive(ctx, getenv, out)
 		}
-		return redrive(ctx, getenv, out)
+		if err := cli.NewFlagSet(synopsis, doc, out).Parse(args); err != nil { // -h
+			return fmt.Errorf("dlq: %w", err)
+		}
+		return errors.New("usage: ledger dlq redrive")
 	case "reconcile":
 		return reconcile(ctx, args, getenv, out)
 	case "healthcheck":
+		if err := noArgs("ledger healthcheck", "Exit 0 if the server on HTTP_ADDR is ready (the container's healthcheck)."); err != nil {
+			return err
+		}
 		return healthcheck(ctx, getenv)
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(out, usage)
@@ -173,7 +206,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	srv := &http.Server{
 		Handler: ledgerapi.NewHandler(ledgerapi.Config{
 			Queries: svc, Ready: store.Ping, Log: log,
-			Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
@@ -235,12 +268,12 @@ func redrive(ctx context.Context, getenv func(string) string, out io.Writer) err
 }
 
 func reconcile(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
-	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs := cli.NewFlagSet("ledger reconcile [--payments-database-url URL] [--grace 1m]",
+		"Compare the ledger with the payments database; exit status 1 on any divergence.", out)
 	paymentsURL := fs.String("payments-database-url", getenv("PAYMENTS_DATABASE_URL"), "the payments database (default $PAYMENTS_DATABASE_URL)")
 	grace := fs.Duration("grace", time.Minute, "skip payments and refunds younger than this: their events may still be in flight")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := cli.Parse(fs, args); err != nil {
+		return fmt.Errorf("reconcile: %w", err)
 	}
 	if *paymentsURL == "" {
 		return errors.New("PAYMENTS_DATABASE_URL (or --payments-database-url) is required")

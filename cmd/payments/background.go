@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"time"
 
@@ -42,13 +41,4 @@ func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *p
 		}
 	})
 	return nil
-}
-
-// outboxCommand runs `payments outbox …`; it needs the database only.
-func outboxCommand(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
-	cfg, err := loadConfig(getenv, false)
-	if err != nil {
-		return err
-	}
-	return runOutbox(ctx, cfg, args, out)
 }

@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,11 +29,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
@@ -47,7 +49,8 @@ const usage = `usage: payments [command]
                            DEAD rows back to PENDING
   healthcheck              exit 0 if the local server is ready (for Docker)
 
-Configuration is read from the environment: see README.md.
+'payments COMMAND -h' prints a command's usage. Configuration is read from
+the environment: see README.md.
 `
 
 func main() {
@@ -63,18 +66,42 @@ func main() {
 // run is the whole program, callable from tests with their own environment.
 // When listening is not nil it receives the HTTP address once serving.
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+	err := dispatch(ctx, args, getenv, out, listening)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // -h or --help: the command printed its usage, as asked
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	// noArgs reads the arguments of a command that takes none but -h.
+	noArgs := func(synopsis, doc string) error {
+		if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args); err != nil {
+			return fmt.Errorf("%s: %w", cmd, err)
+		}
+		return nil
+	}
 	switch cmd {
 	case "serve":
+		if err := noArgs("payments [serve]", "Serve the API and the outbox relay until SIGTERM."); err != nil {
+			return err
+		}
 		return serve(ctx, getenv, out, listening)
 	case "migrate":
+		if err := noArgs("payments migrate", "Apply the embedded migrations and exit."); err != nil {
+			return err
+		}
 		return migrate(ctx, getenv, out)
 	case "outbox":
-		return outboxCommand(ctx, getenv, args, out)
+		return runOutbox(ctx, getenv, args, out)
 	case "healthcheck":
+		if err := noArgs("payments healthcheck", "Exit 0 if the server on HTTP_ADDR is ready (the container's healthcheck)."); err != nil {
+			return err
+		}
 		return healthcheck(ctx, getenv)
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(out, usage)
@@ -142,9 +169,9 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		func() string { return uuid.Must(uuid.NewV7()).String() },
 	)
 	srv := &http.Server{
-		Handler: httpapi.NewHandler(httpapi.Config{
+		Handler: paymentsapi.NewHandler(paymentsapi.Config{
 			Service: svc, Ready: pool.Ping, Log: log,
-			Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,

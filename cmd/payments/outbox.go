@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -13,41 +13,50 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 )
 
-// runOutbox runs the operator commands on the outbox table (SPEC §8):
+// runOutbox runs the operator commands on the outbox table:
 //
 //	payments outbox stats                  pending, dead, oldest pending age, per type
 //	payments outbox requeue --id ID        one DEAD row back to PENDING
 //	payments outbox requeue --all          every DEAD row back to PENDING
 //
 // Requeued rows get a fresh set of attempts and a running relay is notified, so
-// they go out at once. They need no broker access: a relay does the publishing.
-func runOutbox(ctx context.Context, cfg config, args []string, out io.Writer) error {
-	if len(args) == 0 {
+// they go out at once. They need the database only, not the broker: a relay
+// does the publishing. The arguments are read before the configuration, so
+// -h needs none.
+func runOutbox(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs := cli.NewFlagSet("payments outbox stats | requeue --id ID | --all",
+			"Inspect the outbox, or put DEAD rows back to PENDING.", out)
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("outbox: %w", err)
+		}
 		return errors.New("outbox: want a subcommand: stats, or requeue --id ID | --all")
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "stats":
-		if len(args) > 0 {
-			return fmt.Errorf("outbox stats: unexpected arguments %q", args)
+		fs := cli.NewFlagSet("payments outbox stats", "Print the pending and dead rows and the oldest pending age, in all and per event type.", out)
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("outbox stats: %w", err)
 		}
-		store, done, err := openOutbox(ctx, cfg)
+		store, done, err := openOutbox(ctx, getenv)
 		if err != nil {
 			return err
 		}
 		defer done()
 		return outboxStats(ctx, store, out)
 	case "requeue":
-		fs := flag.NewFlagSet("outbox requeue", flag.ContinueOnError)
-		fs.SetOutput(out)
+		fs := cli.NewFlagSet("payments outbox requeue --id ID | --all",
+			"Put DEAD rows back to PENDING with a fresh set of attempts; a running relay publishes them at once.", out)
 		id := fs.String("id", "", "requeue the DEAD row with this outbox id")
 		all := fs.Bool("all", false, "requeue every DEAD row")
-		if err := fs.Parse(args); err != nil {
+		if err := cli.Parse(fs, args); err != nil {
 			return fmt.Errorf("outbox requeue: %w", err)
 		}
-		if fs.NArg() > 0 || (*id == "") == !*all {
+		if (*id == "") == !*all {
 			return errors.New("outbox requeue: want exactly one of --id ID or --all")
 		}
 		var rowID uuid.UUID
@@ -57,7 +66,7 @@ func runOutbox(ctx context.Context, cfg config, args []string, out io.Writer) er
 				return fmt.Errorf("outbox requeue: --id %q is not a UUID", *id)
 			}
 		}
-		store, done, err := openOutbox(ctx, cfg)
+		store, done, err := openOutbox(ctx, getenv)
 		if err != nil {
 			return err
 		}
@@ -80,7 +89,11 @@ func runOutbox(ctx context.Context, cfg config, args []string, out io.Writer) er
 	}
 }
 
-func openOutbox(ctx context.Context, cfg config) (*outboxstore.Store, func(), error) {
+func openOutbox(ctx context.Context, getenv func(string) string) (*outboxstore.Store, func(), error) {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return nil, nil, err
+	}
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, nil, err

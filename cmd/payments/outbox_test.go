@@ -17,7 +17,7 @@ import (
 func TestOutboxCommands(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	cfg := config{DatabaseURL: pool.Config().ConnString()}
+	env := envOf(map[string]string{"DATABASE_URL": pool.Config().ConnString()})
 	ctx := context.Background()
 	dead := uuid.New()
 	_, err := pool.Exec(ctx, `
@@ -29,7 +29,7 @@ INSERT INTO outbox (id, type, aggregate_id, payload, status, attempts, last_erro
 	}
 	outbox := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		err := runOutbox(ctx, cfg, args, &out)
+		err := runOutbox(ctx, env, args, &out)
 		return out.String(), err
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -192,7 +193,7 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 		SELECT currency, sum(amount)::bigint FROM ledger_entries
 		WHERE account_id = $1 GROUP BY currency ORDER BY currency`, account.String())
 	if err != nil {
-		return nil, fmt.Errorf("query balances: %w", err)
+		return nil, readErr(fmt.Errorf("query balances: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
 		var (
@@ -203,7 +204,7 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 		return ledger.RehydrateBalance(account, currency, amount), err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("query balances: %w", err)
+		return nil, readErr(fmt.Errorf("query balances: %w", err))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
@@ -221,7 +222,7 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 		WHERE t.payment_id = $1
 		ORDER BY t.id, e.id`, paymentID)
 	if err != nil {
-		return nil, fmt.Errorf("query payment transactions: %w", err)
+		return nil, readErr(fmt.Errorf("query payment transactions: %w", err))
 	}
 	defer rows.Close()
 	var (
@@ -245,7 +246,7 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 		)
 		if err := rows.Scan(&p.MessageID, &p.PaymentID, &k, &p.RefundID, &p.Amount, &p.Currency, &p.OccurredAt,
 			&account, &amount, &currency); err != nil {
-			return nil, fmt.Errorf("scan payment transaction: %w", err)
+			return nil, readErr(fmt.Errorf("scan payment transaction: %w", err))
 		}
 		if p.MessageID != cur.MessageID {
 			flush()
@@ -258,13 +259,23 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 		entries = append(entries, ledger.RehydrateEntry(acc, amount, currency))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query payment transactions: %w", err)
+		return nil, readErr(fmt.Errorf("query payment transactions: %w", err))
 	}
 	flush()
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, paymentID)
 	}
 	return out, nil
+}
+
+// readErr wraps a read query's error in posting.ErrUnavailable when the
+// database could not be reached, so the API answers an outage 503 with
+// Retry-After, as the payments API does, instead of 500.
+func readErr(err error) error {
+	if postgres.IsUnavailable(err) {
+		return fmt.Errorf("%w: %w", posting.ErrUnavailable, err)
+	}
+	return err
 }
 
 // DeleteInboxBefore deletes at most limit inbox rows received before cutoff.

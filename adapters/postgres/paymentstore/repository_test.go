@@ -121,7 +121,7 @@ func TestRefundWritesRefundAndOutboxRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 250})
+	out, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 250})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestFailedOutboxInsertRollsBackTheState(t *testing.T) {
 	if n := count(t, pool, `SELECT (SELECT count(*) FROM payments WHERE amount = 778) + (SELECT count(*) FROM idempotency_keys)`); n != 0 {
 		t.Errorf("payment or idempotency key committed without the outbox row")
 	}
-	_, err = svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 100})
+	_, err = svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 100})
 	if err == nil {
 		t.Fatal("refund succeeded although its outbox insert must fail")
 	}
@@ -198,7 +198,7 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	errs := make(chan error, 20)
 	for range 20 {
 		wg.Go(func() {
-			_, err := svc.Refund(ctx, payments.Refund{PaymentID: created.Payment.ID(), Amount: 100})
+			_, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 100})
 			errs <- err
 		})
 	}

@@ -1,8 +1,4 @@
-// Package instrument is the HTTP plumbing both services share: a router with
-// /healthz, /readyz and /metrics, a per-request timeout, a request id,
-// a structured access log line per request, Prometheus request metrics, and a
-// panic guard that answers 500 problem+json instead of dropping the connection.
-package instrument
+package httpserver
 
 import (
 	"log/slog"
@@ -13,8 +9,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
 )
 
 // Metrics are the HTTP request metrics. Create them once per process with
@@ -45,7 +39,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 
 // Middleware returns the shared middleware chain for a chi router: request id
 // (an incoming X-Request-Id is kept, else one is made, and it is echoed back),
-// panic recovery, metrics and the access log.
+// metrics and the access log, and a panic guard that answers 500
+// problem+json instead of dropping the connection.
 func Middleware(log *slog.Logger, m *Metrics) []func(http.Handler) http.Handler {
 	return []func(http.Handler) http.Handler{middleware.RequestID, observe(log, m), recoverer(log)}
 }
@@ -99,7 +94,7 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 						panic(v)
 					}
 					log.ErrorContext(r.Context(), "handler panic", "panic", v, "request_id", middleware.GetReqID(r.Context()))
-					problem.Write(w, problem.New(http.StatusInternalServerError, "internal", ""))
+					WriteProblem(w, NewProblem(http.StatusInternalServerError, "internal", ""))
 				}
 			}()
 			next.ServeHTTP(w, r)

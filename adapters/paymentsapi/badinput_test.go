@@ -1,4 +1,4 @@
-package httpapi_test
+package paymentsapi_test
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
@@ -190,7 +190,7 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
-	srv := httptest.NewUnstartedServer(httpapi.NewHandler(httpapi.Config{
+	srv := httptest.NewUnstartedServer(paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}))
 	srv.Config.ReadHeaderTimeout = 300 * time.Millisecond // cmd/payments sets 5s

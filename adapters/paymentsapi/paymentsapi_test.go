@@ -1,4 +1,4 @@
-package httpapi_test
+package paymentsapi_test
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
@@ -35,9 +35,9 @@ func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
 	reg := prometheus.NewRegistry()
-	h := httpapi.NewHandler(httpapi.Config{
+	h := paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics: instrument.NewMetrics(reg), Gatherer: reg,
+		Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -162,7 +162,7 @@ func TestBadRequests(t *testing.T) {
 	srv, pool := newServer(t)
 	created := create(t, srv).json(t)
 	id := created["id"].(string)
-	huge := `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "description": "` + strings.Repeat("x", httpapi.MaxBodyBytes) + `"}`
+	huge := `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "description": "` + strings.Repeat("x", paymentsapi.MaxBodyBytes) + `"}`
 
 	tests := []struct {
 		name, method, path, ct, body string

@@ -1,4 +1,4 @@
-package httpapi
+package paymentsapi
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -103,7 +104,7 @@ func (a *api) getPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toResponse(p, nil))
+	httpserver.WriteJSON(w, http.StatusOK, toResponse(p, nil))
 }
 
 func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
@@ -122,7 +123,7 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	out, err := a.svc.Refund(r.Context(), payments.Refund{PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	out, err := a.svc.Refund(r.Context(), payments.RefundPayment{PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -136,11 +137,5 @@ func writeOutcome(w http.ResponseWriter, out payments.Outcome) {
 	if out.Replayed {
 		w.Header().Set(ReplayedHeader, "true")
 	}
-	writeJSON(w, http.StatusCreated, toResponse(out.Payment, out.Refund))
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	httpserver.WriteJSON(w, http.StatusCreated, toResponse(out.Payment, out.Refund))
 }

@@ -1,8 +1,7 @@
-package instrument
+package httpserver
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,8 +9,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/problem"
 )
 
 // Ops is what the operational endpoints every service serves need.
@@ -33,13 +30,13 @@ func NewRouter(o Ops) chi.Router {
 	r := chi.NewRouter()
 	r.Use(Middleware(o.Log, o.Metrics)...)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, problem.New(http.StatusNotFound, "not-found", "no such route"))
+		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no such route"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		problem.Write(w, problem.New(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
+		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeStatus(w, "ok")
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -48,11 +45,11 @@ func NewRouter(o Ops) chi.Router {
 			if err := o.Ready(ctx); err != nil {
 				o.Log.WarnContext(ctx, "not ready", "err", err)
 				w.Header().Set("Retry-After", "1")
-				problem.Write(w, problem.New(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
+				WriteProblem(w, NewProblem(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
 				return
 			}
 		}
-		writeStatus(w, "ready")
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
@@ -70,9 +67,4 @@ func Timeout(d time.Duration) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
-}
-
-func writeStatus(w http.ResponseWriter, status string) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
 }

@@ -1,7 +1,9 @@
-// Package httpapi is the payments service's HTTP API (SPEC §5) on chi:
-// decoding and validating requests, the Idempotency-Key header, and turning
-// errors into RFC 9457 problem+json in one place (writeError).
-package httpapi
+// Package paymentsapi is the payments service's HTTP API on chi: create, read
+// and refund a payment. It decodes and validates requests, honours the
+// Idempotency-Key header, and turns errors into RFC 9457 problem+json in one
+// place (writeError). The router, the operational endpoints and the
+// middleware come from httpserver, which the ledger's API shares.
+package paymentsapi
 
 import (
 	"context"
@@ -12,7 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi/instrument"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -21,7 +23,7 @@ import (
 type Service interface {
 	Create(ctx context.Context, c payments.CreatePayment) (payments.Outcome, error)
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
-	Refund(ctx context.Context, c payments.Refund) (payments.Outcome, error)
+	Refund(ctx context.Context, c payments.RefundPayment) (payments.Outcome, error)
 }
 
 // Config is what NewHandler wires together.
@@ -33,7 +35,7 @@ type Config struct {
 	Log   *slog.Logger
 	// Metrics, when set, instruments every request; Gatherer, when set, is
 	// served on /metrics.
-	Metrics  *instrument.Metrics
+	Metrics  *httpserver.Metrics
 	Gatherer prometheus.Gatherer
 	// RequestTimeout bounds each request's work (default 5s), so a database
 	// outage answers 503 quickly instead of hanging the client.
@@ -49,9 +51,9 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{svc: cfg.Service, log: cfg.Log}
-	r := instrument.NewRouter(instrument.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
+	r := httpserver.NewRouter(httpserver.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
 	r.Group(func(r chi.Router) {
-		r.Use(instrument.Timeout(cfg.RequestTimeout))
+		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Post("/payments", a.createPayment)
 		r.Get("/payments/{id}", a.getPayment)
 		r.Post("/payments/{id}/refunds", a.refundPayment)

@@ -1,4 +1,4 @@
-package httpapi_test
+package paymentsapi_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payments-outbox/payments-outbox/adapters/httpapi"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -23,7 +23,7 @@ import (
 // The fuzz targets drive the real router and the real use cases over the
 // in-memory repository, so a run costs microseconds and needs no database.
 // Their seeds run with every `go test`; `go test -fuzz FuzzCreatePayment
-// ./adapters/httpapi` explores further. What they hold for any input: the
+// ./adapters/paymentsapi` explores further. What they hold for any input: the
 // server never panics and never answers 5xx, every refusal is problem+json
 // with a status the API documents, and an accepted request stored exactly
 // what the client sent.
@@ -31,7 +31,7 @@ import (
 func newFuzzHandler() (http.Handler, *paymentstest.Repository) {
 	repo := paymentstest.NewRepository()
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
-	return httpapi.NewHandler(httpapi.Config{Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}), repo
+	return paymentsapi.NewHandler(paymentsapi.Config{Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}), repo
 }
 
 // serve runs one request through h in process.
@@ -42,14 +42,15 @@ func serve(h http.Handler, method, path, contentType, key string, body []byte) *
 		req.Header.Set("Content-Type", contentType)
 	}
 	if key != "" {
-		req.Header.Set(httpapi.IdempotencyHeader, key)
+		req.Header.Set(paymentsapi.IdempotencyHeader, key)
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
 }
 
-// documented are the statuses SPEC §5 lets these endpoints answer.
+// documented are the statuses these endpoints answer bad input with (see
+// writeError); a 5xx for any input is a bug.
 var documented = map[int]bool{201: true, 400: true, 404: true, 405: true, 409: true, 413: true, 415: true, 422: true}
 
 // checkRefusal fails t unless rec is a documented status and, when it is not
@@ -170,8 +171,8 @@ func FuzzCreatePayment(f *testing.F) {
 		}
 		if key != "" {
 			again := serve(h, http.MethodPost, "/payments", contentType, key, body)
-			if again.Code != http.StatusCreated || again.Header().Get(httpapi.ReplayedHeader) != "true" || !bytes.Equal(again.Body.Bytes(), rec.Body.Bytes()) {
-				t.Errorf("retry with key %q: %d replayed=%q %s, want the first response", key, again.Code, again.Header().Get(httpapi.ReplayedHeader), again.Body)
+			if again.Code != http.StatusCreated || again.Header().Get(paymentsapi.ReplayedHeader) != "true" || !bytes.Equal(again.Body.Bytes(), rec.Body.Bytes()) {
+				t.Errorf("retry with key %q: %d replayed=%q %s, want the first response", key, again.Code, again.Header().Get(paymentsapi.ReplayedHeader), again.Body)
 			}
 		}
 	})

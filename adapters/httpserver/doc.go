@@ -1,0 +1,13 @@
+// Package httpserver is the HTTP plumbing both services' APIs share, so that
+// each API (paymentsapi, ledgerapi) holds only its routes, its wire shapes and
+// its own errors, and neither depends on the other:
+//
+//   - NewRouter: a chi router with /healthz, /readyz and /metrics, and
+//     problem+json answers for unknown routes and methods;
+//   - the middleware every request goes through: request id, access log,
+//     Prometheus metrics, panic recovery, and Timeout for the API routes;
+//   - RFC 9457 problem+json (Problem, WriteProblem) and WriteJSON;
+//   - WriteError, the part of the error table every service shares: a
+//     dependency that cannot be reached answers 503 with Retry-After, a client
+//     that went away 499, anything unexpected 500 with nothing of its chain.
+package httpserver

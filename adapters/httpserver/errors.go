@@ -1,0 +1,37 @@
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+)
+
+// WriteError answers the errors every service answers alike. Each API's
+// writeError matches its own errors first and hands it the rest, so the two
+// APIs cannot drift apart on these:
+//
+//   - unavailable, the application's sentinel for a dependency (its database)
+//     that could not be reached, or a request that ran out of time: 503 with
+//     Retry-After: 1, logged as a warning. The stores wrap every outage in
+//     that sentinel, so each API only has to name it.
+//   - context.Canceled: the client went away; 499, which nobody reads but
+//     the access log and the metrics.
+//   - anything else is unexpected: logged once, here, with its whole chain,
+//     and answered 500 with nothing of that chain.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, unavailable error) {
+	var p Problem
+	switch {
+	case errors.Is(err, unavailable), errors.Is(err, context.DeadlineExceeded):
+		log.WarnContext(r.Context(), "request failed: unavailable", "err", err)
+		w.Header().Set("Retry-After", "1")
+		p = NewProblem(http.StatusServiceUnavailable, "unavailable", "the service is temporarily unavailable; retry shortly")
+	case errors.Is(err, context.Canceled):
+		p = NewProblem(499, "client-closed-request", "")
+		p.Title = "Client Closed Request"
+	default:
+		log.ErrorContext(r.Context(), "request failed", "err", err)
+		p = NewProblem(http.StatusInternalServerError, "internal", "")
+	}
+	WriteProblem(w, p)
+}

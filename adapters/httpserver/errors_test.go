@@ -1,0 +1,103 @@
+package httpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+)
+
+var errUnavailable = errors.New("service unavailable")
+
+// TestWriteError pins the part of the error table both APIs share: what each
+// error answers, which header it sets, how often it is logged, and that no
+// answer shows the error chain.
+func TestWriteError(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		status     int
+		typ, title string
+		retryAfter string
+		level      string // the one log line's level, "" for none
+	}{
+		{"the application's unavailable", fmt.Errorf("read payment: %w: dial tcp secret-host: refused", errUnavailable),
+			503, "/problems/unavailable", "Service Unavailable", "1", "WARN"},
+		{"out of time", fmt.Errorf("read payment secret-host: %w", context.DeadlineExceeded),
+			503, "/problems/unavailable", "Service Unavailable", "1", "WARN"},
+		{"client gone", fmt.Errorf("read payment secret-host: %w", context.Canceled),
+			499, "/problems/client-closed-request", "Client Closed Request", "", ""},
+		{"unexpected", errors.New("constraint secret-host violated"),
+			500, "/problems/internal", "Internal Server Error", "", "ERROR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&logs, nil))
+			rec := httptest.NewRecorder()
+			httpserver.WriteError(rec, httptest.NewRequest(http.MethodGet, "/x", nil), log, tt.err, errUnavailable)
+
+			if rec.Code != tt.status {
+				t.Errorf("status: got %d, want %d", rec.Code, tt.status)
+			}
+			if got := rec.Header().Get("Retry-After"); got != tt.retryAfter {
+				t.Errorf("Retry-After: got %q, want %q", got, tt.retryAfter)
+			}
+			if got := rec.Header().Get("Content-Type"); got != "application/problem+json" {
+				t.Errorf("content type: got %q, want application/problem+json", got)
+			}
+			var p httpserver.Problem
+			if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+				t.Fatalf("body %s: %v", rec.Body, err)
+			}
+			if p.Type != tt.typ || p.Title != tt.title || p.Status != tt.status {
+				t.Errorf("problem: got %+v, want type %s, title %s, status %d", p, tt.typ, tt.title, tt.status)
+			}
+			if strings.Contains(rec.Body.String(), "secret-host") {
+				t.Errorf("body shows the error chain: %s", rec.Body)
+			}
+
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			if tt.level == "" {
+				if logs.Len() != 0 {
+					t.Errorf("logged %s, want nothing", logs.String())
+				}
+				return
+			}
+			if len(lines) != 1 {
+				t.Fatalf("logged %d lines, want 1: %s", len(lines), logs.String())
+			}
+			var line struct{ Level, Err string }
+			if err := json.Unmarshal([]byte(lines[0]), &line); err != nil {
+				t.Fatal(err)
+			}
+			if line.Level != tt.level || !strings.Contains(line.Err, "secret-host") {
+				t.Errorf("log line %s: want level %s with the whole chain", lines[0], tt.level)
+			}
+		})
+	}
+}
+
+// TestWriteErrorWithoutSentinel: an API whose application has no
+// unavailable sentinel (nil) still answers a deadline 503, and nothing else.
+func TestWriteErrorWithoutSentinel(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	for err, want := range map[error]int{
+		context.DeadlineExceeded: http.StatusServiceUnavailable,
+		errUnavailable:           http.StatusInternalServerError,
+	} {
+		rec := httptest.NewRecorder()
+		httpserver.WriteError(rec, httptest.NewRequest(http.MethodGet, "/x", nil), log, err, nil)
+		if rec.Code != want {
+			t.Errorf("%v: got %d, want %d", err, rec.Code, want)
+		}
+	}
+}

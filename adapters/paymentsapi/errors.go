@@ -1,0 +1,50 @@
+package paymentsapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// writeError is the only place that turns an error into a response. Errors
+// the client can act on get their status and a detail; the rest — an
+// unreachable database, a client gone, anything unexpected — are answered by
+// httpserver.WriteError, the table both services share.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		reqErr  *requestError
+		invalid *payment.ValidationError
+		p       httpserver.Problem
+	)
+	switch {
+	case errors.As(err, &reqErr):
+		p = httpserver.NewProblem(reqErr.status, reqErr.slug, reqErr.detail)
+	case errors.As(err, &invalid):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "validation-failed", "the request has invalid fields")
+		for _, fp := range invalid.Problems {
+			p.Errors = append(p.Errors, httpserver.FieldError{Field: fp.Field, Detail: fp.Detail})
+		}
+	case errors.Is(err, payment.ErrNotFound):
+		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "no payment has this id")
+	case errors.Is(err, payment.ErrRefundExceedsAmount):
+		p = httpserver.NewProblem(http.StatusConflict, "refund-exceeds-amount", err.Error())
+	case errors.Is(err, payment.ErrInvalidAmount), errors.Is(err, payment.ErrCurrencyMismatch):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "invalid-amount", err.Error())
+	case errors.Is(err, payments.ErrInvalidKey):
+		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-idempotency-key", err.Error())
+	case errors.Is(err, payments.ErrKeyReused):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "idempotency-key-reused",
+			"this Idempotency-Key was used with a different request")
+	case errors.Is(err, payments.ErrKeyInFlight):
+		w.Header().Set("Retry-After", "1")
+		p = httpserver.NewProblem(http.StatusConflict, "idempotency-key-in-flight",
+			"a request with this Idempotency-Key is still being processed; retry shortly")
+	default:
+		httpserver.WriteError(w, r, a.log, err, payments.ErrUnavailable)
+		return
+	}
+	httpserver.WriteProblem(w, p)
+}

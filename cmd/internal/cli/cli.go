@@ -1,0 +1,42 @@
+// Package cli is how both binaries read a subcommand's arguments, so that
+// every subcommand answers alike: -h or --help prints its usage to stdout and
+// succeeds (each binary's run turns flag.ErrHelp into a nil error, hence exit
+// status 0), and an unknown flag or a stray argument is an error naming it.
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+)
+
+// NewFlagSet returns the flag set of one subcommand. synopsis is its usage
+// line (e.g. "payments outbox requeue --id ID | --all") and doc says what it
+// does; -h or --help prints both, then the flags, to out, and Parse returns
+// flag.ErrHelp.
+func NewFlagSet(synopsis, doc string, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(synopsis, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "usage: %s\n\n%s\n", synopsis, doc)
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(out)
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// Parse parses args into fs and refuses what is left over: no subcommand
+// takes positional arguments, and one silently ignored hides a typo.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
+}
