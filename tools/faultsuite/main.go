@@ -1,5 +1,6 @@
 // Command faultsuite breaks the payments system on purpose and checks that
-// nothing is lost and nothing is posted twice (SPEC §1, §9; issue 6).
+// nothing is lost and nothing is posted twice, as the README's "Failure
+// windows" section promises.
 //
 // Each run builds the real payments and ledger binaries, starts two replicas
 // of each on fresh databases and a fresh topic, queue and DLQ, puts a TCP
