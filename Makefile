@@ -22,7 +22,7 @@ logs: ## follow the services' logs
 
 .PHONY: demo
 demo: ## run the README walkthrough against the running services
-	$(GO) run ./cmd/walkthrough
+	$(GO) run ./tools/walkthrough
 
 .PHONY: run-payments
 run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)
@@ -52,5 +52,5 @@ lint: ## gofmt check and go vet
 
 BENCH_ARGS ?= -runs 3
 .PHONY: bench
-bench: ## whole-path benchmark, one table: cmd/loadgen (DATABASE_URL; AWS_ENDPOINT_URL adds end to end; BENCH_ARGS='-report docs/BENCHMARKS.md' records it)
-	$(GO) run ./cmd/loadgen $(BENCH_ARGS)
+bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDPOINT_URL adds end to end; BENCH_ARGS='-report docs/BENCHMARKS.md' records it)
+	$(GO) run ./tools/loadgen $(BENCH_ARGS)

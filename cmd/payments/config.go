@@ -59,7 +59,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 // small for this service: each in-flight request holds a connection for its
 // write, and the relay's workers (up to 4) hold one each while their batch is
 // at the broker, the LISTEN session and the notifier one more each. With 4 on
-// 2 cores, cmd/loadgen at 16 concurrent requests measured POST /payments at
+// 2 cores, tools/loadgen at 16 concurrent requests measured POST /payments at
 // 38% of the raw SQL ceiling with the relay idle, and 51% with 16 (3,550 ->
 // 5,540 req/s); with the relay publishing, 16 and 32 gave up to twice the
 // rate of 4 (docs/BENCHMARKS.md). Idle connections cost Postgres little.

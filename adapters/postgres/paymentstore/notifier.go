@@ -14,7 +14,7 @@ import (
 //
 // Why not inside the transaction: Postgres queues a notification at commit
 // under a lock global to the database, so every transaction that sends one
-// commits after the other. With cmd/loadgen on 2 cores at 16 concurrent
+// commits after the other. With tools/loadgen on 2 cores at 16 concurrent
 // requests that halved POST /payments (docs/BENCHMARKS.md). Sent by one
 // goroutine after the commits, the NOTIFY waits on nobody but itself, and
 // under load one notification answers every commit signalled while the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -22,8 +23,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 // params size one run.
@@ -193,7 +196,10 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 
 	var poison []string
 	sendPoison := func() {
-		bodies, unknown := poisonMessages()
+		bodies, unknown, err := poisonMessages()
+		if err != nil {
+			t.Fatalf("build poison: %v", err)
+		}
 		for _, b := range append(bodies, unknown) {
 			cctx, cancel := context.WithTimeout(ctx, awsCallTimeout)
 			_, err := tq.SQS.SendMessage(cctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)})
@@ -336,17 +342,63 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 
 // poisonMessages returns bodies the ledger can never apply (they must end in
 // the DLQ) and one valid event of a type it does not handle (it must be
-// recorded and acknowledged, not dead-lettered).
-func poisonMessages() (poison []string, unknown string) {
-	now := time.Now().UTC().Format(time.RFC3339Nano)
+// recorded and acknowledged, not dead-lettered). The first two are broken
+// beyond parsing, by hand. The others start from a payment.created document
+// rendered by the producer's own encoder and change one field — the amount
+// made negative, the type one the ledger has never heard of — so that apart
+// from that field they follow the published format as it is today.
+func poisonMessages() (poison []string, unknown string, err error) {
+	invalid, err := editedEvent(func(doc map[string]any) error {
+		data, ok := doc["data"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("payment.created has no data object: %v", doc)
+		}
+		data["amount"] = -5
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	unknown, err = editedEvent(func(doc map[string]any) error {
+		doc["type"] = "payment.disputed"
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
 	poison = []string{
 		"not json at all " + uuid.NewString(),
-		fmt.Sprintf(`{"specversion":"1.0","type":"payment.created","note":%q}`, uuid.NewString()),
-		fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","time":%q,"dataversion":"1","data":{"payment_id":%q,"amount":-5,"currency":"BRL","payer_id":"a","merchant_id":"b"}}`,
-			uuid.NewString(), now, uuid.NewString()),
+		fmt.Sprintf(`{"specversion":"1.0","type":"payment.created","note":%q}`, uuid.NewString()), // no id
+		invalid,
 	}
-	unknown = fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.disputed","source":"/payments","time":%q,"dataversion":"1","data":{}}`, uuid.NewString(), now)
-	return poison, unknown
+	return poison, unknown, nil
+}
+
+// editedEvent encodes the Created event of a new payment as the payments
+// service publishes it, under a fresh message id, lets edit change the
+// decoded document, and returns it encoded again.
+func editedEvent(edit func(doc map[string]any) error) (string, error) {
+	amount, err := payment.NewMoney(100, "BRL")
+	if err != nil {
+		return "", err
+	}
+	p, err := payment.New(payment.ID(uuid.NewString()), amount, "cus_poison", "mer_poison", "", time.Now())
+	if err != nil {
+		return "", err
+	}
+	body, err := paymentstore.EncodeEvent(uuid.NewString(), p.PullEvents()[0])
+	if err != nil {
+		return "", err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return "", err
+	}
+	if err := edit(doc); err != nil {
+		return "", err
+	}
+	body, err = json.Marshal(doc)
+	return string(body), err
 }
 
 // probeDuringCut sends one new payment to each replica while Postgres is

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 // scraper polls /metrics of every replica. Counters restart at zero with each

@@ -14,7 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 func TestMain(m *testing.M) {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 // startService runs bin with the current environment plus env (later

@@ -19,7 +19,7 @@
 // "Whole path" section of docs/BENCHMARKS.md. Run it from the repository
 // root (it builds ./cmd/payments and ./cmd/ledger):
 //
-//	go run ./cmd/loadgen -database-url postgres://postgres@127.0.0.1:5432/postgres
+//	go run ./tools/loadgen -database-url postgres://postgres@127.0.0.1:5432/postgres
 //
 // The -database-url user must be allowed to create databases; every run uses
 // fresh ones and drops them afterwards.
@@ -43,9 +43,9 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/relay"
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 func main() {
@@ -222,7 +222,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var block strings.Builder
 	fmt.Fprintf(&block, "Measured %s UTC (%s of wall time), commit %s, on %s.\n\n",
 		started.UTC().Format("2006-01-02 15:04"), time.Since(started).Round(time.Second), gitRevision(ctx), machine)
-	fmt.Fprintf(&block, "```sh\ngo run ./cmd/loadgen %s\n```\n\n", strings.Join(args, " "))
+	fmt.Fprintf(&block, "```sh\ngo run ./tools/loadgen %s\n```\n\n", strings.Join(args, " "))
 	writeMarkdown(&block, b.rows)
 	for _, n := range b.notes {
 		fmt.Fprintf(&block, "\n%s\n", n)

@@ -93,7 +93,7 @@ func writeMarkdown(w io.Writer, rows []row) {
 // The report block in docs/BENCHMARKS.md sits between these markers, inside
 // the "Whole path" section; the prose around it is written by hand and kept.
 const (
-	reportHeading = "## Whole path (cmd/loadgen)"
+	reportHeading = "## Whole path (tools/loadgen)"
 	beginMarker   = "<!-- loadgen:begin -->"
 	endMarker     = "<!-- loadgen:end -->"
 )

@@ -1,5 +1,6 @@
 // Command faultsuite breaks the payments system on purpose and checks that
-// nothing is lost and nothing is posted twice (SPEC §1, §9; issue 6).
+// nothing is lost and nothing is posted twice, as the README's "Failure
+// windows" section promises.
 //
 // Each run builds the real payments and ledger binaries, starts two replicas
 // of each on fresh databases and a fresh topic, queue and DLQ, puts a TCP
@@ -13,7 +14,7 @@
 // transaction of its amount, no outbox row is left PENDING or DEAD, the DLQ
 // holds exactly the poison, and each currency's entries sum to zero.
 //
-//	go run ./cmd/faultsuite -runs 5
+//	go run ./tools/faultsuite -runs 5
 //
 // It needs DATABASE_URL and AWS_ENDPOINT_URL (or Docker for testcontainers),
 // like the integration tests. docs/RELIABILITY.md records its results.

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 // buildBinaries compiles the real payments and ledger commands into dir.

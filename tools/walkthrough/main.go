@@ -2,7 +2,7 @@
 // and prints it as the README shows it: each curl command, then what the
 // service answered. `make demo` runs it against `docker compose up`.
 //
-//	go run ./cmd/walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
+//	go run ./tools/walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
 //
 // The ledger applies events asynchronously, so the steps that read it poll
 // until the expected change arrives (within -wait) instead of sleeping. Its

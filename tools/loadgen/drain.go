@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
@@ -82,20 +83,30 @@ func onOff(b bool) string {
 }
 
 // fillBacklog replaces the outbox's content with n PENDING payment.created
-// rows of the service's size and shape, in one statement.
+// rows, each the row the service would commit for a new payment (newWrite).
+// They are copied in with COPY, not written through paymentstore.Repository
+// one transaction each: the backlog is the drain's starting point, not what
+// it measures, and a hundred thousand transactions would make every drain
+// case wait. Only outbox rows are written: the relay reads nothing else.
+// TestRawWriteAndBacklogFitTheSchema copies a few into freshly migrated tables.
 func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	if _, err := pool.Exec(ctx, `TRUNCATE outbox`); err != nil {
 		return fmt.Errorf("truncate outbox: %w", err)
 	}
-	_, err := pool.Exec(ctx, `
-INSERT INTO outbox (id, type, aggregate_id, payload)
-SELECT m, 'payment.created', p, jsonb_build_object(
-    'specversion', '1.0', 'id', m, 'type', 'payment.created', 'source', '/payments',
-    'subject', p, 'time', now(), 'datacontenttype', 'application/json', 'dataversion', '1',
-    'data', jsonb_build_object('payment_id', p, 'amount', 100 + g, 'currency', 'BRL',
-                               'payer_id', 'cus_' || g % 1000, 'merchant_id', 'mer_' || g % 50))
-FROM (SELECT gen_random_uuid() AS m, gen_random_uuid() AS p, g FROM generate_series(1, $1) AS g) AS s`, n)
-	if err != nil {
+	now := time.Now()
+	seq := 0
+	rows := pgx.CopyFromFunc(func() ([]any, error) {
+		if seq == n {
+			return nil, nil // done
+		}
+		seq++
+		w, err := newWrite(uint64(seq), now)
+		if err != nil {
+			return nil, err
+		}
+		return w.outboxRow(), nil
+	})
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"outbox"}, []string{"id", "type", "aggregate_id", "payload"}, rows); err != nil {
 		return fmt.Errorf("fill backlog: %w", err)
 	}
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE outbox`); err != nil {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 func TestPercentileIsNearestRank(t *testing.T) {
@@ -119,28 +117,24 @@ func TestSpliceReportKeepsOtherSections(t *testing.T) {
 	}
 }
 
-func TestRawWriteEventIsTheServiceShape(t *testing.T) {
-	var ev struct {
-		SpecVersion string `json:"specversion"`
-		ID          string `json:"id"`
-		Type        string `json:"type"`
-		Subject     string `json:"subject"`
-		Data        struct {
-			PaymentID string `json:"payment_id"`
-			Amount    int64  `json:"amount"`
-			PayerID   string `json:"payer_id"`
-		} `json:"data"`
+func TestPaymentBodyIsTheOperationsPayment(t *testing.T) {
+	var body struct {
+		Amount     int64  `json:"amount"`
+		Currency   string `json:"currency"`
+		PayerID    string `json:"payer_id"`
+		MerchantID string `json:"merchant_id"`
 	}
-	msg, pay := uuid.New(), uuid.New()
-	if err := json.Unmarshal(eventDoc(msg, pay, 1050, "cus_1", "mer_1", time.Now()), &ev); err != nil {
-		t.Fatalf("eventDoc is not JSON: %v", err)
+	if err := json.Unmarshal(paymentBody(1042), &body); err != nil {
+		t.Fatalf("paymentBody is not JSON: %v", err)
 	}
-	if ev.SpecVersion != "1.0" || ev.ID != msg.String() || ev.Subject != pay.String() || ev.Data.Amount != 1050 || ev.Data.PayerID != "cus_1" {
-		t.Errorf("got %+v", ev)
+	w, err := newWrite(1042, time.Now())
+	if err != nil {
+		t.Fatal(err)
 	}
-	var body map[string]any
-	if err := json.Unmarshal(paymentBody(42), &body); err != nil || body["currency"] != "BRL" {
-		t.Errorf("paymentBody: %v %v", body, err)
+	// The ceiling writes the payment the API is asked to create.
+	p := w.payment
+	if body.Amount != p.AmountMinor || body.Currency != p.Currency || body.PayerID != p.PayerID || body.MerchantID != p.MerchantID {
+		t.Errorf("paymentBody(1042) = %+v, newWrite(1042) wrote %d %s %s %s", body, p.AmountMinor, p.Currency, p.PayerID, p.MerchantID)
 	}
 }
 

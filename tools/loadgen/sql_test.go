@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
+)
+
+// TestRawWriteAndBacklogFitTheSchema runs the SQL loadgen writes past the
+// service — the ceiling's batch and the relay backlog's COPY — on tables the
+// payments migrations just created, and reads the rows back through the
+// service's own packages: the payment through paymentstore, the outbox rows
+// through the relay's claim. A migration that changes those tables fails
+// here instead of in a benchmark run.
+func TestRawWriteAndBacklogFitTheSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+
+	for seq, notify := range []bool{false, true} {
+		if err := rawWrite(pool, notify)(ctx, 0, uint64(seq)); err != nil {
+			t.Fatalf("ceiling write (notify %v): %v", notify, err)
+		}
+	}
+	var ids []string
+	rows, err := pool.Query(ctx, `SELECT id::text FROM payments ORDER BY amount`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 2 {
+		t.Fatalf("the ceiling wrote %d payments, want 2", len(ids))
+	}
+	repo := paymentstore.New(pool, paymentstore.Options{})
+	for seq, id := range ids {
+		p, err := repo.Get(ctx, payment.ID(id))
+		if err != nil {
+			t.Fatalf("the service cannot read the ceiling's payment %s: %v", id, err)
+		}
+		w, err := newWrite(uint64(seq), p.CreatedAt())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := w.payment; p.Amount().Minor() != want.AmountMinor || p.PayerID() != want.PayerID || p.Status() != payment.StatusCreated {
+			t.Errorf("payment %d = %s %s %s, want %d %s %s", seq, p.Amount(), p.PayerID(), p.Status(), want.AmountMinor, want.PayerID, payment.StatusCreated)
+		}
+	}
+	checkClaimed(t, pool, 2, ids)
+
+	const backlog = 5
+	if err := fillBacklog(ctx, pool, backlog); err != nil {
+		t.Fatalf("fill backlog: %v", err)
+	}
+	checkClaimed(t, pool, backlog, nil)
+}
+
+// checkClaimed claims every PENDING outbox row as a relay does and checks
+// that there are n, each a payment.created document under its row's id, about
+// one of paymentIDs (about any payment when paymentIDs is nil). The claim
+// marks nothing, so the rows stay PENDING.
+func checkClaimed(t *testing.T, pool *pgxpool.Pool, n int, paymentIDs []string) {
+	t.Helper()
+	var msgs []relay.Message
+	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), n+1, func(m []relay.Message) (relay.Outcome, error) {
+		msgs = m
+		return relay.Outcome{}, nil
+	})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if len(msgs) != n {
+		t.Fatalf("claimed %d outbox rows, want %d", len(msgs), n)
+	}
+	for _, m := range msgs {
+		var doc struct {
+			ID, Type, Subject string
+			Data              struct {
+				PaymentID string `json:"payment_id"`
+			}
+		}
+		if err := json.Unmarshal(m.Payload, &doc); err != nil {
+			t.Fatalf("outbox row %s: payload is not JSON: %v", m.ID, err)
+		}
+		if m.Type != payment.TypeCreated || doc.Type != m.Type || doc.ID != m.ID.String() || doc.Subject != doc.Data.PaymentID {
+			t.Errorf("outbox row %s of type %s holds %+v", m.ID, m.Type, doc)
+		}
+		if paymentIDs != nil && !slices.Contains(paymentIDs, doc.Subject) {
+			t.Errorf("outbox row %s is about payment %s, not one of %v", m.ID, doc.Subject, paymentIDs)
+		}
+	}
+}
+
+// TestEndToEndQueriesFitTheSchema runs the queries the end-to-end phase reads
+// both databases with on freshly migrated ones, as the test above does for
+// the writes; that phase needs a broker, so the smoke run leaves it out.
+func TestEndToEndQueriesFitTheSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pay, led := pgtest.New(t, paymentsmigrations.FS), pgtest.New(t, ledgermigrations.FS)
+	if err := waitLedger(ctx, pay, led, time.Second, io.Discard); err != nil {
+		t.Errorf("waitLedger: %v", err)
+	}
+	if _, err := endToEnd(ctx, pay, led); err != nil {
+		t.Errorf("endToEnd: %v", err)
+	}
+}
