@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the AWS resources the two services talk through:
 #
-#   SNS topic payments-events ──raw delivery──▶ SQS ledger-queue ──5 receives──▶ SQS ledger-dlq
+#   SNS topic payments-events ──raw delivery──▶ SQS ledger-queue ──10 receives──▶ SQS ledger-dlq
 #
 # One script for every environment:
 #   - LocalStack runs it as a ready.d hook (/etc/localstack/init/ready.d), where
@@ -33,9 +33,17 @@ esac
 topic_name="${PAYMENTS_TOPIC_NAME:-payments-events}"
 queue_name="${LEDGER_QUEUE_NAME:-ledger-queue}"
 dlq_name="${LEDGER_DLQ_NAME:-ledger-dlq}"
-# After this many failed receives a message moves to the DLQ instead of looping.
-max_receive_count="${LEDGER_MAX_RECEIVE_COUNT:-5}"
+# After this many receives without a delete a message moves to the DLQ instead of
+# looping. It is a budget (README, "The receive budget"): 1 for the delivery that
+# applies the message, 2 for crashes in a row (a killed ledger's open long polls and
+# batches each cost a receive; a graceful stop costs none), and 7 failed attempts,
+# one per visibility timeout: three and a half minutes of database outage. A poison
+# message is made visible again after each failure, so it still reaches the DLQ in
+# seconds. adapters/awstest holds the same number; a test fails if they differ.
+max_receive_count="${LEDGER_MAX_RECEIVE_COUNT:-10}"
 # Seconds a received message stays invisible to other workers while one handles it.
+# Longer than the ledger's long-poll wait (LEDGER_WAIT_TIME, 10s), so that a killed
+# ledger's open polls can take a message at most once.
 visibility_timeout="${LEDGER_VISIBILITY_TIMEOUT:-30}"
 # 4 days, set explicitly: the ledger's inbox retention (INBOX_RETENTION) must outlive
 # it, or a redelivered message could arrive after its inbox row was cleaned up.

@@ -149,6 +149,16 @@ type TopicQueue struct {
 	DLQARN   string
 }
 
+// MaxReceiveCount and VisibilityTimeout are the ledger queue's settings in
+// every environment, those localstack/init-aws.sh applies; NewTopicQueue uses
+// them unless told otherwise, so a test or the fault suite that takes the
+// defaults runs against the receive budget production has.
+// TestSettingsMatchInitScript fails when the script and these drift apart.
+const (
+	MaxReceiveCount   = 10
+	VisibilityTimeout = 30 * time.Second
+)
+
 type options struct {
 	maxReceiveCount   int
 	visibilityTimeout time.Duration
@@ -158,11 +168,13 @@ type options struct {
 type Option func(*options)
 
 // WithMaxReceiveCount sets how many receives a message survives before SQS moves it
-// to the DLQ (default 5, as in production). Tests of poison messages lower it.
+// to the DLQ (default MaxReceiveCount, as in production). Tests of poison
+// messages and of the receive budget lower it.
 func WithMaxReceiveCount(n int) Option { return func(o *options) { o.maxReceiveCount = n } }
 
-// WithVisibilityTimeout sets the queue's visibility timeout (default 30s, as in
-// production; whole seconds). Tests that wait for a redelivery shorten it.
+// WithVisibilityTimeout sets the queue's visibility timeout (default
+// VisibilityTimeout, as in production; whole seconds). Tests that wait for a
+// redelivery shorten it.
 func WithVisibilityTimeout(d time.Duration) Option {
 	return func(o *options) { o.visibilityTimeout = d }
 }
@@ -171,7 +183,7 @@ func WithVisibilityTimeout(d time.Duration) Option {
 // to the topic with raw message delivery, and deletes all three when t ends.
 func NewTopicQueue(t testing.TB, opts ...Option) *TopicQueue {
 	t.Helper()
-	o := options{maxReceiveCount: 5, visibilityTimeout: 30 * time.Second}
+	o := options{maxReceiveCount: MaxReceiveCount, visibilityTimeout: VisibilityTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -3,6 +3,8 @@ package awstest_test
 import (
 	"context"
 	"os"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,5 +42,30 @@ func TestTopicQueue(t *testing.T) {
 	}
 	if got := aws.ToString(msgs[0].MessageAttributes["type"].StringValue); got != "greeting" {
 		t.Errorf("got attribute type %q, want %q", got, "greeting")
+	}
+}
+
+// TestSettingsMatchInitScript keeps the queue settings tests take by default
+// equal to the ones localstack/init-aws.sh gives every real environment.
+func TestSettingsMatchInitScript(t *testing.T) {
+	script, err := os.ReadFile("../../localstack/init-aws.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		variable string
+		want     int
+	}{
+		{"max_receive_count", awstest.MaxReceiveCount},
+		{"visibility_timeout", int(awstest.VisibilityTimeout / time.Second)},
+	} {
+		m := regexp.MustCompile(c.variable + `="\$\{[A-Z_]+:-([0-9]+)\}"`).FindSubmatch(script)
+		if m == nil {
+			t.Errorf("localstack/init-aws.sh: no default for %s found", c.variable)
+			continue
+		}
+		if got, _ := strconv.Atoi(string(m[1])); got != c.want {
+			t.Errorf("localstack/init-aws.sh sets %s to %d, awstest to %d: change both", c.variable, got, c.want)
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
 )
@@ -37,24 +36,45 @@ type Handler interface {
 	Apply(ctx context.Context, body []byte) (posting.Result, error)
 }
 
+// BatchBudget is what a stop needs on top of the long-poll wait: once the
+// receives in flight have returned (within WaitTime), the batches in hand are
+// applied and acknowledged. A ShutdownTimeout shorter than WaitTime +
+// BatchBudget makes a stop release what those receives return instead of
+// applying it, and a released message has spent one of its receives.
+const BatchBudget = 5 * time.Second
+
+// receiveSlack is how long a receive may outlast its wait before the consumer
+// gives up on it: generous for a loaded broker, so that only one that stopped
+// answering reaches it. A receive is never cancelled earlier, not even by a
+// stop (see receive).
+const receiveSlack = 10 * time.Second
+
 // Config tunes a Consumer. Zero values take the defaults in brackets.
 type Config struct {
 	QueueURL string
 	// Workers is the number of concurrent receive loops [4].
 	Workers int
-	// WaitTime is the long-poll wait of each receive [20s, the SQS maximum]:
-	// an idle queue costs one request per worker per WaitTime.
+	// WaitTime is the long-poll wait of each receive, in whole seconds [20s,
+	// the SQS maximum]: an idle queue costs one request per worker per
+	// WaitTime, and a stop waits up to WaitTime for the receives in flight.
 	WaitTime time.Duration
+	// ShutdownTimeout bounds a stop [WaitTime + BatchBudget]. Once ctx is
+	// cancelled no receive starts; the receives in flight return and their
+	// messages are applied like any batch. When ShutdownTimeout has passed,
+	// the message being applied is rolled back and what is not applied is
+	// released: made visible again at once, for the next replica.
+	ShutdownTimeout time.Duration
 	// MaxMessages per receive [10, the SQS maximum].
 	MaxMessages int32
 	// VisibilityTimeout is the queue's visibility timeout [30s]; a message
 	// still being handled after half of it has it extended by a whole one.
 	VisibilityTimeout time.Duration
-	// AckTimeout bounds the delete after commit, also during shutdown [10s].
+	// AckTimeout bounds each delete after commit, and each release, also
+	// during shutdown [10s].
 	AckTimeout time.Duration
 	// HandlerTimeout bounds one message's transaction [1m], so a hung
-	// database cannot hold a worker (or a shutdown) forever; the message is
-	// then left for redelivery.
+	// database cannot hold a worker (or a shutdown) forever. The message is
+	// then left for redelivery, and the rest of its batch is released.
 	HandlerTimeout time.Duration
 	Log            *slog.Logger
 	Metrics        *Metrics
@@ -76,6 +96,9 @@ func NewConsumer(api API, h Handler, cfg Config) *Consumer {
 	if cfg.WaitTime <= 0 {
 		cfg.WaitTime = 20 * time.Second
 	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = cfg.WaitTime + BatchBudget
+	}
 	if cfg.MaxMessages <= 0 {
 		cfg.MaxMessages = 10
 	}
@@ -95,27 +118,50 @@ func NewConsumer(api API, h Handler, cfg Config) *Consumer {
 }
 
 // Run receives and applies messages with cfg.Workers loops until ctx is
-// cancelled, then returns nil once every loop has finished its in-flight
-// batch. It stops receiving at once on cancellation; a batch already received
-// is finished (the message being applied commits, the others are left
-// unacknowledged for redelivery) and what committed is acknowledged.
+// cancelled, then drains: no receive starts, the receives in flight return
+// (within WaitTime) and every batch in hand is applied and acknowledged.
+// What is still unapplied ShutdownTimeout after the cancellation is released.
+// Run returns nil once every loop has finished.
+//
+// A stop never abandons a receive: a long poll whose caller went away may
+// still be handed messages by the broker, which then hides them for the
+// visibility timeout and charges them a receive nobody used. A few restarts
+// would push a good message past the queue's maxReceiveCount into the DLQ.
 func (c *Consumer) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
+	// cut ends the handling of a stop; nothing else cancels it.
+	cut, cutNow := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutNow()
+	var loops, timer sync.WaitGroup
 	for w := range c.cfg.Workers {
-		g.Go(func() error { return c.loop(ctx, w) })
+		loops.Go(func() { c.loop(ctx, cut, w) })
 	}
-	return g.Wait()
+	finished := make(chan struct{})
+	timer.Go(func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTimer(c.cfg.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-finished:
+		case <-t.C:
+			c.cfg.Log.Warn("shutdown timeout reached: releasing the messages not applied yet", "shutdown_timeout", c.cfg.ShutdownTimeout)
+			cutNow()
+		}
+	})
+	loops.Wait()
+	close(finished)
+	timer.Wait()
+	return nil
 }
 
-func (c *Consumer) loop(ctx context.Context, worker int) error {
+// loop is one worker: it checks for a stop before each receive, never during one.
+func (c *Consumer) loop(ctx, cut context.Context, worker int) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		out, err := c.api.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(c.cfg.QueueURL),
-			MaxNumberOfMessages:         c.cfg.MaxMessages,
-			WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
-			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
-		})
+		out, err := c.receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -131,73 +177,114 @@ func (c *Consumer) loop(ctx context.Context, worker int) error {
 		}
 		backoff = time.Second
 		if len(out.Messages) > 0 {
-			c.handleBatch(ctx, out.Messages)
+			c.handleBatch(ctx, cut, out.Messages)
 		}
 	}
-	return nil
 }
 
-// handleBatch applies the messages one by one and deletes those that
-// committed. Work runs on a context detached from ctx so that a shutdown
-// never interrupts a commit half way; ctx only stops new messages starting.
-func (c *Consumer) handleBatch(ctx context.Context, msgs []types.Message) {
+// receive long-polls once, on a context a stop does not cancel: the broker
+// never learns that a caller went away, so a cancelled receive would still
+// take messages. It is bounded by the wait instead (plus receiveSlack).
+func (c *Consumer) receive(ctx context.Context) (*awssqs.ReceiveMessageOutput, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WaitTime+receiveSlack)
+	defer cancel()
+	return c.api.ReceiveMessage(rctx, &awssqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(c.cfg.QueueURL),
+		MaxNumberOfMessages:         c.cfg.MaxMessages,
+		WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+	})
+}
+
+// verdict is what becomes of a message once its handler returned.
+type verdict int
+
+const (
+	ack     verdict = iota // committed: delete it
+	retry                  // failed: left hidden until the visibility timeout, then redelivered
+	expired                // like retry, but its handler ran out of HandlerTimeout: the batch is cut
+	poison                 // can never apply: already made visible, on its way to the DLQ
+	cutOff                 // rolled back because the stop's budget ran out: release it
+)
+
+// handleBatch applies the messages one by one, deletes those that committed
+// and releases those it did not apply. Work runs on contexts detached from
+// ctx, so that a stop never interrupts a commit half way and the batch that
+// a receive returns during a stop is applied like any other. Only cut (the
+// end of a stop's budget) or a handler timeout ends a batch early; the rest
+// of it is released rather than left hidden for the visibility timeout.
+func (c *Consumer) handleBatch(ctx, cut context.Context, msgs []types.Message) {
 	work := context.WithoutCancel(ctx)
 	inflight := newPending(msgs)
 	stopKeep := make(chan struct{})
 	var keep sync.WaitGroup
-	keep.Add(1)
-	go func() {
-		defer keep.Done()
-		c.keepInvisible(work, inflight, stopKeep)
-	}()
+	keep.Go(func() { c.keepInvisible(work, inflight, stopKeep) })
 
-	var acks []types.Message
-	for _, m := range msgs {
-		if ctx.Err() != nil {
-			break // shutting down: leave the rest unacknowledged
-		}
-		if c.handle(work, m) {
-			acks = append(acks, m)
-		}
+	var acks, unapplied []types.Message
+	next := 0
+	for next < len(msgs) && cut.Err() == nil {
+		m := msgs[next]
+		next++
+		v := c.handle(cut, m)
 		inflight.done(aws.ToString(m.MessageId))
+		switch v {
+		case ack:
+			acks = append(acks, m)
+		case cutOff:
+			unapplied = append(unapplied, m)
+		}
+		if v == expired {
+			// A hung database would hold every other message of the batch
+			// as long: release them for a worker whose connection works.
+			break
+		}
 	}
+	unapplied = append(unapplied, msgs[next:]...)
 	close(stopKeep)
 	keep.Wait()
+	c.release(work, unapplied)
 	c.ack(work, acks)
 }
 
-// handle applies one message and reports whether it may be acknowledged.
-func (c *Consumer) handle(ctx context.Context, m types.Message) bool {
-	hctx, cancel := context.WithTimeout(ctx, c.cfg.HandlerTimeout)
+// handle applies one message and says what to do with it.
+func (c *Consumer) handle(cut context.Context, m types.Message) verdict {
+	hctx, cancel := context.WithTimeout(cut, c.cfg.HandlerTimeout)
 	res, err := c.h.Apply(hctx, []byte(aws.ToString(m.Body)))
+	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)
 	cancel()
 	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	switch {
 	case errors.Is(err, posting.ErrMalformed), errors.Is(err, posting.ErrInvalidEvent):
 		c.cfg.Metrics.failures.WithLabelValues("poison").Inc()
-		log.WarnContext(ctx, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
+		log.WarnContext(cut, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
 		// It will fail the same way every time: make it visible again at
 		// once so it reaches maxReceiveCount (and the DLQ) quickly.
-		c.makeVisible(ctx, m)
-		return false
+		c.makeVisible(context.WithoutCancel(cut), m)
+		return poison
+	case err != nil && cut.Err() != nil:
+		log.InfoContext(cut, "message rolled back at the end of the shutdown timeout; releasing it", "event_id", res.MessageID, "err", err)
+		return cutOff
 	case err != nil:
 		c.cfg.Metrics.failures.WithLabelValues("error").Inc()
-		log.ErrorContext(ctx, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", err)
-		return false
+		log.ErrorContext(cut, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", err)
+		if timedOut {
+			return expired
+		}
+		return retry
 	}
 	c.cfg.Metrics.processed.WithLabelValues(res.Outcome.String()).Inc()
 	switch res.Outcome {
 	case posting.Duplicate:
 		c.cfg.Metrics.duplicates.Inc()
-		log.DebugContext(ctx, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
+		log.DebugContext(cut, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
 	case posting.Ignored:
-		log.InfoContext(ctx, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
+		log.InfoContext(cut, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
 	case posting.Applied:
 		if !res.EventTime.IsZero() {
 			c.cfg.Metrics.eventAge.Observe(max(0, c.cfg.Now().Sub(res.EventTime).Seconds()))
 		}
 	}
-	return true
+	return ack
 }
 
 func (c *Consumer) makeVisible(ctx context.Context, m types.Message) {
@@ -206,6 +293,30 @@ func (c *Consumer) makeVisible(ctx context.Context, m types.Message) {
 	})
 	if err != nil {
 		c.cfg.Log.DebugContext(ctx, "reset visibility failed", "err", err)
+	}
+}
+
+// release makes messages received but not applied visible again at once, so
+// that the next worker or replica takes them now instead of after the
+// visibility timeout. Their receive is spent either way. A failed release is
+// logged: those messages come back after the visibility timeout.
+func (c *Consumer) release(ctx context.Context, msgs []types.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
+	defer cancel()
+	c.cfg.Metrics.released.Add(float64(len(msgs)))
+	out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
+		QueueUrl: aws.String(c.cfg.QueueURL), Entries: visibilityEntries(msgs, 0),
+	})
+	switch {
+	case err != nil:
+		c.cfg.Log.WarnContext(ctx, "release failed; the messages come back after the visibility timeout", "messages", len(msgs), "err", err)
+	case len(out.Failed) > 0:
+		c.cfg.Log.WarnContext(ctx, "release failed for some messages; they come back after the visibility timeout", "failed", len(out.Failed))
+	default:
+		c.cfg.Log.InfoContext(ctx, "released messages not applied", "messages", len(msgs))
 	}
 }
 
@@ -252,15 +363,8 @@ func (c *Consumer) keepInvisible(ctx context.Context, p *pending, stop <-chan st
 		if len(left) == 0 {
 			return
 		}
-		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(left))
-		for i, m := range left {
-			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle,
-				VisibilityTimeout: int32(c.cfg.VisibilityTimeout / time.Second),
-			}
-		}
 		out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
-			QueueUrl: aws.String(c.cfg.QueueURL), Entries: entries,
+			QueueUrl: aws.String(c.cfg.QueueURL), Entries: visibilityEntries(left, c.cfg.VisibilityTimeout),
 		})
 		switch {
 		case err != nil:
@@ -269,6 +373,17 @@ func (c *Consumer) keepInvisible(ctx context.Context, p *pending, stop <-chan st
 			c.cfg.Log.WarnContext(ctx, "extend visibility failed for some messages", "failed", len(out.Failed))
 		}
 	}
+}
+
+// visibilityEntries sets each message's visibility timeout to d (0: visible now).
+func visibilityEntries(msgs []types.Message, d time.Duration) []types.ChangeMessageVisibilityBatchRequestEntry {
+	entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: int32(d / time.Second),
+		}
+	}
+	return entries
 }
 
 // pending tracks the messages of a batch that are not finished yet.

@@ -19,14 +19,15 @@ import (
 )
 
 // fakeHandler applies bodies by their first word: "ok", "dup", "new-type",
-// "poison" or "down" (a transient database error). It records what it saw.
+// "poison", "hang" (a database that never answers) or "down" (a transient
+// database error). It records what it saw.
 type fakeHandler struct {
 	mu   sync.Mutex
 	seen []string
 	sqs  *fakeSQS
 }
 
-func (h *fakeHandler) Apply(_ context.Context, body []byte) (posting.Result, error) {
+func (h *fakeHandler) Apply(ctx context.Context, body []byte) (posting.Result, error) {
 	h.mu.Lock()
 	h.seen = append(h.seen, string(body))
 	h.mu.Unlock()
@@ -40,6 +41,9 @@ func (h *fakeHandler) Apply(_ context.Context, body []byte) (posting.Result, err
 		return posting.Result{Outcome: posting.Ignored}, nil
 	case "poison":
 		return posting.Result{}, fmt.Errorf("decode: %w", posting.ErrMalformed)
+	case "hang":
+		<-ctx.Done()
+		return posting.Result{}, ctx.Err()
 	default:
 		return posting.Result{}, errors.New("database down")
 	}
@@ -95,7 +99,7 @@ func TestConsumerAcksOnlyWhatCommitted(t *testing.T) {
 	f.put("q", "ok 1", "poison 2", "dup 3", "down 4", "new-type 5", "ok 6")
 	h := &fakeHandler{sqs: f}
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, Log: quietLog(), Metrics: sqs.NewMetrics(reg)})
+	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg)})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -151,7 +155,7 @@ func TestConsumerCountsFailedDeletes(t *testing.T) {
 	f.failDel = true
 	f.put("q", "ok 1", "ok 2")
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, Log: quietLog(), Metrics: sqs.NewMetrics(reg)})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

@@ -15,5 +15,10 @@
 //     counted and acknowledged, so a new event type never poisons an older
 //     consumer;
 //   - a handler that runs long has its message's visibility extended, so no
-//     other worker picks the message up while it is still being applied.
+//     other worker picks the message up while it is still being applied;
+//   - a stop spends no receive: it starts no new receive, lets the long polls
+//     in flight return and applies what they bring, because the broker
+//     would still hand messages to a poll its caller abandoned. What a stop
+//     or a handler timeout leaves unapplied is released (made visible again
+//     at once) rather than hidden until its visibility timeout.
 package sqs

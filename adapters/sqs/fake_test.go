@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -12,20 +13,31 @@ import (
 )
 
 // fakeSQS is a hand-written, in-memory stand-in for the SQS API: each queue is
-// a list of messages handed out once by ReceiveMessage. It records calls so
-// tests can check their order.
+// a list of messages handed out once by ReceiveMessage. A long poll on an
+// empty queue waits, like SQS, until a message arrives or its wait time ends
+// — and, unlike SQS, also returns when its caller's context is cancelled, so a
+// consumer that abandons its polls is visible as a receive cancelled with
+// messages still to come. It records calls so tests can check their order.
 type fakeSQS struct {
-	mu       sync.Mutex
-	queues   map[string][]types.Message
-	calls    []string
-	deleted  map[string][]string // queue → receipt handles
-	failSend map[string]bool     // bodies whose send fails
-	failDel  bool                // DeleteMessageBatch reports every entry Failed
-	received chan struct{}       // signalled after a receive hands out the last message
+	mu        sync.Mutex
+	queues    map[string][]types.Message
+	arrived   chan struct{} // closed and replaced whenever put adds messages
+	calls     []string
+	deleted   map[string][]string // queue → receipt handles
+	released  map[string][]string // queue → receipt handles made visible again (visibility 0)
+	failSend  map[string]bool     // bodies whose send fails
+	failDel   bool                // DeleteMessageBatch reports every entry Failed
+	received  chan struct{}       // signalled after a receive hands out the last message
+	receives  int                 // ReceiveMessage calls so far
+	polling   int                 // long polls waiting now
+	abandoned int                 // long polls whose caller gave up before the wait ended
 }
 
 func newFakeSQS() *fakeSQS {
-	return &fakeSQS{queues: map[string][]types.Message{}, deleted: map[string][]string{}, failSend: map[string]bool{}, received: make(chan struct{}, 1)}
+	return &fakeSQS{
+		queues: map[string][]types.Message{}, arrived: make(chan struct{}), deleted: map[string][]string{},
+		released: map[string][]string{}, failSend: map[string]bool{}, received: make(chan struct{}, 1),
+	}
 }
 
 func (f *fakeSQS) put(queue string, bodies ...string) {
@@ -37,6 +49,8 @@ func (f *fakeSQS) put(queue string, bodies ...string) {
 			MessageId: aws.String(queue + "-" + n), ReceiptHandle: aws.String("rh-" + queue + "-" + n), Body: aws.String(b),
 		})
 	}
+	close(f.arrived)
+	f.arrived = make(chan struct{})
 }
 
 func (f *fakeSQS) record(call string) {
@@ -46,28 +60,64 @@ func (f *fakeSQS) record(call string) {
 }
 
 func (f *fakeSQS) ReceiveMessage(ctx context.Context, in *awssqs.ReceiveMessageInput, _ ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error) {
-	f.mu.Lock()
 	q := aws.ToString(in.QueueUrl)
-	n := min(int(in.MaxNumberOfMessages), len(f.queues[q]))
-	msgs := f.queues[q][:n]
-	f.queues[q] = f.queues[q][n:]
-	empty := len(f.queues[q]) == 0
+	f.mu.Lock()
+	f.receives++
 	f.mu.Unlock()
-	if n == 0 {
-		if q == "dlq" { // the redrive's short poll
-			return &awssqs.ReceiveMessageOutput{}, nil
+	wait := time.NewTimer(time.Duration(in.WaitTimeSeconds) * time.Second)
+	defer wait.Stop()
+	for {
+		f.mu.Lock()
+		n := min(int(in.MaxNumberOfMessages), len(f.queues[q]))
+		msgs := f.queues[q][:n]
+		f.queues[q] = f.queues[q][n:]
+		empty := len(f.queues[q]) == 0
+		arrived := f.arrived
+		if n == 0 {
+			f.polling++
 		}
-		<-ctx.Done() // a long poll on an empty queue
-		return nil, ctx.Err()
-	}
-	f.record("receive")
-	if empty {
+		f.mu.Unlock()
+		if n > 0 {
+			f.record("receive")
+			if empty {
+				select {
+				case f.received <- struct{}{}:
+				default:
+				}
+			}
+			return &awssqs.ReceiveMessageOutput{Messages: msgs}, nil
+		}
+		var err error
 		select {
-		case f.received <- struct{}{}:
-		default:
+		case <-arrived:
+		case <-wait.C:
+			err = errWaitOver
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		f.mu.Lock()
+		f.polling--
+		if err != nil && err != errWaitOver {
+			f.abandoned++
+		}
+		f.mu.Unlock()
+		switch {
+		case err == errWaitOver:
+			return &awssqs.ReceiveMessageOutput{}, nil
+		case err != nil:
+			return nil, err
 		}
 	}
-	return &awssqs.ReceiveMessageOutput{Messages: msgs}, nil
+}
+
+// errWaitOver ends a long poll that found nothing.
+var errWaitOver = errors.New("wait time over")
+
+// polls reports how many receives were called and how many are waiting now.
+func (f *fakeSQS) polls() (called, waiting int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.receives, f.polling
 }
 
 func (f *fakeSQS) DeleteMessageBatch(_ context.Context, in *awssqs.DeleteMessageBatchInput, _ ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error) {
@@ -93,7 +143,17 @@ func (f *fakeSQS) ChangeMessageVisibility(context.Context, *awssqs.ChangeMessage
 }
 
 func (f *fakeSQS) ChangeMessageVisibilityBatch(_ context.Context, in *awssqs.ChangeMessageVisibilityBatchInput, _ ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityBatchOutput, error) {
-	f.record("extend")
+	if len(in.Entries) > 0 && in.Entries[0].VisibilityTimeout == 0 {
+		f.record("release")
+		f.mu.Lock()
+		q := aws.ToString(in.QueueUrl)
+		for _, e := range in.Entries {
+			f.released[q] = append(f.released[q], aws.ToString(e.ReceiptHandle))
+		}
+		f.mu.Unlock()
+	} else {
+		f.record("extend")
+	}
 	return &awssqs.ChangeMessageVisibilityBatchOutput{}, nil
 }
 

@@ -347,3 +347,59 @@ func TestEightWorkersThroughTheBroker(t *testing.T) {
 		t.Errorf("merchants' total: got %d, want %d", sum, want)
 	}
 }
+
+// stuckHandler never commits: a database that stopped answering. It reports
+// each message it starts.
+type stuckHandler struct{ started chan struct{} }
+
+func (h stuckHandler) Apply(ctx context.Context, _ []byte) (posting.Result, error) {
+	select {
+	case h.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return posting.Result{}, ctx.Err()
+}
+
+func TestStopReleasesWhatItDidNotApply(t *testing.T) {
+	t.Parallel()
+	tq := awstest.NewTopicQueue(t) // visibility timeout 30s: a message left hidden would miss the drain below
+	var bodies [][]byte
+	for i := range 5 {
+		bodies = append(bodies, newPayment(int64(100+i), "cus_s", "mer_s").body())
+	}
+	send(t, tq.SQS, tq.QueueURL, bodies...)
+	reg := prometheus.NewRegistry()
+	h := stuckHandler{started: make(chan struct{}, 1)}
+	c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
+		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
+		Log: quietLog(), Metrics: sqs.NewMetrics(reg),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	select {
+	case <-h.started:
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("the consumer received nothing")
+	}
+	cancel() // SIGTERM with a batch in hand whose first transaction never ends
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its shutdown timeout")
+	}
+	released := metricValue(t, reg, "ledger_messages_released_total")
+	if released < 1 {
+		t.Fatalf("released: got %v, want the batch in hand", released)
+	}
+	got := tq.Drain(t, tq.QueueURL, len(bodies), 5*time.Second)
+	if len(got) != len(bodies) {
+		t.Errorf("drained %d of %d messages within 5s of the stop; the other %d stay hidden for the visibility timeout (%v released)",
+			len(got), len(bodies), len(bodies)-len(got), released)
+	}
+}

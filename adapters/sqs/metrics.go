@@ -2,13 +2,14 @@ package sqs
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the consumer's Prometheus metrics (SPEC §8a). Create them once
+// Metrics are the consumer's Prometheus metrics. Create them once
 // per process with NewMetrics on the registry cmd/ledger serves.
 type Metrics struct {
 	processed  *prometheus.CounterVec
 	duplicates prometheus.Counter
 	failures   *prometheus.CounterVec
 	ackFailed  prometheus.Counter
+	released   prometheus.Counter
 	dlqDepth   prometheus.Gauge
 	eventAge   prometheus.Histogram
 }
@@ -32,6 +33,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "ledger_ack_failures_total",
 			Help: "Committed messages whose delete failed; their redelivery is absorbed by the inbox.",
 		}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ledger_messages_released_total",
+			Help: "Messages received but not applied, made visible again because a stop or a handler timeout cut their batch; each spent a receive.",
+		}),
 		dlqDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "ledger_dlq_messages",
 			Help: "Approximate number of messages in the dead-letter queue; alert on any.",
@@ -48,6 +53,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"poison", "error"} {
 		m.failures.WithLabelValues(r)
 	}
-	reg.MustRegister(m.processed, m.duplicates, m.failures, m.ackFailed, m.dlqDepth, m.eventAge)
+	reg.MustRegister(m.processed, m.duplicates, m.failures, m.ackFailed, m.released, m.dlqDepth, m.eventAge)
 	return m
 }

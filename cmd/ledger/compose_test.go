@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 )
@@ -30,8 +31,18 @@ func TestComposeEnvironmentIsWhatLedgerReads(t *testing.T) {
 	}
 	read := map[string]bool{}
 	getenv := func(k string) string { read[k] = true; return env[k] }
-	if _, err := loadConfig(getenv, true); err != nil {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
 		t.Fatalf("the compose environment does not start the ledger: %v", err)
+	}
+	// docker compose stop waits stop_grace_period (10s unless set) after the
+	// SIGTERM, then kills: it must leave the ledger its whole shutdown.
+	grace := 10 * time.Second
+	if g := p.Services["ledger"].StopGracePeriod; g != nil {
+		grace = time.Duration(*g)
+	}
+	if grace <= cfg.ShutdownTimeout {
+		t.Errorf("the ledger's stop_grace_period is %s, want more than its SHUTDOWN_TIMEOUT (%s)", grace, cfg.ShutdownTimeout)
 	}
 	otherReaders := map[string]bool{
 		"PAYMENTS_DATABASE_URL": true, // ledger reconcile

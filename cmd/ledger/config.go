@@ -1,14 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
-// config is the ledger service's whole configuration (SPEC §4), read once
-// from the environment at start-up. Nothing else reads the environment.
+// config is the ledger service's whole configuration (the README's
+// Configuration table), read once from the environment at start-up. Nothing
+// else reads the environment.
 type config struct {
 	DatabaseURL    string
 	HTTPAddr       string
@@ -19,6 +22,7 @@ type config struct {
 	QueueURL       string
 	DLQURL         string
 	Workers        int
+	WaitTime       time.Duration // the consumer's long-poll wait
 	InboxRetention time.Duration
 
 	ShutdownTimeout time.Duration
@@ -38,6 +42,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		LogLevel:        e.Level("LOG_LEVEL", slog.LevelInfo),
 		MigrateOnStart:  e.Bool("MIGRATE_ON_START", true),
 		Workers:         e.Int("LEDGER_WORKERS", 4, 1, 256),
+		WaitTime:        e.Duration("LEDGER_WAIT_TIME", 10*time.Second),
 		InboxRetention:  e.Duration("INBOX_RETENTION", 360*time.Hour),
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
@@ -45,6 +50,18 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	if needQueues {
 		cfg.QueueURL = e.Required("LEDGER_QUEUE_URL")
 		cfg.DLQURL = e.Required("LEDGER_DLQ_URL")
+		if cfg.WaitTime%time.Second != 0 || cfg.WaitTime > 20*time.Second {
+			e.Fail(fmt.Errorf("LEDGER_WAIT_TIME=%s is invalid: want whole seconds from 1s to 20s (SQS long polling)", cfg.WaitTime))
+		}
+		// A stop lets the receives in flight return rather than abandon them
+		// (the broker would still hand them messages, each then hidden and
+		// charged a receive), and applies what they return: a shutdown
+		// timeout that cannot cover both would release those messages, at
+		// the cost of a receive each, on every deploy.
+		if need := cfg.WaitTime + sqs.BatchBudget; cfg.ShutdownTimeout < need {
+			e.Fail(fmt.Errorf("SHUTDOWN_TIMEOUT=%s is too short for LEDGER_WAIT_TIME=%s: a stop waits for the long polls in flight and applies what they return; want at least %s (LEDGER_WAIT_TIME + %s), or a shorter LEDGER_WAIT_TIME",
+				cfg.ShutdownTimeout, cfg.WaitTime, need, sqs.BatchBudget))
+		}
 	}
 	return cfg, e.Err()
 }

@@ -197,9 +197,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	metrics := sqs.NewMetrics(reg)
 	store := ledgerstore.New(pool)
 	svc := posting.NewService(store, store, time.Now)
+	// The consumer and the HTTP server stop side by side, each within
+	// SHUTDOWN_TIMEOUT of the signal.
 	consumer := sqs.NewConsumer(client, svc, sqs.Config{
-		QueueURL: cfg.QueueURL, Workers: cfg.Workers, VisibilityTimeout: queue.VisibilityTimeout,
-		Log: log, Metrics: metrics,
+		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
+		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: metrics,
 	})
 	janitor := posting.NewInboxJanitor(store, cfg.InboxRetention, 1000, time.Now)
 
@@ -232,13 +234,14 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	})
 	g.Go(func() error {
 		<-gctx.Done() // a signal arrived, or another part failed
-		log.Info("shutting down: no new receives, finishing in-flight messages")
+		log.Info("shutting down: no new receives; applying what the receives in flight return", "wait_time", cfg.WaitTime, "shutdown_timeout", cfg.ShutdownTimeout)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
-	// The consumer stops receiving when gctx is cancelled and returns once its
-	// in-flight batches are committed and acknowledged (or left unacknowledged).
+	// The consumer stops receiving when gctx is cancelled and returns once the
+	// receives in flight have returned and every batch in hand is committed
+	// and acknowledged, or released when SHUTDOWN_TIMEOUT runs out.
 	g.Go(func() error { return consumer.Run(gctx) })
 	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, metrics, log) })
 	g.Go(func() error {

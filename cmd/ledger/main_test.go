@@ -44,6 +44,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"bad retention", "INBOX_RETENTION", "15 days"},
 		{"bad level", "LOG_LEVEL", "loud"},
 		{"bad migrate flag", "MIGRATE_ON_START", "perhaps"},
+		{"wait past the SQS maximum", "LEDGER_WAIT_TIME", "25s"},
+		{"wait not in whole seconds", "LEDGER_WAIT_TIME", "1500ms"},
+		{"bad shutdown timeout", "SHUTDOWN_TIMEOUT", "soon"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,12 +70,46 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	}
 }
 
+func TestShutdownTimeoutMustCoverTheLongPoll(t *testing.T) {
+	base := map[string]string{"DATABASE_URL": "postgres://x", "LEDGER_QUEUE_URL": "http://q", "LEDGER_DLQ_URL": "http://d"}
+	tests := []struct {
+		wait, shutdown string
+		ok             bool
+	}{
+		{"", "", true},       // the defaults: 10s + 5s
+		{"20s", "25s", true}, // the longest wait
+		{"", "14s", false},   // no room for the batch after the default wait
+		{"20s", "", false},   // the default timeout cannot cover the longest wait
+		{"1s", "5s", false},  // no room for a batch at all
+		{"1s", "6s", true},
+	}
+	for _, tt := range tests {
+		vars := map[string]string{"LEDGER_WAIT_TIME": tt.wait, "SHUTDOWN_TIMEOUT": tt.shutdown}
+		for k, v := range base {
+			vars[k] = v
+		}
+		_, err := loadConfig(getenvFrom(vars), true)
+		switch {
+		case tt.ok && err != nil:
+			t.Errorf("LEDGER_WAIT_TIME=%q SHUTDOWN_TIMEOUT=%q: got %v, want it accepted", tt.wait, tt.shutdown, err)
+		case !tt.ok && (err == nil || !strings.Contains(err.Error(), "SHUTDOWN_TIMEOUT") || !strings.Contains(err.Error(), "LEDGER_WAIT_TIME")):
+			t.Errorf("LEDGER_WAIT_TIME=%q SHUTDOWN_TIMEOUT=%q: got %v, want an error naming both variables", tt.wait, tt.shutdown, err)
+		}
+	}
+	// Commands that never consume (migrate, reconcile) do not care.
+	vars := map[string]string{"DATABASE_URL": "postgres://x", "SHUTDOWN_TIMEOUT": "1s"}
+	if _, err := loadConfig(getenvFrom(vars), false); err != nil {
+		t.Errorf("migrate with SHUTDOWN_TIMEOUT=1s: got %v, want nil", err)
+	}
+}
+
 func TestConfigDefaults(t *testing.T) {
 	cfg, err := loadConfig(getenvFrom(map[string]string{"DATABASE_URL": "postgres://h/db?sslmode=disable", "LEDGER_QUEUE_URL": "q", "LEDGER_DLQ_URL": "d"}), true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart {
+	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.WaitTime != 10*time.Second || cfg.ShutdownTimeout != 15*time.Second ||
+		cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart {
 		t.Errorf("defaults: got %+v", cfg)
 	}
 	if got := cfg.poolSize(); got != 8 {
@@ -109,6 +146,7 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 		"LEDGER_QUEUE_URL": tq.QueueURL,
 		"LEDGER_DLQ_URL":   tq.DLQURL,
 		"LEDGER_WORKERS":   "2",
+		"LEDGER_WAIT_TIME": "1s", // a stop waits for the long polls in flight
 		"LOG_LEVEL":        "debug",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
