@@ -20,10 +20,10 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/cmd/internal/proc"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
-// TestRestartsNeverDeadLetterAGoodMessage deploys the real binary the way an
+// TestRestartsNeverDeadLetterAGoodMessage deploys the real ledger binary the way an
 // operator does — SIGTERM, start again — three times, while payments keep
 // being created. Its workers are idle in long polls when the signal comes;
 // events are published while it stops and while it is down.
