@@ -6,11 +6,27 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
+
+// TestEveryEventTypeHasAWireForm is the test that names the place a new event
+// type was forgotten on the producer side.
+func TestEveryEventTypeHasAWireForm(t *testing.T) {
+	for _, typ := range payment.EventTypes() {
+		if _, ok := wireForms[typ]; !ok {
+			t.Errorf("event type %q has no wire form: add it to the producer registry in adapters/postgres/paymentstore/events.go", typ)
+		}
+	}
+	for typ := range wireForms {
+		if !slices.Contains(payment.EventTypes(), typ) {
+			t.Errorf("the producer registry has a wire form for %q, which payment.EventTypes does not list", typ)
+		}
+	}
+}
 
 var update = flag.Bool("update", false, "write docs/events/*.json from the encoder instead of comparing")
 
@@ -53,8 +69,13 @@ func samples(t *testing.T) map[string]sample {
 // consumer parses these bytes; changing them is a breaking change to the
 // event, which bumps its data version instead.
 func TestWireFormIsStable(t *testing.T) {
-	for typ, s := range samples(t) {
+	all := samples(t)
+	for _, typ := range payment.EventTypes() {
 		t.Run(typ, func(t *testing.T) {
+			s, ok := all[typ]
+			if !ok {
+				t.Fatalf("no sample of %q: add one to samples in adapters/postgres/paymentstore/events_test.go", typ)
+			}
 			got, err := encodeEvent(s.messageID, s.event)
 			if err != nil {
 				t.Fatal(err)
