@@ -41,6 +41,10 @@ test: ## the whole test suite (integration tests use DATABASE_URL / AWS_ENDPOINT
 test-short: ## unit tests only (no database, no broker)
 	$(GO) test -short -count=1 $(PKGS)
 
+.PHONY: fork-check
+fork-check: ## apply README's fork recipe to a copy of the repository; build, vet and unit-test the copy
+	bash scripts/fork-check.sh
+
 .PHONY: fmt
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')

@@ -4,7 +4,8 @@
 // The endpoint comes from AWS_ENDPOINT_URL when it is set (CI starts moto_server);
 // otherwise a testcontainers-go LocalStack is started once per test binary when
 // Docker is up; otherwise the tests skip with one line. When CI is set, a missing
-// endpoint fails the run instead: CI must never go green by skipping.
+// endpoint fails the run instead: CI must never go green by skipping. Under go
+// test -short they always skip: -short runs the unit tests alone.
 //
 // Tests share the endpoint, so NewTopicQueue names every resource uniquely and
 // deletes it when the test ends: each test owns its topic and queues.
@@ -62,9 +63,13 @@ func Terminate() {
 }
 
 // Endpoint returns the SNS/SQS endpoint URL, starting a container if need be. It
-// skips t (or fails it under CI) when no endpoint can be had.
+// skips t under -short, and skips (or fails under CI) when no endpoint can be had.
 func Endpoint(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		// -short is the unit tests alone: no server, no container, CI or not.
+		t.Skip("awstest: -short: skipping an integration test")
+	}
 	once.Do(start)
 	if endpoint == "" {
 		if os.Getenv("CI") != "" {

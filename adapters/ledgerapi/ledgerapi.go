@@ -97,7 +97,7 @@ type entriesResponse struct {
 type transactionJSON struct {
 	MessageID  string      `json:"message_id"`
 	Kind       string      `json:"kind"`
-	RefundID   string      `json:"refund_id,omitempty"`
+	RefundID   string      `json:"refund_id,omitempty"` // the fact id: a refund's id is the only one today
 	Amount     int64       `json:"amount"`
 	Currency   string      `json:"currency"`
 	OccurredAt time.Time   `json:"occurred_at"`
@@ -124,7 +124,7 @@ func (a *api) entries(w http.ResponseWriter, r *http.Request) {
 	resp := entriesResponse{PaymentID: id.String(), Transactions: make([]transactionJSON, 0, len(txs))}
 	for _, tx := range txs {
 		tj := transactionJSON{
-			MessageID: tx.MessageID(), Kind: string(tx.Kind()), RefundID: tx.RefundID(),
+			MessageID: tx.MessageID(), Kind: string(tx.Kind()), RefundID: tx.FactID(),
 			Amount: tx.Amount(), Currency: tx.Currency(), OccurredAt: tx.OccurredAt().UTC(),
 		}
 		for _, e := range tx.Entries() {

@@ -46,8 +46,8 @@ func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction
 	if id != paymentID {
 		return nil, ledger.ErrPaymentNotFound
 	}
-	tx, err := ledger.NewPayment(ledger.Posting{MessageID: "m1", PaymentID: id, Payer: "cus_1", Merchant: "mer_1",
-		Amount: 1050, Currency: "BRL", OccurredAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)})
+	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: "m1", PaymentID: id, Kind: "payment", Payer: "cus_1", Merchant: "mer_1",
+		Amount: 1050, Currency: "BRL", OccurredAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, ledger.PayerToMerchant)
 	return []ledger.Transaction{tx}, err
 }
 

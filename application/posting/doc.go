@@ -12,5 +12,9 @@
 // Idempotency has two layers, as in the inbox pattern: the inbox row keyed by
 // the message id, inserted in the same database transaction as the ledger
 // rows, absorbs redeliveries; and the ledger's own unique business key (payment,
-// kind, refund) rejects the same fact arriving under another message id.
+// kind, fact id) rejects the same fact arriving under another message id.
+//
+// Which event types the ledger posts, and how, is one registry (events.go):
+// per type, the data versions it accepts, how each is decoded and checked,
+// the kind of fact it posts and which way the money moves.
 package posting

@@ -71,7 +71,7 @@ func (l memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (
 	}
 	for _, t := range l.m.txs {
 		if t.MessageID() == tx.MessageID() ||
-			(t.PaymentID() == tx.PaymentID() && t.Kind() == tx.Kind() && t.RefundID() == tx.RefundID()) {
+			(t.PaymentID() == tx.PaymentID() && t.Kind() == tx.Kind() && t.FactID() == tx.FactID()) {
 			return false, nil
 		}
 	}

@@ -10,31 +10,33 @@ import (
 )
 
 // Fact is one business fact that should have exactly one ledger transaction:
-// a payment or one refund of it. Both sides of a reconciliation describe
-// their rows as Facts so they can be compared key by key.
+// a payment, one refund of it, or a fact of any other kind the registry
+// posts. Both sides of a reconciliation describe their rows as Facts so they
+// can be compared key by key.
 type Fact struct {
 	PaymentID string
 	Kind      ledger.Kind
-	RefundID  string // "" for a payment
+	FactID    string // tells facts of one kind on a payment apart: a refund's id; "" for the payment
 	Amount    int64
 	Currency  string
 	At        time.Time // payments side: when the fact was created
 }
 
 // key is the business key shared by both sides.
-func (f Fact) key() string { return f.PaymentID + "/" + string(f.Kind) + "/" + f.RefundID }
+func (f Fact) key() string { return f.PaymentID + "/" + string(f.Kind) + "/" + f.FactID }
 
-// String names the fact for a divergence report.
+// String names the fact for a divergence report: "payment P", "refund R of
+// payment P".
 func (f Fact) String() string {
-	if f.Kind == ledger.KindRefund {
-		return fmt.Sprintf("refund %s of payment %s", f.RefundID, f.PaymentID)
+	if f.FactID != "" {
+		return fmt.Sprintf("%s %s of payment %s", f.Kind, f.FactID, f.PaymentID)
 	}
-	return "payment " + f.PaymentID
+	return fmt.Sprintf("%s %s", f.Kind, f.PaymentID)
 }
 
 // PaymentFacts reads what the payments database says happened.
 type PaymentFacts interface {
-	// PaymentFacts returns every payment and every refund.
+	// PaymentFacts returns every fact of every kind in Kinds.
 	PaymentFacts(ctx context.Context) ([]Fact, error)
 }
 
@@ -54,8 +56,8 @@ type Divergence struct {
 func (d Divergence) String() string { return d.Fact.String() + ": " + d.Problem }
 
 // Reconciler checks that the ledger matches the payments database: every
-// payment and refund has exactly one ledger transaction of the same amount
-// and currency, and no ledger transaction lacks its payment or refund.
+// fact (a payment, a refund) has exactly one ledger transaction of the same
+// amount and currency, and no ledger transaction lacks its fact.
 type Reconciler struct {
 	payments PaymentFacts
 	ledger   LedgerFacts

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
-	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 type factsFunc func() ([]posting.Fact, error)
@@ -19,10 +18,10 @@ func (f factsFunc) LedgerFacts(context.Context) ([]posting.Fact, error)  { retur
 func TestReconcile(t *testing.T) {
 	old := now.Add(-time.Hour)
 	pay := func(id string, amount int64, at time.Time) posting.Fact {
-		return posting.Fact{PaymentID: id, Kind: ledger.KindPayment, Amount: amount, Currency: "BRL", At: at}
+		return posting.Fact{PaymentID: id, Kind: "payment", Amount: amount, Currency: "BRL", At: at}
 	}
 	ref := func(id, rid string, amount int64, at time.Time) posting.Fact {
-		return posting.Fact{PaymentID: id, Kind: ledger.KindRefund, RefundID: rid, Amount: amount, Currency: "BRL", At: at}
+		return posting.Fact{PaymentID: id, Kind: "refund", FactID: rid, Amount: amount, Currency: "BRL", At: at}
 	}
 	tests := []struct {
 		name     string

@@ -81,17 +81,21 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 	msg := InboxMessage{ID: env.id, Type: env.typ, Payload: body, ReceivedAt: now}
 
 	var tx ledger.Transaction
-	if env.known() {
+	r, known := rules[env.typ]
+	switch {
+	case known:
 		// Check the data before touching the database: an invalid event
 		// must leave no inbox row, or its redelivery would look like a
 		// duplicate and be acknowledged instead of reaching the DLQ.
-		if tx, err = env.transaction(); err != nil {
+		if tx, err = env.transaction(r); err != nil {
 			return res, err
 		}
 		// The row is applied as of the commit that makes it visible, so it
 		// is written processed: one statement instead of insert + update.
 		msg.ProcessedAt = now
-	} else {
+	case ignored[env.typ] != "":
+		msg.Error = fmt.Sprintf("event type %q is not posted: %s", env.typ, ignored[env.typ])
+	default:
 		msg.Error = fmt.Sprintf("event type %q is not handled by this version", env.typ)
 	}
 
@@ -104,7 +108,7 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 		case !inserted:
 			res.Outcome = Duplicate
 			return nil
-		case !env.known():
+		case !known:
 			res.Outcome = Ignored
 			return nil
 		}

@@ -6,16 +6,35 @@ import (
 	"time"
 )
 
-// Kind says which business fact a transaction posts. Together with the payment
-// id and the refund id it forms the business key that storage keeps unique.
+// Kind names the business fact a transaction posts: "payment", "refund". The
+// consumer's registry of event types picks it; the ledger checks only its form
+// (lower-case letters and underscores, as the database does), so a new kind
+// needs no change here. Together with the payment id and the fact id it forms
+// the business key that storage keeps unique.
 type Kind string
 
-// The kinds of transaction the ledger posts.
+// valid reports whether k has a kind's form: [a-z][a-z_]*.
+func (k Kind) valid() bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('a' <= c && c <= 'z' || c == '_' && i > 0) {
+			return false
+		}
+	}
+	return k != ""
+}
+
+// Direction is a posting rule: which of the two parties pays the other. A
+// new kind of fact picks one of these; only a fact that moves money some
+// other way (a fee to a third account, say) needs a new rule here.
+type Direction int
+
+// The posting rules.
 const (
-	// KindPayment posts a payment: the payer pays the merchant.
-	KindPayment Kind = "payment"
-	// KindRefund posts one refund of a payment: the merchant pays the payer back.
-	KindRefund Kind = "refund"
+	// PayerToMerchant debits the payer and credits the merchant: a payment.
+	PayerToMerchant Direction = iota + 1
+	// MerchantToPayer moves money back from the merchant to the payer: a refund.
+	MerchantToPayer
 )
 
 // Entry is one leg of a transaction: a signed amount on one account. Debits
@@ -43,7 +62,7 @@ type Transaction struct {
 	messageID  string
 	paymentID  string
 	kind       Kind
-	refundID   string // empty for KindPayment
+	factID     string // empty for a kind a payment has at most once
 	amount     int64  // positive: the money that moved
 	currency   string
 	occurredAt time.Time
@@ -51,12 +70,16 @@ type Transaction struct {
 }
 
 // Posting holds what a payment event says, in the ledger's words. It is the
-// input of NewPayment and NewRefund: a struct rather than eight positional
-// strings, which would be too easy to pass in the wrong order.
+// input of NewTransfer: a struct rather than nine positional values, which
+// would be too easy to pass in the wrong order.
 type Posting struct {
-	MessageID  string    // the event's id: the idempotency key
-	PaymentID  string    // the payment the money belongs to
-	RefundID   string    // the refund's id; refunds only
+	MessageID string // the event's id: the idempotency key
+	PaymentID string // the payment the money belongs to
+	Kind      Kind   // the business fact, as the consumer's registry names it
+	// FactID tells apart the facts of one kind on the same payment: a
+	// refund's id. It is empty for a kind a payment has at most once (the
+	// payment itself), so that a second such fact collides in storage.
+	FactID     string
 	Payer      string    // the payer's account id
 	Merchant   string    // the merchant's account id
 	Amount     int64     // minor units moved by this event, > 0
@@ -64,30 +87,29 @@ type Posting struct {
 	OccurredAt time.Time // when the payments service recorded the fact
 }
 
-// NewPayment posts a payment: it debits the payer and credits the merchant by
-// p.Amount.
-func NewPayment(p Posting) (Transaction, error) {
-	if p.RefundID != "" {
-		return Transaction{}, fmt.Errorf("%w: a payment has no refund id", ErrInvalidTransaction)
+// NewTransfer posts p as a two-entry transaction moving p.Amount between the
+// payer and the merchant in direction d. It needs nothing from any other
+// transaction, so a refund that arrives before its payment.created posts
+// just the same.
+func NewTransfer(p Posting, d Direction) (Transaction, error) {
+	switch d {
+	case PayerToMerchant:
+		return newTransfer(p, p.Payer, p.Merchant)
+	case MerchantToPayer:
+		return newTransfer(p, p.Merchant, p.Payer)
+	default:
+		return Transaction{}, fmt.Errorf("%w: unknown direction %d", ErrInvalidTransaction, d)
 	}
-	return newTransfer(p, KindPayment, p.Payer, p.Merchant)
-}
-
-// NewRefund posts a refund: it moves p.Amount back from the merchant to the
-// payer. It needs nothing from the payment's own transaction, so a refund
-// that arrives before its payment.created posts just the same.
-func NewRefund(p Posting) (Transaction, error) {
-	if p.RefundID == "" {
-		return Transaction{}, fmt.Errorf("%w: a refund needs a refund id", ErrInvalidTransaction)
-	}
-	return newTransfer(p, KindRefund, p.Merchant, p.Payer)
 }
 
 // newTransfer checks every rule before building anything, then returns a
 // two-entry transaction moving p.Amount from one account to another.
-func newTransfer(p Posting, kind Kind, from, to string) (Transaction, error) {
+func newTransfer(p Posting, from, to string) (Transaction, error) {
 	if p.MessageID == "" || p.PaymentID == "" {
 		return Transaction{}, fmt.Errorf("%w: message id and payment id are required", ErrInvalidTransaction)
+	}
+	if !p.Kind.valid() {
+		return Transaction{}, fmt.Errorf("%w: kind %q is not lower-case letters and underscores", ErrInvalidTransaction, p.Kind)
 	}
 	if p.Amount <= 0 || p.Amount == math.MinInt64 {
 		return Transaction{}, fmt.Errorf("%w: amount %d is not positive", ErrInvalidTransaction, p.Amount)
@@ -109,8 +131,8 @@ func newTransfer(p Posting, kind Kind, from, to string) (Transaction, error) {
 	return Transaction{
 		messageID:  p.MessageID,
 		paymentID:  p.PaymentID,
-		kind:       kind,
-		refundID:   p.RefundID,
+		kind:       p.Kind,
+		factID:     p.FactID,
 		amount:     p.Amount,
 		currency:   p.Currency,
 		occurredAt: p.OccurredAt,
@@ -124,12 +146,12 @@ func newTransfer(p Posting, kind Kind, from, to string) (Transaction, error) {
 // RehydrateTransaction rebuilds a transaction read back from storage. It
 // records nothing and checks nothing: the database's balance trigger already
 // guaranteed the entries sum to zero when they were written.
-func RehydrateTransaction(p Posting, kind Kind, entries []Entry) Transaction {
+func RehydrateTransaction(p Posting, entries []Entry) Transaction {
 	return Transaction{
 		messageID:  p.MessageID,
 		paymentID:  p.PaymentID,
-		kind:       kind,
-		refundID:   p.RefundID,
+		kind:       p.Kind,
+		factID:     p.FactID,
 		amount:     p.Amount,
 		currency:   p.Currency,
 		occurredAt: p.OccurredAt,
@@ -148,11 +170,12 @@ func (t Transaction) MessageID() string { return t.messageID }
 // PaymentID returns the payment the transaction belongs to.
 func (t Transaction) PaymentID() string { return t.paymentID }
 
-// Kind returns whether the transaction posts a payment or a refund.
+// Kind returns the business fact the transaction posts.
 func (t Transaction) Kind() Kind { return t.kind }
 
-// RefundID returns the refund's id, or "" for a payment.
-func (t Transaction) RefundID() string { return t.refundID }
+// FactID returns what tells the fact from others of its kind on the payment
+// (a refund's id), or "" for a kind a payment has at most once.
+func (t Transaction) FactID() string { return t.factID }
 
 // Amount returns the (positive) amount that moved, in minor units.
 func (t Transaction) Amount() int64 { return t.amount }

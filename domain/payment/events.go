@@ -20,6 +20,11 @@ const (
 	TypeRefunded = "payment.refunded"
 )
 
+// EventTypes returns the type name of every event a payment records. The
+// producer's registry must give each a wire form, and the consumer must post
+// or deliberately ignore each; tests on both sides iterate this list.
+func EventTypes() []string { return []string{TypeCreated, TypeRefunded} }
+
 // Created is recorded when a payment is created.
 type Created struct {
 	PaymentID  ID

@@ -174,12 +174,12 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	for i, e := range entries {
 		accounts[i], amounts[i], currencies[i] = e.Account().String(), e.Amount(), e.Currency()
 	}
-	var refundID *string
-	if id := tx.RefundID(); id != "" {
-		refundID = &id
+	var factID *string // stored in refund_id, the column's name from when refunds were the only kind with one
+	if id := tx.FactID(); id != "" {
+		factID = &id
 	}
 	tag, err := l.tx.Exec(ctx, postSQL,
-		tx.MessageID(), tx.PaymentID(), string(tx.Kind()), refundID, tx.Amount(), tx.Currency(),
+		tx.MessageID(), tx.PaymentID(), string(tx.Kind()), factID, tx.Amount(), tx.Currency(),
 		tx.OccurredAt(), postedAt, accounts, amounts, currencies)
 	if err != nil {
 		return false, fmt.Errorf("post ledger transaction: %w", err)
@@ -228,29 +228,27 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 	var (
 		out     []ledger.Transaction
 		cur     ledger.Posting
-		kind    string
 		entries []ledger.Entry
 	)
 	flush := func() {
 		if cur.MessageID != "" {
-			out = append(out, ledger.RehydrateTransaction(cur, ledger.Kind(kind), entries))
+			out = append(out, ledger.RehydrateTransaction(cur, entries))
 		}
 	}
 	for rows.Next() {
 		var (
 			p        ledger.Posting
-			k        string
 			account  string
 			amount   int64
 			currency string
 		)
-		if err := rows.Scan(&p.MessageID, &p.PaymentID, &k, &p.RefundID, &p.Amount, &p.Currency, &p.OccurredAt,
+		if err := rows.Scan(&p.MessageID, &p.PaymentID, &p.Kind, &p.FactID, &p.Amount, &p.Currency, &p.OccurredAt,
 			&account, &amount, &currency); err != nil {
 			return nil, readErr(fmt.Errorf("scan payment transaction: %w", err))
 		}
 		if p.MessageID != cur.MessageID {
 			flush()
-			cur, kind, entries = p, k, nil
+			cur, entries = p, nil
 		}
 		acc, err := ledger.NewAccountID(account)
 		if err != nil {
@@ -302,12 +300,8 @@ func (s *Store) LedgerFacts(ctx context.Context) ([]posting.Fact, error) {
 
 func collectFacts(rows pgx.Rows) ([]posting.Fact, error) {
 	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (posting.Fact, error) {
-		var (
-			f    posting.Fact
-			kind string
-		)
-		err := r.Scan(&f.PaymentID, &kind, &f.RefundID, &f.Amount, &f.Currency, &f.At)
-		f.Kind = ledger.Kind(kind)
+		var f posting.Fact
+		err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At)
 		return f, err
 	})
 	if err != nil {

@@ -8,18 +8,57 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// The published contract (SPEC §6): a CloudEvents 1.0 structured JSON
-// document. These wire structs are written out field by field on purpose —
-// never json.Marshal a domain type: its unexported fields would encode as {},
-// and any refactoring of the entity would silently change what consumers get.
-// A breaking change to a data struct bumps dataVersion.
+// The published contract is a CloudEvents 1.0 structured JSON document; one
+// example of each event type, byte for byte, is in docs/events. The wire
+// structs are written out field by field on purpose — never json.Marshal a
+// domain type: its unexported fields would encode as {}, and any refactoring
+// of the entity would silently change what consumers get.
 const (
 	specVersion = "1.0"
 	eventSource = "/payments"
-	dataVersion = "1"
 	// timeLayout is RFC 3339 in UTC with milliseconds, e.g. 2026-11-29T12:00:00.123Z.
 	timeLayout = "2006-01-02T15:04:05.000Z07:00"
 )
+
+// wireForm is how one event type is published: the version of its data and
+// the function that renders an event as that version's wire struct.
+type wireForm struct {
+	dataVersion string
+	data        func(payment.Event) (any, error)
+}
+
+// wireForms is the producer's registry: one entry per type in
+// payment.EventTypes (a test fails naming a type that has none). The relay
+// needs nothing more: it publishes any outbox row. A breaking change to an
+// event's data adds a new wire struct and bumps the entry's data version;
+// consumers accept both versions for a while.
+var wireForms = map[string]wireForm{
+	payment.TypeCreated: wire("1", func(e payment.Created) any {
+		return createdV1{
+			PaymentID: string(e.PaymentID), Amount: e.Amount.Minor(), Currency: e.Amount.Currency(),
+			PayerID: e.PayerID, MerchantID: e.MerchantID,
+		}
+	}),
+	payment.TypeRefunded: wire("1", func(e payment.Refunded) any {
+		return refundedV1{
+			PaymentID: string(e.PaymentID), RefundID: string(e.RefundID),
+			Amount: e.Amount.Minor(), Currency: e.Amount.Currency(),
+			PayerID: e.PayerID, MerchantID: e.MerchantID, RefundedAmount: e.RefundedTotal.Minor(),
+		}
+	}),
+}
+
+// wire makes a registry entry from a function of one event's own Go type, so
+// that an entry reads the event's fields, not a type switch.
+func wire[E payment.Event](dataVersion string, data func(E) any) wireForm {
+	return wireForm{dataVersion: dataVersion, data: func(e payment.Event) (any, error) {
+		ev, ok := e.(E)
+		if !ok {
+			return nil, fmt.Errorf("encode event: the wire form of %s takes a %T, got a %T", e.EventType(), *new(E), e)
+		}
+		return data(ev), nil
+	}}
+}
 
 type cloudEvent struct {
 	SpecVersion     string `json:"specversion"`
@@ -56,26 +95,18 @@ type refundedV1 struct {
 
 // encodeEvent renders e as the CloudEvents document published under message id.
 func encodeEvent(id string, e payment.Event) ([]byte, error) {
-	var data any
-	switch ev := e.(type) {
-	case payment.Created:
-		data = createdV1{
-			PaymentID: string(ev.PaymentID), Amount: ev.Amount.Minor(), Currency: ev.Amount.Currency(),
-			PayerID: ev.PayerID, MerchantID: ev.MerchantID,
-		}
-	case payment.Refunded:
-		data = refundedV1{
-			PaymentID: string(ev.PaymentID), RefundID: string(ev.RefundID),
-			Amount: ev.Amount.Minor(), Currency: ev.Amount.Currency(),
-			PayerID: ev.PayerID, MerchantID: ev.MerchantID, RefundedAmount: ev.RefundedTotal.Minor(),
-		}
-	default:
-		return nil, fmt.Errorf("encode event: no wire format for %T", e)
+	form, ok := wireForms[e.EventType()]
+	if !ok {
+		return nil, fmt.Errorf("encode event: %q has no wire form in the producer registry", e.EventType())
+	}
+	data, err := form.data(e)
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(cloudEvent{
 		SpecVersion: specVersion, ID: id, Type: e.EventType(), Source: eventSource,
 		Subject: string(e.AggregateID()), Time: e.OccurredAt().UTC().Format(timeLayout),
-		DataContentType: "application/json", DataVersion: dataVersion, Data: data,
+		DataContentType: "application/json", DataVersion: form.dataVersion, Data: data,
 	})
 }
 

@@ -93,7 +93,7 @@ func TestCreateWritesPaymentAndOutboxRow(t *testing.T) {
 	if r.Type != "payment.created" || r.AggregateID != id || r.Status != "PENDING" || r.Attempts != 0 {
 		t.Errorf("outbox row = %+v", r)
 	}
-	// The payload is the CloudEvents document of SPEC §6, its id the row id.
+	// The payload is the published CloudEvents document (docs/events), its id the row id.
 	want := map[string]any{
 		"specversion": "1.0", "id": r.ID, "type": "payment.created", "source": "/payments",
 		"subject": id, "time": out.Payment.CreatedAt().Format("2006-01-02T15:04:05.000Z07:00"),

@@ -4,7 +4,8 @@
 // The server comes from DATABASE_URL when it is set (CI starts one); otherwise a
 // testcontainers-go Postgres is started once per test binary when Docker is up;
 // otherwise the tests skip with one line. When CI is set, a missing server fails
-// the run instead: CI must never go green by skipping.
+// the run instead: CI must never go green by skipping. Under go test -short they
+// always skip: -short runs the unit tests alone (make test-short, make fork-check).
 package pgtest
 
 import (
@@ -47,9 +48,13 @@ func Main(m *testing.M) int {
 }
 
 // URL returns the admin URL of the test server, starting a container if need be.
-// It skips t (or fails it under CI) when no server can be had.
+// It skips t under -short, and skips (or fails under CI) when no server can be had.
 func URL(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		// -short is the unit tests alone: no server, no container, CI or not.
+		t.Skip("pgtest: -short: skipping an integration test")
+	}
 	once.Do(start)
 	if serverURL == "" {
 		if os.Getenv("CI") != "" {

@@ -34,8 +34,8 @@ var at = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 func payment(t *testing.T, msgID string) ledger.Transaction {
 	t.Helper()
-	tx, err := ledger.NewPayment(ledger.Posting{MessageID: msgID, PaymentID: payment1, Payer: "cus_c", Merchant: "mer_c",
-		Amount: 1000, Currency: "BRL", OccurredAt: at})
+	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msgID, PaymentID: payment1, Kind: "payment", Payer: "cus_c", Merchant: "mer_c",
+		Amount: 1000, Currency: "BRL", OccurredAt: at}, ledger.PayerToMerchant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +44,8 @@ func payment(t *testing.T, msgID string) ledger.Transaction {
 
 func refund(t *testing.T, msgID string) ledger.Transaction {
 	t.Helper()
-	tx, err := ledger.NewRefund(ledger.Posting{MessageID: msgID, PaymentID: payment1, RefundID: refund1, Payer: "cus_c", Merchant: "mer_c",
-		Amount: 400, Currency: "BRL", OccurredAt: at.Add(time.Second)})
+	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msgID, PaymentID: payment1, Kind: "refund", FactID: refund1, Payer: "cus_c", Merchant: "mer_c",
+		Amount: 400, Currency: "BRL", OccurredAt: at.Add(time.Second)}, ledger.MerchantToPayer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +157,8 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("PaymentTransactions: got %d, %v; want 2", len(txs), err)
 		}
 		first := txs[0]
-		if first.Kind() != ledger.KindRefund || first.RefundID() != refund1 || first.Amount() != 400 || !first.OccurredAt().Equal(at.Add(time.Second)) {
-			t.Errorf("first transaction (in posting order): got %s %s %d %s", first.Kind(), first.RefundID(), first.Amount(), first.OccurredAt())
+		if first.Kind() != "refund" || first.FactID() != refund1 || first.Amount() != 400 || !first.OccurredAt().Equal(at.Add(time.Second)) {
+			t.Errorf("first transaction (in posting order): got %s %s %d %s", first.Kind(), first.FactID(), first.Amount(), first.OccurredAt())
 		}
 		es := first.Entries()
 		if len(es) != 2 || es[0].Account().String() != "mer_c" || es[0].Amount() != -400 || es[1].Account().String() != "cus_c" || es[1].Amount() != 400 {

@@ -1,0 +1,113 @@
+package paymentstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// TestEveryEventTypeHasAWireForm is the test that names the place a new event
+// type was forgotten on the producer side.
+func TestEveryEventTypeHasAWireForm(t *testing.T) {
+	for _, typ := range payment.EventTypes() {
+		if _, ok := wireForms[typ]; !ok {
+			t.Errorf("event type %q has no wire form: add it to the producer registry in adapters/postgres/paymentstore/events.go", typ)
+		}
+	}
+	for typ := range wireForms {
+		if !slices.Contains(payment.EventTypes(), typ) {
+			t.Errorf("the producer registry has a wire form for %q, which payment.EventTypes does not list", typ)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "write docs/events/*.json from the encoder instead of comparing")
+
+// eventsDir holds one document per published event type and data version,
+// exactly as published: the wire contract a consumer codes against.
+const eventsDir = "../../../docs/events"
+
+// sample is one published event with fixed values: a document in docs/events.
+type sample struct {
+	messageID string
+	event     payment.Event
+}
+
+// samples holds one event of each type the payments service publishes.
+func samples(t *testing.T) map[string]sample {
+	t.Helper()
+	money := func(minor int64) payment.Money {
+		m, err := payment.NewMoney(minor, "BRL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	const paymentID = payment.ID("01a229b5-9214-7c6f-9233-89c89831c3f4")
+	return map[string]sample{
+		payment.TypeCreated: {"01a229b5-9214-7c86-a93e-5a5736b23efd", payment.Created{
+			PaymentID: paymentID, Amount: money(1050), PayerID: "cus_1", MerchantID: "mer_1",
+			At: time.Date(2026, 11, 29, 23, 48, 14, 996_815_000, time.UTC),
+		}},
+		payment.TypeRefunded: {"01a229b5-9281-7136-8d1c-0a4b6e0f2c11", payment.Refunded{
+			PaymentID: paymentID, RefundID: "01a229b5-9281-711f-b9f3-47d93dade72f",
+			Amount: money(300), RefundedTotal: money(300), PayerID: "cus_1", MerchantID: "mer_1",
+			At: time.Date(2026, 11, 29, 23, 48, 15, 105_074_000, time.UTC),
+		}},
+	}
+}
+
+// TestWireFormIsStable keeps every published event byte for byte: the
+// encoder's output must equal the document in docs/events (compacted). A
+// consumer parses these bytes; changing them is a breaking change to the
+// event, which bumps its data version instead.
+func TestWireFormIsStable(t *testing.T) {
+	all := samples(t)
+	for _, typ := range payment.EventTypes() {
+		t.Run(typ, func(t *testing.T) {
+			s, ok := all[typ]
+			if !ok {
+				t.Fatalf("no sample of %q: add one to samples in adapters/postgres/paymentstore/events_test.go", typ)
+			}
+			got, err := encodeEvent(s.messageID, s.event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc struct {
+				DataVersion string `json:"dataversion"`
+			}
+			if err := json.Unmarshal(got, &doc); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(eventsDir, typ+".v"+doc.DataVersion+".json")
+			if *update {
+				var pretty bytes.Buffer
+				if err := json.Indent(&pretty, got, "", "  "); err != nil {
+					t.Fatal(err)
+				}
+				pretty.WriteByte('\n')
+				if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v: write it with go test ./adapters/postgres/paymentstore -run TestWireFormIsStable -update, and read it", err)
+			}
+			var want bytes.Buffer
+			if err := json.Compact(&want, golden); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Errorf("%s is published as\n%s\nwant (%s)\n%s", typ, got, path, want.Bytes())
+			}
+		})
+	}
+}
