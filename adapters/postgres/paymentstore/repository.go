@@ -76,7 +76,8 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		// Nothing to read first, so the whole write is ONE round trip: a batch
 		// sent outside an explicit transaction runs in a single implicit
 		// transaction (everything up to the protocol's Sync), all or nothing,
-		// and Close returns the first error — the commit's included.
+		// and Close returns the first error — the commit's included. (The
+		// shapes of transaction and when each fits: adapters/postgres/tx.go.)
 		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
 			return payments.Outcome{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
 		}
