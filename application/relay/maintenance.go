@@ -30,13 +30,16 @@ type StatsSource interface {
 	Stats(ctx context.Context) (Stats, error)
 }
 
-// RefreshGauges copies Stats into the gauges every interval until ctx ends. The
-// gauges come from the table rather than from this process's counters because
-// several replicas share one outbox: each replica reports the whole backlog.
-// Counting a huge backlog is a scan, so the wait grows with the time the last
-// count took (statsWait): the gauges never cost the database more than a sliver
-// of one connection, exactly when it has the most to do.
-func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.Duration, log *slog.Logger) error {
+// RefreshGauges reports Stats to m's backlog gauges every interval until ctx
+// ends. The gauges come from the table rather than from this process's
+// counters because several replicas share one outbox: each replica reports the
+// whole backlog. Counting a huge backlog is a scan, so the wait grows with the
+// time the last count took (statsWait): the gauges never cost the database
+// more than a sliver of one connection, exactly when it has the most to do.
+func RefreshGauges(ctx context.Context, src StatsSource, m Metrics, every time.Duration, log *slog.Logger) error {
+	if m == nil {
+		m = noMetrics{}
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -49,7 +52,7 @@ func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.
 		s, err := src.Stats(ctx)
 		switch {
 		case err == nil:
-			m.setStats(s)
+			m.Backlog(s)
 		case ctx.Err() == nil:
 			log.WarnContext(ctx, "outbox stats failed", "err", err)
 		}

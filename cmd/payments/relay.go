@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/relay"
@@ -43,7 +44,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	if err != nil {
 		return fmt.Errorf("outbox relay: %w", err)
 	}
-	metrics, err := relay.NewMetrics(reg)
+	relayMetrics, err := metrics.NewRelay(reg)
 	if err != nil {
 		return fmt.Errorf("outbox relay metrics: %w", err)
 	}
@@ -55,7 +56,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		PollInterval:   cfg.OutboxPollInterval,
 		Workers:        relayWorkers(pool),
 		PublishTimeout: relayBatchTimeout,
-	}, store, sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight), log, metrics, time.Now)
+	}, store, sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight), log, relayMetrics, time.Now)
 
 	g.Go(func() error { return r.Run(ctx) })
 	if cfg.OutboxNotify {
@@ -64,7 +65,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	g.Go(func() error {
 		return relay.Cleanup(ctx, store, cfg.OutboxRetention, outboxCleanupEvery, outboxCleanupBatch, time.Now, log)
 	})
-	g.Go(func() error { return relay.RefreshGauges(ctx, store, metrics, outboxStatsEvery, log) })
+	g.Go(func() error { return relay.RefreshGauges(ctx, store, relayMetrics, outboxStatsEvery, log) })
 	return nil
 }
 
