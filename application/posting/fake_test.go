@@ -10,15 +10,14 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// memStore is an in-memory fake of the ledger database: Transactor, Reader
-// and Cleaner. Transact serialises transactions and rolls back by restoring
+// memStore is an in-memory fake of the ledger database: Transactor and
+// Reader. Transact serialises transactions and rolls back by restoring
 // a copy of the state when fn fails.
 type memStore struct {
-	mu      sync.Mutex
-	inbox   map[string]posting.InboxMessage
-	txs     []ledger.Transaction
-	failTx  error // returned by Transact instead of committing, when set
-	deleted int
+	mu     sync.Mutex
+	inbox  map[string]posting.InboxMessage
+	txs    []ledger.Transaction
+	failTx error // returned by Transact instead of committing, when set
 }
 
 func newMemStore() *memStore {
@@ -118,21 +117,4 @@ func (m *memStore) PaymentTransactions(_ context.Context, paymentID string) ([]l
 		return nil, ledger.ErrPaymentNotFound
 	}
 	return out, nil
-}
-
-func (m *memStore) DeleteInboxBefore(_ context.Context, cutoff time.Time, limit int) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var n int64
-	for id, msg := range m.inbox {
-		if int(n) == limit {
-			break
-		}
-		if msg.ReceivedAt.Before(cutoff) {
-			delete(m.inbox, id)
-			n++
-		}
-	}
-	m.deleted++
-	return n, nil
 }

@@ -437,52 +437,6 @@ func TestStoreOutageIsRetried(t *testing.T) {
 	}
 }
 
-type fakeCleaner struct {
-	rows    int // PUBLISHED rows older than the cutoff
-	calls   int
-	failAt  int // fail on this call (1-based); 0 never
-	lastLim int
-}
-
-func (c *fakeCleaner) DeletePublished(_ context.Context, _ time.Time, limit int) (int, error) {
-	c.calls++
-	c.lastLim = limit
-	if c.calls == c.failAt {
-		return 0, errors.New("lock timeout")
-	}
-	n := min(limit, c.rows)
-	c.rows -= n
-	return n, nil
-}
-
-func TestCleanupOnce(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		rows      int
-		failAt    int
-		wantTotal int
-		wantCalls int
-		wantErr   bool
-	}{
-		{name: "nothing to delete", rows: 0, wantTotal: 0, wantCalls: 1},
-		{name: "less than a batch", rows: 7, wantTotal: 7, wantCalls: 1},
-		{name: "exact batches end with an empty one", rows: 20, wantTotal: 20, wantCalls: 3},
-		{name: "several batches", rows: 25, wantTotal: 25, wantCalls: 3},
-		{name: "error stops and reports progress", rows: 25, failAt: 2, wantTotal: 10, wantCalls: 2, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &fakeCleaner{rows: tt.rows, failAt: tt.failAt}
-			got, err := relay.CleanupOnce(context.Background(), c, time.Now(), 10)
-			if got != tt.wantTotal || c.calls != tt.wantCalls || (err != nil) != tt.wantErr {
-				t.Errorf("got %d deleted in %d calls, err %v; want %d in %d, err=%v",
-					got, c.calls, err, tt.wantTotal, tt.wantCalls, tt.wantErr)
-			}
-		})
-	}
-}
-
 // TestFakeStoreContract keeps the fake honest: it must pass the same contract as
 // the Postgres store, or the tests above would prove nothing.
 func TestFakeStoreContract(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 const (
@@ -63,7 +64,10 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
 	}
 	g.Go(func() error {
-		return relay.Cleanup(ctx, store, cfg.OutboxRetention, outboxCleanupEvery, outboxCleanupBatch, time.Now, log)
+		return retention.Run(ctx, retention.Job{
+			Name: "outbox", Delete: store.DeletePublished,
+			Retention: cfg.OutboxRetention, Every: outboxCleanupEvery, Batch: outboxCleanupBatch,
+		}, time.Now, log)
 	})
 	g.Go(func() error { return relay.RefreshGauges(ctx, store, relayMetrics, outboxStatsEvery, log) })
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -25,8 +26,9 @@ type Store struct {
 var (
 	_ posting.Transactor  = (*Store)(nil)
 	_ posting.Reader      = (*Store)(nil)
-	_ posting.Cleaner     = (*Store)(nil)
 	_ posting.LedgerFacts = (*Store)(nil)
+
+	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
 
 // New returns a Store on pool, a pool on the migrated ledger database.
@@ -218,15 +220,17 @@ func readErr(err error) error {
 	return err
 }
 
-// DeleteInboxBefore deletes at most limit inbox rows received before cutoff.
-func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+// DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
+// limit inbox rows received before cutoff, in one statement. Start-up checks
+// the cutoff lies past the broker's redelivery window (posting.CheckRetention).
+func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM inbox_messages WHERE id IN (
 			SELECT id FROM inbox_messages WHERE received_at < $1 LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete inbox messages: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return int(tag.RowsAffected()), nil
 }
 
 // LedgerFacts returns every posted transaction for reconciliation.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 // Channel is the LISTEN/NOTIFY channel the write side notifies after it commits
@@ -43,7 +44,8 @@ type Store struct {
 var (
 	_ relay.Store       = (*Store)(nil)
 	_ relay.StatsSource = (*Store)(nil)
-	_ relay.Cleaner     = (*Store)(nil)
+
+	_ retention.DeleteFunc = (*Store)(nil).DeletePublished
 )
 
 // New returns a Store on pool. Each concurrent ClaimBatch holds one connection
@@ -249,8 +251,10 @@ func notify(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// DeletePublished implements relay.Cleaner: one short statement per call, oldest
-// first, through the outbox_published_idx partial index.
+// DeletePublished is the outbox's retention.DeleteFunc: it deletes at most
+// limit PUBLISHED rows published before cutoff, oldest first, in one short
+// statement through the outbox_published_idx partial index. PENDING and DEAD
+// rows are never touched: only acknowledged events may go.
 func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 DELETE FROM outbox WHERE id IN (

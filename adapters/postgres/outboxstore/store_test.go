@@ -18,6 +18,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -486,8 +487,8 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	}
 
 	cutoff := time.Now().Add(-7 * 24 * time.Hour)
-	if n, err := relay.CleanupOnce(ctx, store, cutoff, 1); err != nil || n != 1 {
-		t.Errorf("CleanupOnce: got %d, %v; want 1, nil", n, err)
+	if n, err := retention.Sweep(ctx, store.DeletePublished, cutoff, 1); err != nil || n != 1 {
+		t.Errorf("Sweep: got %d, %v; want 1, nil", n, err)
 	}
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&left); err != nil {
