@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 )
 
 // recordingMetrics is a relay.Metrics that keeps what it was told.
@@ -65,8 +66,8 @@ func TestMetrics(t *testing.T) {
 	}
 
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
-	ids := store.add(3, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	ids := store.Add(3, "payment.created")
 	clk.advance(2 * time.Second) // the events committed two seconds before the publish
 	pub := &fakePublisher{fail: map[uuid.UUID]error{ids[0]: errors.New("throttled")}}
 	r := relay.New(relay.Config{BatchSize: 10, MaxAttempts: 1}, store, pub, discard(), m, clk.now)
@@ -89,8 +90,8 @@ func TestMetrics(t *testing.T) {
 func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Now()}
-	store := &fakeStore{now: clk.now}
-	store.add(2, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	store.Add(2, "payment.created")
 	r := relay.New(relay.Config{BatchSize: 10}, store, &fakePublisher{}, discard(), nil, clk.now)
 	if n, err := r.Step(context.Background()); err != nil || n != 2 {
 		t.Fatalf("Step: got %d, %v; want 2, nil", n, err)

@@ -499,11 +499,11 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	}
 }
 
-// TestStoreContract runs the relay's Store contract against Postgres, the same
-// suite the in-memory fake passes.
-func TestStoreContract(t *testing.T) {
+// TestStoreHonoursTheContract runs the relay's Store contract against Postgres,
+// the same suite the in-memory fake passes.
+func TestStoreHonoursTheContract(t *testing.T) {
 	t.Parallel()
-	relaytest.TestStore(t, func(t *testing.T) relaytest.Harness {
+	relaytest.RunContract(t, func(t *testing.T) relaytest.Harness {
 		pool := pgtest.New(t, paymentsmigrations.FS)
 		return relaytest.Harness{
 			Store: outboxstore.New(pool),

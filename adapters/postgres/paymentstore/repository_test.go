@@ -30,9 +30,9 @@ func newService(t *testing.T) (*payments.Service, *pgxpool.Pool) {
 	return payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }), pool
 }
 
-func TestRepositoryContract(t *testing.T) {
+func TestRepositoryHonoursTheContract(t *testing.T) {
 	t.Parallel()
-	paymentstest.RepositoryContract(t, func(t *testing.T) payments.Repository {
+	paymentstest.RunContract(t, func(t *testing.T) payments.Repository {
 		return paymentstore.New(pgtest.New(t, paymentsmigrations.FS), paymentstore.Options{})
 	})
 }
