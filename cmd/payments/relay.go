@@ -75,8 +75,8 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 
 // relayWorkers sizes the relay to the pool it shares with the API: each worker
 // holds a connection while its batch is at the broker, so the relay takes at most
-// half the pool (and at most 4 workers, past which the benchmark shows no gain),
-// and HTTP requests always find a connection during a backlog.
+// half the pool (and at most 4 workers, past which docs/BENCHMARKS.md shows no
+// gain), and HTTP requests always find a connection during a backlog.
 func relayWorkers(pool *pgxpool.Pool) int {
 	return min(4, max(1, int(pool.Config().MaxConns)/2))
 }
