@@ -28,8 +28,8 @@ import (
 // with a status the API documents, and an accepted request stored exactly
 // what the client sent.
 
-func newFuzzHandler() (http.Handler, *paymentstest.Repository) {
-	repo := paymentstest.NewRepository()
+func newFuzzHandler() (http.Handler, *paymentstest.FakeRepository) {
+	repo := paymentstest.NewFakeRepository()
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
 	return paymentsapi.NewHandler(paymentsapi.Config{Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}), repo
 }

@@ -1,6 +1,7 @@
 // Package postgres holds what both services' Postgres adapters share: opening a
-// pgx pool and applying embedded goose migrations. The stores themselves live in
-// one sub-package per bounded context (paymentstore, ledgerstore).
+// pgx pool, applying embedded goose migrations, classifying errors, and the
+// pipelined transaction (Transact) the hot paths run in. The stores themselves
+// live in one sub-package per table set (paymentstore, outboxstore, ledgerstore).
 package postgres
 
 import (

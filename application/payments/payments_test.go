@@ -17,8 +17,8 @@ import (
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
-func newService() (*payments.Service, *paymentstest.Repository) {
-	repo := paymentstest.NewRepository()
+func newService() (*payments.Service, *paymentstest.FakeRepository) {
+	repo := paymentstest.NewFakeRepository()
 	var mu sync.Mutex
 	n := 0
 	newID := func() string {

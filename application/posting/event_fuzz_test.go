@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/posting/postingtest"
 )
 
 // FuzzApply feeds arbitrary message bodies through the ledger's envelope
@@ -44,7 +45,7 @@ func FuzzApply(f *testing.F) {
 	}
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		store := newMemStore()
+		store := postingtest.NewFakeStore()
 		svc := posting.NewService(store, store, func() time.Time { return now })
 		ctx := context.Background()
 		res, err := svc.Apply(ctx, body)
@@ -52,8 +53,8 @@ func FuzzApply(f *testing.F) {
 			if !errors.Is(err, posting.ErrMalformed) && !errors.Is(err, posting.ErrInvalidEvent) {
 				t.Fatalf("refused with %v: neither malformed nor invalid, so it would be retried forever instead of reaching the DLQ", err)
 			}
-			if len(store.inbox) != 0 || len(store.txs) != 0 {
-				t.Fatalf("a refused message left %d inbox rows and %d transactions", len(store.inbox), len(store.txs))
+			if len(store.Inbox()) != 0 || len(store.Transactions()) != 0 {
+				t.Fatalf("a refused message left %d inbox rows and %d transactions", len(store.Inbox()), len(store.Transactions()))
 			}
 			return
 		}
@@ -62,10 +63,10 @@ func FuzzApply(f *testing.F) {
 		}
 		switch res.Outcome {
 		case posting.Applied:
-			if len(store.txs) != 1 {
-				t.Fatalf("applied, but %d transactions posted", len(store.txs))
+			if len(store.Transactions()) != 1 {
+				t.Fatalf("applied, but %d transactions posted", len(store.Transactions()))
 			}
-			tx := store.txs[0]
+			tx := store.Transactions()[0]
 			var sum int64
 			for _, e := range tx.Entries() {
 				sum += e.Amount()
@@ -80,18 +81,18 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("posted under message %s, applied %s", tx.MessageID(), res.MessageID)
 			}
 		case posting.Ignored:
-			if len(store.txs) != 0 {
+			if len(store.Transactions()) != 0 {
 				t.Fatalf("ignored type %q posted a transaction", res.Type)
 			}
 		default:
 			t.Fatalf("outcome %v on an empty store", res.Outcome)
 		}
-		if len(store.inbox) != 1 {
-			t.Fatalf("%d inbox rows after one message", len(store.inbox))
+		if len(store.Inbox()) != 1 {
+			t.Fatalf("%d inbox rows after one message", len(store.Inbox()))
 		}
 		again, err := svc.Apply(ctx, body)
-		if err != nil || again.Outcome != posting.Duplicate || len(store.txs) > 1 || len(store.inbox) != 1 {
-			t.Fatalf("redelivery: %v %v, %d transactions and %d inbox rows", again.Outcome, err, len(store.txs), len(store.inbox))
+		if err != nil || again.Outcome != posting.Duplicate || len(store.Transactions()) > 1 || len(store.Inbox()) != 1 {
+			t.Fatalf("redelivery: %v %v, %d transactions and %d inbox rows", again.Outcome, err, len(store.Transactions()), len(store.Inbox()))
 		}
 	})
 }

@@ -70,10 +70,3 @@ type Reader interface {
 	// Errors: ErrUnavailable.
 	PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
 }
-
-// Cleaner deletes inbox rows once the broker can no longer redeliver them.
-type Cleaner interface {
-	// DeleteInboxBefore deletes at most limit inbox rows received before
-	// cutoff and returns how many it deleted.
-	DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error)
-}

@@ -1,7 +1,6 @@
 package posting_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -28,24 +27,5 @@ func TestCheckRetention(t *testing.T) {
 		if err != nil && !errors.Is(err, posting.ErrRetentionTooShort) {
 			t.Errorf("got %v, want ErrRetentionTooShort", err)
 		}
-	}
-}
-
-func TestInboxJanitorSweepsInBatches(t *testing.T) {
-	m := newMemStore()
-	for i, age := range []time.Duration{1, 2, 3, 4, 5, 400, 400} {
-		id := [...]string{msgA, msgB, msgC, "a", "b", "c", "d"}[i]
-		m.inbox[id] = posting.InboxMessage{ID: id, ReceivedAt: now.Add(-age * time.Hour)}
-	}
-	j := posting.NewInboxJanitor(m, 360*time.Hour, 1, func() time.Time { return now })
-	n, err := j.Sweep(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 2 || len(m.inbox) != 5 {
-		t.Errorf("got %d deleted, %d left; want 2 deleted, 5 left", n, len(m.inbox))
-	}
-	if m.deleted != 3 {
-		t.Errorf("DELETE statements: got %d, want 3 (two full batches, one short)", m.deleted)
 	}
 }

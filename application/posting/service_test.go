@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/posting/postingtest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -36,7 +37,7 @@ func refunded(id string, amount, total int64) []byte {
 		id, paymentID, paymentID, refundID, amount, total))
 }
 
-func newService(m *memStore) *posting.Service {
+func newService(m *postingtest.FakeStore) *posting.Service {
 	return posting.NewService(m, m, func() time.Time { return now })
 }
 
@@ -53,7 +54,7 @@ func balance(t *testing.T, svc *posting.Service, account string) int64 {
 }
 
 func TestApplyPostsAPaymentOnce(t *testing.T) {
-	m := newMemStore()
+	m := postingtest.NewFakeStore()
 	svc := newService(m)
 	ctx := context.Background()
 	var outcomes []string
@@ -67,8 +68,8 @@ func TestApplyPostsAPaymentOnce(t *testing.T) {
 	if got, want := strings.Join(outcomes, ","), "applied,duplicate,duplicate"; got != want {
 		t.Errorf("outcomes: got %s, want %s", got, want)
 	}
-	if len(m.txs) != 1 {
-		t.Errorf("ledger transactions: got %d, want 1", len(m.txs))
+	if len(m.Transactions()) != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
 	}
 	if got := balance(t, svc, "cus_1"); got != -1050 {
 		t.Errorf("payer balance: got %d, want -1050", got)
@@ -76,7 +77,7 @@ func TestApplyPostsAPaymentOnce(t *testing.T) {
 	if got := balance(t, svc, "mer_1"); got != 1050 {
 		t.Errorf("merchant balance: got %d, want 1050", got)
 	}
-	if msg := m.inbox[msgA]; msg.ProcessedAt.IsZero() || msg.Type != posting.TypePaymentCreated {
+	if msg := m.Inbox()[msgA]; msg.ProcessedAt.IsZero() || msg.Type != posting.TypePaymentCreated {
 		t.Errorf("inbox row: got %+v, want processed payment.created", msg)
 	}
 }
@@ -89,7 +90,7 @@ func TestApplyIsOrderIndependent(t *testing.T) {
 	}
 	for name, bodies := range orders {
 		t.Run(name, func(t *testing.T) {
-			m := newMemStore()
+			m := postingtest.NewFakeStore()
 			svc := newService(m)
 			for _, b := range bodies {
 				if _, err := svc.Apply(context.Background(), b); err != nil {
@@ -111,7 +112,7 @@ func TestApplyIsOrderIndependent(t *testing.T) {
 }
 
 func TestApplySameFactUnderAnotherMessageID(t *testing.T) {
-	m := newMemStore()
+	m := postingtest.NewFakeStore()
 	svc := newService(m)
 	if _, err := svc.Apply(context.Background(), created(msgA, 1050)); err != nil {
 		t.Fatal(err)
@@ -123,16 +124,16 @@ func TestApplySameFactUnderAnotherMessageID(t *testing.T) {
 	if res.Outcome != posting.Duplicate {
 		t.Errorf("outcome: got %s, want duplicate", res.Outcome)
 	}
-	if len(m.txs) != 1 {
-		t.Errorf("ledger transactions: got %d, want 1", len(m.txs))
+	if len(m.Transactions()) != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
 	}
-	if note := m.inbox[msgC].Error; !strings.Contains(note, "business key") {
+	if note := m.Inbox()[msgC].Error; !strings.Contains(note, "business key") {
 		t.Errorf("inbox note: got %q, want it to mention the business key", note)
 	}
 }
 
 func TestApplyRecordsUnknownTypes(t *testing.T) {
-	m := newMemStore()
+	m := postingtest.NewFakeStore()
 	svc := newService(m)
 	body := []byte(`{"specversion":"1.0","id":"` + msgA + `","type":"payment.disputed","source":"/payments","data":{"x":1}}`)
 	for _, want := range []posting.Outcome{posting.Ignored, posting.Duplicate} {
@@ -144,12 +145,12 @@ func TestApplyRecordsUnknownTypes(t *testing.T) {
 			t.Errorf("outcome: got %s, want %s", res.Outcome, want)
 		}
 	}
-	msg, ok := m.inbox[msgA]
+	msg, ok := m.Inbox()[msgA]
 	if !ok || !msg.ProcessedAt.IsZero() || msg.Error == "" {
 		t.Errorf("inbox row: got %+v (present %v), want unprocessed with a reason", msg, ok)
 	}
-	if len(m.txs) != 0 {
-		t.Errorf("ledger transactions: got %d, want 0", len(m.txs))
+	if len(m.Transactions()) != 0 {
+		t.Errorf("ledger transactions: got %d, want 0", len(m.Transactions()))
 	}
 }
 
@@ -184,30 +185,30 @@ func TestApplyRejectsBadMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newMemStore()
+			m := postingtest.NewFakeStore()
 			_, err := newService(m).Apply(context.Background(), []byte(tt.body))
 			if !errors.Is(err, tt.want) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
-			if len(m.inbox) != 0 {
-				t.Errorf("inbox rows: got %d, want 0 (a rejected message must reach the DLQ, not look like a duplicate)", len(m.inbox))
+			if len(m.Inbox()) != 0 {
+				t.Errorf("inbox rows: got %d, want 0 (a rejected message must reach the DLQ, not look like a duplicate)", len(m.Inbox()))
 			}
 		})
 	}
 }
 
 func TestApplyFailedCommitLeavesNothing(t *testing.T) {
-	m := newMemStore()
-	m.failTx = errors.New("connection reset")
+	m := postingtest.NewFakeStore()
+	m.FailCommits(errors.New("connection reset"))
 	svc := newService(m)
 	_, err := svc.Apply(context.Background(), created(msgA, 1050))
 	if err == nil || errors.Is(err, posting.ErrMalformed) || errors.Is(err, posting.ErrInvalidEvent) {
 		t.Fatalf("got %v, want a transient error", err)
 	}
-	if len(m.inbox) != 0 || len(m.txs) != 0 {
-		t.Fatalf("got %d inbox rows and %d transactions after a failed commit, want none", len(m.inbox), len(m.txs))
+	if len(m.Inbox()) != 0 || len(m.Transactions()) != 0 {
+		t.Fatalf("got %d inbox rows and %d transactions after a failed commit, want none", len(m.Inbox()), len(m.Transactions()))
 	}
-	m.failTx = nil
+	m.FailCommits(nil)
 	res, err := svc.Apply(context.Background(), created(msgA, 1050))
 	if err != nil || res.Outcome != posting.Applied {
 		t.Errorf("redelivery: got %v, %v; want applied", res.Outcome, err)
@@ -215,7 +216,7 @@ func TestApplyFailedCommitLeavesNothing(t *testing.T) {
 }
 
 func TestQueries(t *testing.T) {
-	svc := newService(newMemStore())
+	svc := newService(postingtest.NewFakeStore())
 	ctx := context.Background()
 	if _, err := svc.Balances(ctx, ""); !errors.Is(err, ledger.ErrInvalidAccount) {
 		t.Errorf("empty account: got %v, want ErrInvalidAccount", err)

@@ -30,13 +30,16 @@ type StatsSource interface {
 	Stats(ctx context.Context) (Stats, error)
 }
 
-// RefreshGauges copies Stats into the gauges every interval until ctx ends. The
-// gauges come from the table rather than from this process's counters because
-// several replicas share one outbox: each replica reports the whole backlog.
-// Counting a huge backlog is a scan, so the wait grows with the time the last
-// count took (statsWait): the gauges never cost the database more than a sliver
-// of one connection, exactly when it has the most to do.
-func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.Duration, log *slog.Logger) error {
+// RefreshGauges reports Stats to m's backlog gauges every interval until ctx
+// ends. The gauges come from the table rather than from this process's
+// counters because several replicas share one outbox: each replica reports the
+// whole backlog. Counting a huge backlog is a scan, so the wait grows with the
+// time the last count took (statsWait): the gauges never cost the database
+// more than a sliver of one connection, exactly when it has the most to do.
+func RefreshGauges(ctx context.Context, src StatsSource, m Metrics, every time.Duration, log *slog.Logger) error {
+	if m == nil {
+		m = noMetrics{}
+	}
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -49,7 +52,7 @@ func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.
 		s, err := src.Stats(ctx)
 		switch {
 		case err == nil:
-			m.setStats(s)
+			m.Backlog(s)
 		case ctx.Err() == nil:
 			log.WarnContext(ctx, "outbox stats failed", "err", err)
 		}
@@ -62,52 +65,4 @@ func RefreshGauges(ctx context.Context, src StatsSource, m *Metrics, every time.
 // the gauges stay fresh enough to alert on.
 func statsWait(every, took time.Duration) time.Duration {
 	return max(every, min(50*took, time.Minute))
-}
-
-// Cleaner deletes what the outbox no longer needs.
-type Cleaner interface {
-	// DeletePublished deletes at most limit PUBLISHED rows published before cutoff
-	// and returns how many it deleted. PENDING and DEAD rows are never touched:
-	// only acknowledged events may go.
-	DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int, error)
-}
-
-// Cleanup deletes PUBLISHED rows older than retention every interval until ctx
-// ends. It deletes in batches of batchSize, one short transaction each, so it
-// never holds long locks or bloats one transaction on a big table, and it stops
-// between batches as soon as ctx ends.
-func Cleanup(ctx context.Context, c Cleaner, retention, every time.Duration, batchSize int, now func() time.Time, log *slog.Logger) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		total, err := CleanupOnce(ctx, c, now().Add(-retention), batchSize)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			log.WarnContext(ctx, "outbox cleanup failed", "err", err, "deleted", total)
-		case total > 0:
-			log.InfoContext(ctx, "outbox cleanup", "deleted", total)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// CleanupOnce deletes every PUBLISHED row published before cutoff, batchSize rows
-// at a time, and returns how many it deleted.
-func CleanupOnce(ctx context.Context, c Cleaner, cutoff time.Time, batchSize int) (int, error) {
-	total := 0
-	for ctx.Err() == nil {
-		n, err := c.DeletePublished(ctx, cutoff, batchSize)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if n < batchSize {
-			return total, nil
-		}
-	}
-	return total, ctx.Err()
 }

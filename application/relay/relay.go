@@ -156,7 +156,7 @@ type Relay struct {
 	store   Store
 	pub     Publisher
 	log     *slog.Logger
-	metrics *Metrics
+	metrics Metrics
 	now     func() time.Time
 	// wake holds one pending wake-up per worker; sends never block, so a burst of
 	// notifications collapses into at most Workers claims.
@@ -168,10 +168,13 @@ type Relay struct {
 
 // New builds a Relay. metrics may be nil (nothing is recorded); now is the clock,
 // injected so tests control backoff schedules.
-func New(cfg Config, store Store, pub Publisher, log *slog.Logger, metrics *Metrics, now func() time.Time) *Relay {
+func New(cfg Config, store Store, pub Publisher, log *slog.Logger, metrics Metrics, now func() time.Time) *Relay {
 	cfg = cfg.withDefaults()
 	if now == nil {
 		now = time.Now
+	}
+	if metrics == nil {
+		metrics = noMetrics{}
 	}
 	return &Relay{
 		cfg:     cfg,
@@ -261,7 +264,7 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Outcome {
 	start := r.now()
 	errs := r.pub.Publish(ctx, msgs)
 	acked := r.now()
-	r.metrics.observeCall(acked.Sub(start))
+	r.metrics.PublishCall(acked.Sub(start))
 
 	out := Outcome{PublishedAt: acked, Published: make([]uuid.UUID, 0, len(msgs))}
 	var firstErr error
@@ -274,10 +277,10 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Outcome {
 		}
 		if err == nil {
 			out.Published = append(out.Published, m.ID)
-			r.metrics.observePublished(acked.Sub(m.CreatedAt))
+			r.metrics.Published(max(acked.Sub(m.CreatedAt), 0))
 			continue
 		}
-		r.metrics.observeFailure()
+		r.metrics.PublishFailed()
 		if firstErr == nil {
 			firstErr = err
 		}
@@ -285,7 +288,7 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Outcome {
 		f := Failure{ID: m.ID, Error: err.Error()}
 		if permanent := IsPermanent(err); permanent || attempts >= r.cfg.MaxAttempts {
 			out.Dead = append(out.Dead, f)
-			r.metrics.observeDead()
+			r.metrics.Dead()
 			why := "outbox message dead after max attempts; requeue it once the cause is fixed"
 			if permanent {
 				why = "outbox message dead: the broker refused it and retrying cannot help; requeue it once the cause is fixed"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,117 +15,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 )
-
-// fakeStore is an in-memory outbox with the same claim semantics as the Postgres
-// one: due PENDING rows, oldest due first, rows claimed by a running batch skipped.
-type fakeStore struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	rows   []*fakeRow
-	failOn error // ClaimBatch fails with it when set
-}
-
-type fakeRow struct {
-	msg         relay.Message
-	status      string
-	lastError   string
-	nextAttempt time.Time
-	locked      bool
-}
-
-func (s *fakeStore) add(n int, typ string) []uuid.UUID {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]uuid.UUID, n)
-	for i := range ids {
-		ids[i] = uuid.New()
-		s.rows = append(s.rows, &fakeRow{
-			msg:         relay.Message{ID: ids[i], Type: typ, Payload: []byte(`{}`), CreatedAt: s.now()},
-			status:      "PENDING",
-			nextAttempt: s.now(),
-		})
-	}
-	return ids
-}
-
-func (s *fakeStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
-	s.mu.Lock()
-	if s.failOn != nil {
-		s.mu.Unlock()
-		return 0, s.failOn
-	}
-	var due []*fakeRow
-	for _, r := range s.rows {
-		if r.status == "PENDING" && !r.locked && !r.nextAttempt.After(s.now()) {
-			due = append(due, r)
-		}
-	}
-	slices.SortStableFunc(due, func(a, b *fakeRow) int { return a.nextAttempt.Compare(b.nextAttempt) })
-	if len(due) > limit {
-		due = due[:limit]
-	}
-	msgs := make([]relay.Message, len(due))
-	for i, r := range due {
-		r.locked = true
-		msgs[i] = r.msg
-	}
-	s.mu.Unlock()
-	if len(msgs) == 0 {
-		return 0, nil
-	}
-
-	out, err := fn(msgs)
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range due {
-		r.locked = false
-	}
-	if err != nil {
-		return 0, err
-	}
-	byID := map[uuid.UUID]*fakeRow{}
-	for _, r := range due {
-		byID[r.msg.ID] = r
-	}
-	for _, id := range out.Published {
-		byID[id].status = "PUBLISHED"
-	}
-	for _, f := range out.Retry {
-		r := byID[f.ID]
-		r.msg.Attempts++
-		r.lastError, r.nextAttempt = f.Error, f.NextAttemptAt
-	}
-	for _, f := range out.Dead {
-		r := byID[f.ID]
-		r.msg.Attempts++
-		r.lastError, r.status = f.Error, "DEAD"
-	}
-	return len(msgs), nil
-}
-
-func (s *fakeStore) row(id uuid.UUID) fakeRow {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.rows {
-		if r.msg.ID == id {
-			return *r
-		}
-	}
-	return fakeRow{}
-}
-
-func (s *fakeStore) count(status string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, r := range s.rows {
-		if r.status == status {
-			n++
-		}
-	}
-	return n
-}
 
 // fakePublisher acknowledges every message except those in fail, and records
 // what it acknowledged.
@@ -192,15 +80,15 @@ func (c *clock) advance(d time.Duration) {
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newRelay(cfg relay.Config, store *fakeStore, pub relay.Publisher, clk *clock) *relay.Relay {
+func newRelay(cfg relay.Config, store *relaytest.FakeStore, pub relay.Publisher, clk *clock) *relay.Relay {
 	return relay.New(cfg, store, pub, discard(), nil, clk.now)
 }
 
 func TestStepPublishesAndMarks(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
-	ids := store.add(3, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	ids := store.Add(3, "payment.created")
 	pub := &fakePublisher{}
 	r := newRelay(relay.Config{BatchSize: 10}, store, pub, clk)
 
@@ -209,7 +97,7 @@ func TestStepPublishesAndMarks(t *testing.T) {
 		t.Fatalf("Step: got %d, %v; want 3, nil", n, err)
 	}
 	for _, id := range ids {
-		if got := store.row(id).status; got != "PUBLISHED" {
+		if got := store.Row(id).Status; got != "PUBLISHED" {
 			t.Errorf("row %s: got status %s, want PUBLISHED", id, got)
 		}
 		if got := pub.ackCount(id); got != 1 {
@@ -227,9 +115,9 @@ func TestStepPublishesAndMarks(t *testing.T) {
 func TestFailingMessageRetriesThenDies(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
-	bad := store.add(1, "payment.created")[0]
-	good := store.add(2, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	bad := store.Add(1, "payment.created")[0]
+	good := store.Add(2, "payment.created")
 	pub := &fakePublisher{fail: map[uuid.UUID]error{bad: errors.New("message too long")}}
 	cfg := relay.Config{BatchSize: 10, MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: time.Minute}
 	r := newRelay(cfg, store, pub, clk)
@@ -238,15 +126,15 @@ func TestFailingMessageRetriesThenDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range good {
-		if got := store.row(id).status; got != "PUBLISHED" {
+		if got := store.Row(id).Status; got != "PUBLISHED" {
 			t.Errorf("row behind the failing one: got %s, want PUBLISHED", got)
 		}
 	}
-	row := store.row(bad)
-	if row.status != "PENDING" || row.msg.Attempts != 1 || row.lastError != "message too long" {
-		t.Fatalf("failing row: got %s attempts=%d err=%q, want PENDING attempts=1 with the error", row.status, row.msg.Attempts, row.lastError)
+	row := store.Row(bad)
+	if row.Status != "PENDING" || row.Message.Attempts != 1 || row.LastError != "message too long" {
+		t.Fatalf("failing row: got %s attempts=%d err=%q, want PENDING attempts=1 with the error", row.Status, row.Message.Attempts, row.LastError)
 	}
-	if d := row.nextAttempt.Sub(clk.now()); d < cfg.BackoffBase/2 || d > cfg.BackoffBase {
+	if d := row.NextAttempt.Sub(clk.now()); d < cfg.BackoffBase/2 || d > cfg.BackoffBase {
 		t.Errorf("first retry delay %v, want within [%v, %v]", d, cfg.BackoffBase/2, cfg.BackoffBase)
 	}
 	// Not due yet: nothing to claim.
@@ -260,9 +148,9 @@ func TestFailingMessageRetriesThenDies(t *testing.T) {
 			t.Fatalf("attempt %d: got %d, %v; want 1, nil", attempt, n, err)
 		}
 	}
-	row = store.row(bad)
-	if row.status != "DEAD" || row.msg.Attempts != cfg.MaxAttempts {
-		t.Errorf("after %d attempts: got %s attempts=%d, want DEAD", cfg.MaxAttempts, row.status, row.msg.Attempts)
+	row = store.Row(bad)
+	if row.Status != "DEAD" || row.Message.Attempts != cfg.MaxAttempts {
+		t.Errorf("after %d attempts: got %s attempts=%d, want DEAD", cfg.MaxAttempts, row.Status, row.Message.Attempts)
 	}
 	clk.advance(time.Hour)
 	if n, _ := r.Step(context.Background()); n != 0 {
@@ -276,8 +164,8 @@ func TestFailingMessageRetriesThenDies(t *testing.T) {
 func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
-	ids := store.add(3, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	ids := store.Add(3, "payment.created")
 	refused, throttled := ids[0], ids[1]
 	pub := &fakePublisher{fail: map[uuid.UUID]error{
 		refused:   fmt.Errorf("publish: %w", relay.Permanent(errors.New("message too long"))),
@@ -287,14 +175,14 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if row := store.row(refused); row.status != "DEAD" || row.msg.Attempts != 1 || row.lastError != "publish: message too long" {
-		t.Errorf("refused row: got %s attempts=%d err=%q, want DEAD after 1 attempt with the error", row.status, row.msg.Attempts, row.lastError)
+	if row := store.Row(refused); row.Status != "DEAD" || row.Message.Attempts != 1 || row.LastError != "publish: message too long" {
+		t.Errorf("refused row: got %s attempts=%d err=%q, want DEAD after 1 attempt with the error", row.Status, row.Message.Attempts, row.LastError)
 	}
-	if row := store.row(throttled); row.status != "PENDING" || row.msg.Attempts != 1 {
-		t.Errorf("throttled row: got %s attempts=%d, want PENDING to retry", row.status, row.msg.Attempts)
+	if row := store.Row(throttled); row.Status != "PENDING" || row.Message.Attempts != 1 {
+		t.Errorf("throttled row: got %s attempts=%d, want PENDING to retry", row.Status, row.Message.Attempts)
 	}
-	if row := store.row(ids[2]); row.status != "PUBLISHED" {
-		t.Errorf("acknowledged row: got %s, want PUBLISHED", row.status)
+	if row := store.Row(ids[2]); row.Status != "PUBLISHED" {
+		t.Errorf("acknowledged row: got %s, want PUBLISHED", row.Status)
 	}
 	if relay.IsPermanent(errors.New("x")) || relay.Permanent(nil) != nil {
 		t.Error("IsPermanent of a plain error, or Permanent(nil), is wrong")
@@ -306,16 +194,16 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 func TestMissingResultIsNotAnAck(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
-	ids := store.add(3, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	ids := store.Add(3, "payment.created")
 	r := newRelay(relay.Config{BatchSize: 10}, store, &fakePublisher{short: true}, clk)
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := store.row(ids[2]); got.status != "PENDING" || got.msg.Attempts != 1 {
-		t.Errorf("row without a result: got %s attempts=%d, want PENDING attempts=1", got.status, got.msg.Attempts)
+	if got := store.Row(ids[2]); got.Status != "PENDING" || got.Message.Attempts != 1 {
+		t.Errorf("row without a result: got %s attempts=%d, want PENDING attempts=1", got.Status, got.Message.Attempts)
 	}
-	if got := store.count("PUBLISHED"); got != 2 {
+	if got := store.Count("PUBLISHED"); got != 2 {
 		t.Errorf("got %d PUBLISHED, want 2", got)
 	}
 }
@@ -362,19 +250,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRunDrainsBacklogOnWake(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
+	store := relaytest.NewFakeStore(clk.now)
 	pub := &fakePublisher{}
 	r := newRelay(relay.Config{BatchSize: 10, Workers: 2, PollInterval: time.Hour}, store, pub, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 
-	store.add(250, "payment.created")
+	store.Add(250, "payment.created")
 	r.Wake()
-	waitFor(t, "backlog drained", func() bool { return store.count("PUBLISHED") == 250 })
-	store.add(1, "payment.refunded")
+	waitFor(t, "backlog drained", func() bool { return store.Count("PUBLISHED") == 250 })
+	store.Add(1, "payment.refunded")
 	r.Wake()
-	waitFor(t, "new row published", func() bool { return store.count("PUBLISHED") == 251 })
+	waitFor(t, "new row published", func() bool { return store.Count("PUBLISHED") == 251 })
 
 	cancel()
 	if err := <-done; err != nil {
@@ -387,8 +275,8 @@ func TestRunDrainsBacklogOnWake(t *testing.T) {
 func TestShutdownFinishesInFlightBatch(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now}
-	ids := store.add(5, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	ids := store.Add(5, "payment.created")
 	pub := &fakePublisher{
 		fail:    map[uuid.UUID]error{ids[1]: errors.New("throttled")},
 		entered: make(chan struct{}, 1),
@@ -406,10 +294,10 @@ func TestShutdownFinishesInFlightBatch(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	for _, id := range ids {
-		row := store.row(id)
+		row := store.Row(id)
 		acked := pub.ackCount(id) == 1
-		if (row.status == "PUBLISHED") != acked {
-			t.Errorf("row %s: status %s but acknowledged=%v", id, row.status, acked)
+		if (row.Status == "PUBLISHED") != acked {
+			t.Errorf("row %s: status %s but acknowledged=%v", id, row.Status, acked)
 		}
 	}
 }
@@ -419,92 +307,19 @@ func TestShutdownFinishesInFlightBatch(t *testing.T) {
 func TestStoreOutageIsRetried(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := &fakeStore{now: clk.now, failOn: errors.New("connection refused")}
-	store.add(3, "payment.created")
+	store := relaytest.NewFakeStore(clk.now)
+	store.FailClaims(errors.New("connection refused"))
+	store.Add(3, "payment.created")
 	r := newRelay(relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Millisecond}, store, &fakePublisher{}, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 
-	store.mu.Lock()
-	store.failOn = nil
-	store.mu.Unlock()
-	waitFor(t, "rows published after the outage", func() bool { return store.count("PUBLISHED") == 3 })
+	store.FailClaims(nil)
+	waitFor(t, "rows published after the outage", func() bool { return store.Count("PUBLISHED") == 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-}
-
-type fakeCleaner struct {
-	rows    int // PUBLISHED rows older than the cutoff
-	calls   int
-	failAt  int // fail on this call (1-based); 0 never
-	lastLim int
-}
-
-func (c *fakeCleaner) DeletePublished(_ context.Context, _ time.Time, limit int) (int, error) {
-	c.calls++
-	c.lastLim = limit
-	if c.calls == c.failAt {
-		return 0, errors.New("lock timeout")
-	}
-	n := min(limit, c.rows)
-	c.rows -= n
-	return n, nil
-}
-
-func TestCleanupOnce(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		rows      int
-		failAt    int
-		wantTotal int
-		wantCalls int
-		wantErr   bool
-	}{
-		{name: "nothing to delete", rows: 0, wantTotal: 0, wantCalls: 1},
-		{name: "less than a batch", rows: 7, wantTotal: 7, wantCalls: 1},
-		{name: "exact batches end with an empty one", rows: 20, wantTotal: 20, wantCalls: 3},
-		{name: "several batches", rows: 25, wantTotal: 25, wantCalls: 3},
-		{name: "error stops and reports progress", rows: 25, failAt: 2, wantTotal: 10, wantCalls: 2, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := &fakeCleaner{rows: tt.rows, failAt: tt.failAt}
-			got, err := relay.CleanupOnce(context.Background(), c, time.Now(), 10)
-			if got != tt.wantTotal || c.calls != tt.wantCalls || (err != nil) != tt.wantErr {
-				t.Errorf("got %d deleted in %d calls, err %v; want %d in %d, err=%v",
-					got, c.calls, err, tt.wantTotal, tt.wantCalls, tt.wantErr)
-			}
-		})
-	}
-}
-
-// TestFakeStoreContract keeps the fake honest: it must pass the same contract as
-// the Postgres store, or the tests above would prove nothing.
-func TestFakeStoreContract(t *testing.T) {
-	t.Parallel()
-	relaytest.TestStore(t, func(t *testing.T) relaytest.Harness {
-		s := &fakeStore{now: time.Now}
-		return relaytest.Harness{
-			Store: s,
-			Insert: func(t *testing.T, n int) []uuid.UUID {
-				ids := s.add(n, "payment.created")
-				// Strictly increasing due times keep "oldest first" well defined.
-				s.mu.Lock()
-				for i, r := range s.rows[len(s.rows)-n:] {
-					r.nextAttempt = r.nextAttempt.Add(time.Duration(i-n) * time.Microsecond)
-				}
-				s.mu.Unlock()
-				return ids
-			},
-			State: func(t *testing.T, id uuid.UUID) (string, int) {
-				r := s.row(id)
-				return r.status, r.msg.Attempts
-			},
-		}
-	})
 }

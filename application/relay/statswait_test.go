@@ -11,7 +11,7 @@ func TestStatsWaitGrowsWithTheCountsCost(t *testing.T) {
 		took, want time.Duration
 	}{
 		{"a cheap count keeps the interval", 2 * time.Millisecond, 5 * time.Second},
-		{"a 200 ms count (a million pending rows) waits 10 s", 200 * time.Millisecond, 10 * time.Second},
+		{"a 200 ms count (a big backlog) waits 10 s", 200 * time.Millisecond, 10 * time.Second},
 		{"a very slow count is capped at a minute", 5 * time.Second, time.Minute},
 	}
 	for _, tt := range tests {

@@ -36,6 +36,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
@@ -203,7 +204,6 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
 		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: metrics,
 	})
-	janitor := posting.NewInboxJanitor(store, cfg.InboxRetention, 1000, time.Now)
 
 	srv := &http.Server{
 		Handler: ledgerapi.NewHandler(ledgerapi.Config{
@@ -245,9 +245,10 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	g.Go(func() error { return consumer.Run(gctx) })
 	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, metrics, log) })
 	g.Go(func() error {
-		return janitor.Run(gctx, time.Hour, func(err error) {
-			log.WarnContext(gctx, "inbox cleanup failed; will retry", "err", err)
-		})
+		return retention.Run(gctx, retention.Job{
+			Name: "inbox", Delete: store.DeleteInboxBefore,
+			Retention: cfg.InboxRetention, Every: time.Hour, Batch: 1000,
+		}, time.Now, log)
 	})
 	return g.Wait()
 }

@@ -10,10 +10,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
-// idempotencyKeyTTL is how long an Idempotency-Key is honoured. SPEC §5
-// promises at least 24 h; a retry after that creates a new payment.
+// idempotencyKeyTTL is how long an Idempotency-Key is honoured. Clients are
+// promised at least 24 h (docs/RUNBOOK.md); a retry after that creates a new
+// payment.
 const idempotencyKeyTTL = 48 * time.Hour
 
 // startBackground starts the work that runs beside the API, owned by g and
@@ -24,21 +26,10 @@ func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *p
 	}
 	repo := paymentstore.New(pool, paymentstore.Options{})
 	g.Go(func() error {
-		t := time.NewTicker(time.Hour)
-		defer t.Stop()
-		for {
-			n, err := repo.DeleteKeysBefore(ctx, time.Now().Add(-idempotencyKeyTTL), 1000)
-			if err != nil && ctx.Err() == nil {
-				log.WarnContext(ctx, "idempotency key cleanup failed; will retry", "err", err)
-			} else if n > 0 {
-				log.InfoContext(ctx, "idempotency keys expired", "deleted", n)
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
+		return retention.Run(ctx, retention.Job{
+			Name: "idempotency keys", Delete: repo.DeleteKeysBefore,
+			Retention: idempotencyKeyTTL, Every: time.Hour, Batch: 1000,
+		}, time.Now, log)
 	})
 	return nil
 }

@@ -58,9 +58,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 // pool_max_conns. pgx's default, the number of CPUs but at least 4, is too
 // small for this service: each in-flight request holds a connection for its
 // write, and the relay's workers (up to 4) hold one each while their batch is
-// at the broker, the LISTEN session and the notifier one more each. With 4 on
-// 2 cores, tools/loadgen at 16 concurrent requests measured POST /payments at
-// 38% of the raw SQL ceiling with the relay idle, and 51% with 16 (3,550 ->
-// 5,540 req/s); with the relay publishing, 16 and 32 gave up to twice the
-// rate of 4 (docs/BENCHMARKS.md). Idle connections cost Postgres little.
+// at the broker, the LISTEN session and the notifier one more each, so with
+// pgx's default requests queue for connections (measured in
+// docs/BENCHMARKS.md). Idle connections cost Postgres little.
 const defaultPoolSize = 32

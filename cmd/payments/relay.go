@@ -10,9 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 const (
@@ -43,7 +45,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	if err != nil {
 		return fmt.Errorf("outbox relay: %w", err)
 	}
-	metrics, err := relay.NewMetrics(reg)
+	relayMetrics, err := metrics.NewRelay(reg)
 	if err != nil {
 		return fmt.Errorf("outbox relay metrics: %w", err)
 	}
@@ -55,23 +57,26 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		PollInterval:   cfg.OutboxPollInterval,
 		Workers:        relayWorkers(pool),
 		PublishTimeout: relayBatchTimeout,
-	}, store, sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight), log, metrics, time.Now)
+	}, store, sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight), log, relayMetrics, time.Now)
 
 	g.Go(func() error { return r.Run(ctx) })
 	if cfg.OutboxNotify {
 		g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
 	}
 	g.Go(func() error {
-		return relay.Cleanup(ctx, store, cfg.OutboxRetention, outboxCleanupEvery, outboxCleanupBatch, time.Now, log)
+		return retention.Run(ctx, retention.Job{
+			Name: "outbox", Delete: store.DeletePublished,
+			Retention: cfg.OutboxRetention, Every: outboxCleanupEvery, Batch: outboxCleanupBatch,
+		}, time.Now, log)
 	})
-	g.Go(func() error { return relay.RefreshGauges(ctx, store, metrics, outboxStatsEvery, log) })
+	g.Go(func() error { return relay.RefreshGauges(ctx, store, relayMetrics, outboxStatsEvery, log) })
 	return nil
 }
 
 // relayWorkers sizes the relay to the pool it shares with the API: each worker
 // holds a connection while its batch is at the broker, so the relay takes at most
-// half the pool (and at most 4 workers, past which the benchmark shows no gain),
-// and HTTP requests always find a connection during a backlog.
+// half the pool (and at most 4 workers, past which docs/BENCHMARKS.md shows no
+// gain), and HTTP requests always find a connection during a backlog.
 func relayWorkers(pool *pgxpool.Pool) int {
 	return min(4, max(1, int(pool.Config().MaxConns)/2))
 }

@@ -18,8 +18,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestFaultSuite is one shorter run of the suite, sized for CI (moto relays
-// about 100 messages/s from SNS to SQS): payments at 8/s for as long as the
-// faults last (a couple of hundred) through every fault, then every guarantee checked.
+// from SNS to SQS slowly: docs/BENCHMARKS.md): payments at 8/s for as long as
+// the faults last (a couple of hundred) through every fault, then every
+// guarantee checked.
 func TestFaultSuite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fault suite runs the real binaries; skipped with -short")

@@ -16,9 +16,9 @@ import (
 // with one write and the response read on the same goroutine.
 //
 // Why not http.Client: its Transport hands every request between the
-// caller's goroutine and a read loop and a write loop of its own, which cost
-// this 2-core machine ~50 µs of CPU per request, taken from the cores the
-// server and Postgres need. A load generator should be the cheapest thing on
+// caller's goroutine and a read loop and a write loop of its own, CPU per
+// request taken from the cores the server and Postgres need (how much:
+// docs/BENCHMARKS.md). A load generator should be the cheapest thing on
 // the machine; the response is still parsed by net/http (ReadResponse).
 //
 // A poster is not safe for concurrent use: each worker has its own.

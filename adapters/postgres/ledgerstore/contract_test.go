@@ -11,7 +11,7 @@ import (
 
 func TestStoreHonoursTheContract(t *testing.T) {
 	t.Parallel()
-	postingtest.Run(t, func(t *testing.T) postingtest.Store {
+	postingtest.RunContract(t, func(t *testing.T) postingtest.Store {
 		return ledgerstore.New(pgtest.New(t, ledgermigrations.FS))
 	})
 }

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -26,8 +26,9 @@ type Store struct {
 var (
 	_ posting.Transactor  = (*Store)(nil)
 	_ posting.Reader      = (*Store)(nil)
-	_ posting.Cleaner     = (*Store)(nil)
 	_ posting.LedgerFacts = (*Store)(nil)
+
+	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
 
 // New returns a Store on pool, a pool on the migrated ledger database.
@@ -40,80 +41,21 @@ func New(pool *pgxpool.Pool) *Store {
 // otherwise, and returns the commit's error (a deferred constraint, such as
 // the balance check, fails at COMMIT).
 //
-// It does what pgx.BeginFunc does with one round trip less: BEGIN is sent in
-// the same pipeline as the transaction's first statement instead of on its
-// own. A message costs three round trips (BEGIN + inbox insert, posting,
-// COMMIT) instead of four, which is most of the consumer's time.
+// It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
+// transaction's first statement instead of on its own: a message costs three
+// round trips (BEGIN + inbox insert, posting, COMMIT) instead of
+// pgx.BeginFunc's four, and round trips are what the consumer spends its
+// time on (docs/BENCHMARKS.md).
 func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire connection: %w", err)
-	}
-	// A connection released inside a transaction (a failed ROLLBACK) is
-	// destroyed by the pool, never reused.
-	defer conn.Release()
-	tx := &lazyTx{conn: conn.Conn()}
-	if err := fn(posting.Repos{Inbox: inbox{tx}, Ledger: ledgerRepo{tx}}); err != nil {
-		tx.rollback(ctx)
-		return err
-	}
-	return tx.commit(ctx)
-}
-
-// lazyTx is a transaction whose BEGIN travels with its first statement.
-type lazyTx struct {
-	conn  *pgx.Conn
-	begun bool
-}
-
-// Exec runs one statement in the transaction, beginning it first if needed.
-func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.begun {
-		return t.conn.Exec(ctx, sql, args...)
-	}
-	t.begun = true
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(sql, args...)
-	br := t.conn.SendBatch(ctx, b)
-	_, err := br.Exec()
-	var tag pgconn.CommandTag
-	if err == nil {
-		tag, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return tag, err
-}
-
-func (t *lazyTx) commit(ctx context.Context) error {
-	if !t.begun {
-		return nil
-	}
-	tag, err := t.conn.Exec(ctx, "COMMIT")
-	if err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	// COMMIT of a transaction that already failed answers ROLLBACK, not an error.
-	if tag.String() == "ROLLBACK" {
-		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
-	}
-	return nil
-}
-
-func (t *lazyTx) rollback(ctx context.Context) {
-	if t.begun {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_, _ = t.conn.Exec(ctx, "ROLLBACK")
-	}
+	return postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
+		return fn(posting.Repos{Inbox: inbox{tx}, Ledger: ledgerRepo{tx}})
+	})
 }
 
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-type inbox struct{ tx *lazyTx }
+type inbox struct{ tx *postgres.Tx }
 
 // Insert is the first layer of idempotency: the primary key on the message id
 // turns a redelivery into zero inserted rows.
@@ -145,7 +87,7 @@ func (i inbox) Annotate(ctx context.Context, id, note string) error {
 	return nil
 }
 
-type ledgerRepo struct{ tx *lazyTx }
+type ledgerRepo struct{ tx *postgres.Tx }
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
@@ -276,15 +218,17 @@ func readErr(err error) error {
 	return err
 }
 
-// DeleteInboxBefore deletes at most limit inbox rows received before cutoff.
-func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int64, error) {
+// DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
+// limit inbox rows received before cutoff, in one statement. Start-up checks
+// the cutoff lies past the broker's redelivery window (posting.CheckRetention).
+func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM inbox_messages WHERE id IN (
 			SELECT id FROM inbox_messages WHERE received_at < $1 LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete inbox messages: %w", err)
 	}
-	return tag.RowsAffected(), nil
+	return int(tag.RowsAffected()), nil
 }
 
 // LedgerFacts returns every posted transaction for reconciliation.

@@ -19,6 +19,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
@@ -252,8 +253,7 @@ func TestInboxCleanup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := posting.NewInboxJanitor(store, 15*24*time.Hour, 1, time.Now)
-	n, err := j.Sweep(ctx)
+	n, err := retention.Sweep(ctx, store.DeleteInboxBefore, time.Now().Add(-15*24*time.Hour), 1)
 	if err != nil || n != 3 {
 		t.Errorf("Sweep: got %d, %v; want 3 deleted (20, 30 and 40 days old)", n, err)
 	}

@@ -17,7 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 // Channel is the LISTEN/NOTIFY channel the write side notifies after it commits
@@ -42,7 +44,8 @@ type Store struct {
 var (
 	_ relay.Store       = (*Store)(nil)
 	_ relay.StatsSource = (*Store)(nil)
-	_ relay.Cleaner     = (*Store)(nil)
+
+	_ retention.DeleteFunc = (*Store)(nil).DeletePublished
 )
 
 // New returns a Store on pool. Each concurrent ClaimBatch holds one connection
@@ -82,50 +85,40 @@ WHERE o.id = f.id AND o.status = 'PENDING'`
 // transaction. If the process dies after the broker acknowledged and before the
 // commit, the rows stay PENDING and are published again: the at-least-once window.
 //
-// The transaction costs two round trips, not pgx.BeginFunc's four: BEGIN travels
-// in one pipeline with the claim, and the marks in one with COMMIT. Postgres
-// skips the rest of a pipeline after an error, so a failed mark never commits;
-// the connection is then rolled back (or, if that fails too, destroyed by the
-// pool, which never reuses a connection released inside a transaction).
+// The transaction costs two round trips (postgres.Transact): BEGIN travels with
+// the claim, and the marks with COMMIT. A failed mark never commits, and the
+// transaction is rolled back even when ctx has ended (a shutdown mid-batch).
 func (s *Store) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("claim: acquire connection: %w", err)
-	}
-	defer conn.Release()
-
-	msgs, err := claim(ctx, conn.Conn(), limit)
-	if err != nil {
-		rollback(ctx, conn.Conn())
-		return 0, fmt.Errorf("claim: %w", err)
-	}
-	var b pgx.Batch
-	if len(msgs) > 0 {
+	var n int
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
+		msgs, err := claim(ctx, tx, limit)
+		if err != nil {
+			return fmt.Errorf("claim: %w", err)
+		}
+		n = len(msgs)
+		if n == 0 {
+			return nil
+		}
 		out, err := fn(msgs)
 		if err != nil {
-			rollback(ctx, conn.Conn())
-			return 0, err
+			return err
 		}
-		queueOutcome(&b, out)
+		queueOutcome(tx, out)
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, &b).Close(); err != nil {
-		rollback(ctx, conn.Conn())
-		return 0, fmt.Errorf("mark batch and commit: %w", err)
-	}
-	return len(msgs), nil
+	return n, nil
 }
 
-// claim begins the transaction and locks up to limit due rows, in one round trip.
-func claim(ctx context.Context, conn *pgx.Conn, limit int) ([]relay.Message, error) {
+// claim locks up to limit due rows; as the transaction's first statement it
+// travels with BEGIN, in one round trip.
+func claim(ctx context.Context, tx *postgres.Tx, limit int) ([]relay.Message, error) {
 	var b pgx.Batch
-	b.Queue("BEGIN")
 	b.Queue(claimSQL, limit)
-	br := conn.SendBatch(ctx, &b)
+	br := tx.SendBatch(ctx, &b)
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return nil, err
-	}
 	rows, err := br.Query()
 	if err != nil {
 		return nil, err
@@ -143,22 +136,12 @@ func claim(ctx context.Context, conn *pgx.Conn, limit int) ([]relay.Message, err
 	return msgs, br.Close()
 }
 
-// rollback ends a transaction that must not commit. It runs even when ctx has
-// ended (a shutdown mid-batch), bounded on its own.
-func rollback(ctx context.Context, conn *pgx.Conn) {
-	if conn.PgConn().TxStatus() == 'I' {
-		return // nothing open: the failure came before BEGIN or after COMMIT
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_, _ = conn.Exec(ctx, "ROLLBACK")
-}
-
-// queueOutcome queues the statements that record a batch's outcome: one for
-// every acknowledged row, one for every failure, retries and deaths alike.
-func queueOutcome(b *pgx.Batch, out relay.Outcome) {
+// queueOutcome queues, to be sent with the COMMIT, the statements that record
+// a batch's outcome: one for every acknowledged row, one for every failure,
+// retries and deaths alike.
+func queueOutcome(tx *postgres.Tx, out relay.Outcome) {
 	if len(out.Published) > 0 {
-		b.Queue(markPublishedSQL, pgUUIDs(out.Published), out.PublishedAt)
+		tx.QueueAtCommit(markPublishedSQL, pgUUIDs(out.Published), out.PublishedAt)
 	}
 	if n := len(out.Retry) + len(out.Dead); n > 0 {
 		ids := make([]pgtype.UUID, 0, n)
@@ -173,7 +156,7 @@ func queueOutcome(b *pgx.Batch, out relay.Outcome) {
 			ids, errs, statuses = append(ids, pgUUID(f.ID)), append(errs, f.Error), append(statuses, "DEAD")
 			next = append(next, nil)
 		}
-		b.Queue(markFailedSQL, ids, errs, statuses, next)
+		tx.QueueAtCommit(markFailedSQL, ids, errs, statuses, next)
 	}
 }
 
@@ -268,8 +251,10 @@ func notify(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// DeletePublished implements relay.Cleaner: one short statement per call, oldest
-// first, through the outbox_published_idx partial index.
+// DeletePublished is the outbox's retention.DeleteFunc: it deletes at most
+// limit PUBLISHED rows published before cutoff, oldest first, in one short
+// statement through the outbox_published_idx partial index. PENDING and DEAD
+// rows are never touched: only acknowledged events may go.
 func (s *Store) DeletePublished(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 DELETE FROM outbox WHERE id IN (
@@ -284,8 +269,9 @@ DELETE FROM outbox WHERE id IN (
 }
 
 // pgUUID hands an id to pgx as pgtype.UUID, which it encodes straight to
-// binary; a uuid.UUID would take a failed binary encode and a text round trip
-// first (measured at ~8% of the write path's CPU in paymentstore).
+// binary; a uuid.UUID would take a failed binary encode, which builds an
+// error, and a text round trip first, for every id of every batch (what that
+// cost the write path: docs/BENCHMARKS.md).
 func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
 
 func pgUUIDs(ids []uuid.UUID) []pgtype.UUID {

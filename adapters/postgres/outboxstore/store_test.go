@@ -18,6 +18,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -486,8 +487,8 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	}
 
 	cutoff := time.Now().Add(-7 * 24 * time.Hour)
-	if n, err := relay.CleanupOnce(ctx, store, cutoff, 1); err != nil || n != 1 {
-		t.Errorf("CleanupOnce: got %d, %v; want 1, nil", n, err)
+	if n, err := retention.Sweep(ctx, store.DeletePublished, cutoff, 1); err != nil || n != 1 {
+		t.Errorf("Sweep: got %d, %v; want 1, nil", n, err)
 	}
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&left); err != nil {
@@ -498,11 +499,11 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	}
 }
 
-// TestStoreContract runs the relay's Store contract against Postgres, the same
-// suite the in-memory fake passes.
-func TestStoreContract(t *testing.T) {
+// TestStoreHonoursTheContract runs the relay's Store contract against Postgres,
+// the same suite the in-memory fake passes.
+func TestStoreHonoursTheContract(t *testing.T) {
 	t.Parallel()
-	relaytest.TestStore(t, func(t *testing.T) relaytest.Harness {
+	relaytest.RunContract(t, func(t *testing.T) relaytest.Harness {
 		pool := pgtest.New(t, paymentsmigrations.FS)
 		return relaytest.Harness{
 			Store: outboxstore.New(pool),

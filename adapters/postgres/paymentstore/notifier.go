@@ -14,11 +14,10 @@ import (
 //
 // Why not inside the transaction: Postgres queues a notification at commit
 // under a lock global to the database, so every transaction that sends one
-// commits after the other. With tools/loadgen on 2 cores at 16 concurrent
-// requests that halved POST /payments (docs/BENCHMARKS.md). Sent by one
-// goroutine after the commits, the NOTIFY waits on nobody but itself, and
-// under load one notification answers every commit signalled while the
-// previous one was on its way.
+// commits after the other, and under load the writes queue for that lock
+// (the cost: docs/BENCHMARKS.md). Sent by one goroutine after the commits,
+// the NOTIFY waits on nobody but itself, and under load one notification
+// answers every commit signalled while the previous one was on its way.
 //
 // A NOTIFY is only a hint: if one is lost (or the server is briefly away),
 // the relays' poll finds the rows.

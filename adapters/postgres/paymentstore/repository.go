@@ -61,8 +61,8 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 	// Ids are passed to pgx as plain strings throughout this file: for a
 	// named string type such as payment.ID pgx first tries the binary uuid
 	// format, fails, builds an error with fmt.Errorf and only then falls
-	// back to text — on every parameter, measured at ~3% of the service's
-	// CPU per request. A plain string goes straight to the text format.
+	// back to text, on every parameter of every request. A plain string
+	// goes straight to the text format. (What it cost: docs/BENCHMARKS.md.)
 	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
@@ -76,7 +76,8 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		// Nothing to read first, so the whole write is ONE round trip: a batch
 		// sent outside an explicit transaction runs in a single implicit
 		// transaction (everything up to the protocol's Sync), all or nothing,
-		// and Close returns the first error — the commit's included.
+		// and Close returns the first error — the commit's included. (The
+		// shapes of transaction and when each fits: adapters/postgres/tx.go.)
 		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
 			return payments.Outcome{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
 		}
@@ -154,8 +155,8 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		}
 		// pgtype.UUID, not uuid.UUID: pgx encodes it straight to binary,
 		// while uuid.UUID is a driver.Valuer whose string pgx first fails to
-		// encode as binary (building an error) and then parses — about 8% of
-		// the service's CPU per POST /payments in a profile.
+		// encode as binary (building an error) and then parses, on every
+		// outbox row written (the cost: docs/BENCHMARKS.md).
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
 			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body)
 	}

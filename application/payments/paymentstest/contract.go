@@ -10,10 +10,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// RepositoryContract is the behaviour every payments.Repository must have.
-// Each implementation's tests call it with a constructor of a fresh, empty
+// RunContract runs the behaviour every payments.Repository must have. Each
+// implementation's tests call it with a constructor of a fresh, empty
 // repository, so the in-memory fake cannot drift from the real one.
-func RepositoryContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
+func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 	ctx := context.Background()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 123_000_000, time.UTC)
 	ids := 0

@@ -1,6 +1,7 @@
-// Package paymentstest provides an in-memory payments.Repository for unit
-// tests of the use cases, and the contract that every Repository — this fake
-// and the Postgres one alike — must pass.
+// Package paymentstest holds the payments package's test doubles and the
+// contract every payments.Repository must honour: FakeRepository, an in-memory
+// repository for the use cases' unit tests, and RunContract, one suite that the
+// fake and the Postgres repository of adapters/postgres/paymentstore both pass.
 package paymentstest
 
 import (
@@ -11,12 +12,12 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-var _ payments.Repository = (*Repository)(nil)
+var _ payments.Repository = (*FakeRepository)(nil)
 
-// Repository is an in-memory payments.Repository. One mutex serialises every
+// FakeRepository is an in-memory payments.Repository. One mutex serialises every
 // call, which gives the same isolation as the Postgres row lock. Events holds
 // what the outbox would: every committed event, in commit order.
-type Repository struct {
+type FakeRepository struct {
 	mu       sync.Mutex
 	payments map[payment.ID]payment.Snapshot
 	keys     map[string]storedKey
@@ -29,20 +30,20 @@ type storedKey struct {
 	refund      *payment.Refund
 }
 
-// NewRepository returns an empty Repository.
-func NewRepository() *Repository {
-	return &Repository{payments: map[payment.ID]payment.Snapshot{}, keys: map[string]storedKey{}}
+// NewFakeRepository returns an empty FakeRepository.
+func NewFakeRepository() *FakeRepository {
+	return &FakeRepository{payments: map[payment.ID]payment.Snapshot{}, keys: map[string]storedKey{}}
 }
 
 // Events returns every committed event so far.
-func (r *Repository) Events() []payment.Event {
+func (r *FakeRepository) Events() []payment.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]payment.Event(nil), r.events...)
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(_ context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
+func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -54,7 +55,7 @@ func (r *Repository) Create(_ context.Context, p *payment.Payment, key *payments
 }
 
 // Update implements payments.Repository.
-func (r *Repository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
+func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -78,7 +79,7 @@ func (r *Repository) Update(_ context.Context, id payment.ID, key *payments.Idem
 
 // commit moves p's events to the outbox and stores key's outcome; it returns
 // the refund recorded in this unit of work, if any.
-func (r *Repository) commit(p *payment.Payment, key *payments.IdempotencyKey) *payment.Refund {
+func (r *FakeRepository) commit(p *payment.Payment, key *payments.IdempotencyKey) *payment.Refund {
 	var refund *payment.Refund
 	for _, e := range p.PullEvents() {
 		if ev, ok := e.(payment.Refunded); ok {
@@ -92,7 +93,7 @@ func (r *Repository) commit(p *payment.Payment, key *payments.IdempotencyKey) *p
 	return refund
 }
 
-func (r *Repository) replay(key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
 	if key == nil {
 		return payments.Outcome{}, false, nil
 	}
@@ -111,7 +112,7 @@ func (r *Repository) replay(key *payments.IdempotencyKey) (payments.Outcome, boo
 }
 
 // Get implements payments.Repository.
-func (r *Repository) Get(_ context.Context, id payment.ID) (*payment.Payment, error) {
+func (r *FakeRepository) Get(_ context.Context, id payment.ID) (*payment.Payment, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.payments[id]

@@ -1,7 +1,9 @@
-// Package postingtest holds the contract every implementation of the posting
-// ports must honour. The in-memory fake of the posting tests and the Postgres
-// store of adapters/postgres/ledgerstore both run it, so the fake the unit
-// tests rely on cannot drift from the real thing.
+// Package postingtest holds the posting package's test doubles and the
+// contract every implementation of its storage ports must honour: FakeStore,
+// an in-memory ledger database for the use cases' unit tests, and
+// RunContract, one suite that the fake and the Postgres store of
+// adapters/postgres/ledgerstore both pass, so the fake the unit tests rely on
+// cannot drift from the real thing.
 package postingtest
 
 import (
@@ -56,8 +58,8 @@ func inboxMsg(id string) posting.InboxMessage {
 	return posting.InboxMessage{ID: id, Type: posting.TypePaymentCreated, Payload: []byte(`{"k":1}`), ReceivedAt: at, ProcessedAt: at}
 }
 
-// Run runs the contract against stores made by open, one per subtest.
-func Run(t *testing.T, open func(t *testing.T) Store) {
+// RunContract runs the contract against stores made by open, one per subtest.
+func RunContract(t *testing.T, open func(t *testing.T) Store) {
 	ctx := context.Background()
 
 	t.Run("inbox insert is idempotent", func(t *testing.T) {

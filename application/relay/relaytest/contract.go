@@ -1,6 +1,7 @@
-// Package relaytest holds the contract every relay.Store must honour, as one test
-// suite that runs against the in-memory fake of the relay's unit tests and against
-// the Postgres store alike. If the fake passes it, tests written with the fake say
+// Package relaytest holds the relay's test doubles and the contract every
+// relay.Store must honour: FakeStore, an in-memory outbox for the relay's unit
+// tests, and RunContract, one suite that runs against the fake and the Postgres
+// store alike. Because the fake passes it, tests written with the fake say
 // something true about production.
 package relaytest
 
@@ -27,8 +28,8 @@ type Harness struct {
 	State func(t *testing.T, id uuid.UUID) (status string, attempts int)
 }
 
-// TestStore runs the contract; newHarness must return an empty store each call.
-func TestStore(t *testing.T, newHarness func(t *testing.T) Harness) {
+// RunContract runs the contract; newHarness must return an empty store each call.
+func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 	t.Run("claims due rows oldest first up to the limit", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)

@@ -1,8 +1,10 @@
-package posting_test
+package postingtest
 
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,29 +12,51 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// memStore is an in-memory fake of the ledger database: Transactor, Reader
-// and Cleaner. Transact serialises transactions and rolls back by restoring
-// a copy of the state when fn fails.
-type memStore struct {
-	mu      sync.Mutex
-	inbox   map[string]posting.InboxMessage
-	txs     []ledger.Transaction
-	failTx  error // returned by Transact instead of committing, when set
-	deleted int
+var _ Store = (*FakeStore)(nil)
+
+// FakeStore is an in-memory ledger database: posting.Transactor and
+// posting.Reader. Transact serialises transactions and rolls back by restoring
+// a copy of the state when fn fails, so a failed message leaves nothing, as in
+// Postgres. It is safe for concurrent use.
+type FakeStore struct {
+	mu     sync.Mutex
+	inbox  map[string]posting.InboxMessage
+	txs    []ledger.Transaction
+	failTx error // returned by Transact instead of committing, when set
 }
 
-func newMemStore() *memStore {
-	return &memStore{inbox: map[string]posting.InboxMessage{}}
+// NewFakeStore returns an empty FakeStore.
+func NewFakeStore() *FakeStore {
+	return &FakeStore{inbox: map[string]posting.InboxMessage{}}
 }
 
-func (m *memStore) Transact(ctx context.Context, fn func(posting.Repos) error) error {
+// FailCommits makes every Transact roll back and return err after fn
+// succeeded, as a failed COMMIT would, until it is called with nil.
+func (m *FakeStore) FailCommits(err error) {
+	m.mu.Lock()
+	m.failTx = err
+	m.mu.Unlock()
+}
+
+// Inbox returns a copy of the committed inbox rows, by message id.
+func (m *FakeStore) Inbox() map[string]posting.InboxMessage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	inbox := make(map[string]posting.InboxMessage, len(m.inbox))
-	for k, v := range m.inbox {
-		inbox[k] = v
-	}
-	txs := append([]ledger.Transaction(nil), m.txs...)
+	return maps.Clone(m.inbox)
+}
+
+// Transactions returns the committed ledger transactions, in posting order.
+func (m *FakeStore) Transactions() []ledger.Transaction {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.txs)
+}
+
+// Transact implements posting.Transactor.
+func (m *FakeStore) Transact(ctx context.Context, fn func(posting.Repos) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	inbox, txs := maps.Clone(m.inbox), slices.Clone(m.txs)
 	err := fn(posting.Repos{Inbox: memInbox{m}, Ledger: memLedger{m}})
 	if err == nil {
 		err = m.failTx
@@ -43,7 +67,7 @@ func (m *memStore) Transact(ctx context.Context, fn func(posting.Repos) error) e
 	return err
 }
 
-type memInbox struct{ m *memStore }
+type memInbox struct{ m *FakeStore }
 
 func (i memInbox) Insert(_ context.Context, msg posting.InboxMessage) (bool, error) {
 	if _, ok := i.m.inbox[msg.ID]; ok {
@@ -63,7 +87,7 @@ func (i memInbox) Annotate(_ context.Context, id, note string) error {
 	return nil
 }
 
-type memLedger struct{ m *memStore }
+type memLedger struct{ m *FakeStore }
 
 func (l memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (bool, error) {
 	if !tx.Balanced() {
@@ -79,7 +103,8 @@ func (l memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (
 	return true, nil
 }
 
-func (m *memStore) Balances(_ context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
+// Balances implements posting.Reader.
+func (m *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sums := map[string]int64{}
@@ -105,7 +130,8 @@ func (m *memStore) Balances(_ context.Context, account ledger.AccountID) ([]ledg
 	return out, nil
 }
 
-func (m *memStore) PaymentTransactions(_ context.Context, paymentID string) ([]ledger.Transaction, error) {
+// PaymentTransactions implements posting.Reader.
+func (m *FakeStore) PaymentTransactions(_ context.Context, paymentID string) ([]ledger.Transaction, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []ledger.Transaction
@@ -118,21 +144,4 @@ func (m *memStore) PaymentTransactions(_ context.Context, paymentID string) ([]l
 		return nil, ledger.ErrPaymentNotFound
 	}
 	return out, nil
-}
-
-func (m *memStore) DeleteInboxBefore(_ context.Context, cutoff time.Time, limit int) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var n int64
-	for id, msg := range m.inbox {
-		if int(n) == limit {
-			break
-		}
-		if msg.ReceivedAt.Before(cutoff) {
-			delete(m.inbox, id)
-			n++
-		}
-	}
-	m.deleted++
-	return n, nil
 }

@@ -1,0 +1,99 @@
+// Package metrics exports what the application's metric ports report as
+// Prometheus series. The application declares the port (relay.Metrics) and
+// never imports Prometheus; the binary registers these series on the registry
+// its /metrics serves (no global registry).
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/application/relay"
+)
+
+var _ relay.Metrics = (*Relay)(nil)
+
+// Relay is the outbox relay's series. The age of the oldest PENDING row is the
+// one to alert on (README, "What to monitor").
+type Relay struct {
+	oldestPendingAge prometheus.Gauge
+	pendingRows      prometheus.Gauge
+	deadRows         prometheus.Gauge
+	published        prometheus.Counter
+	failures         prometheus.Counter
+	dead             prometheus.Counter
+	latency          prometheus.Histogram
+	callDuration     prometheus.Histogram
+}
+
+// NewRelay creates the relay's series and registers them on reg. It fails if
+// reg already holds series of the same names.
+func NewRelay(reg prometheus.Registerer) (*Relay, error) {
+	m := &Relay{
+		oldestPendingAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_oldest_pending_age_seconds",
+			Help: "Age of the oldest PENDING outbox row; 0 when none. The alert signal: it grows whenever events stop leaving.",
+		}),
+		pendingRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_pending_rows",
+			Help: "Outbox rows waiting to be published, including those waiting for a retry.",
+		}),
+		deadRows: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_dead_rows",
+			Help: "Outbox rows that exhausted their attempts; requeue them with `payments outbox requeue`.",
+		}),
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_published_total",
+			Help: "Outbox messages acknowledged by the broker.",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_publish_failures_total",
+			Help: "Outbox messages the broker did not acknowledge (each attempt counts).",
+		}),
+		dead: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_dead_total",
+			Help: "Outbox messages moved to DEAD after their last attempt.",
+		}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "outbox_publish_latency_seconds",
+			Help:    "Time from the event's commit (outbox created_at) to the broker's acknowledgement.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 1800},
+		}),
+		callDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "outbox_publish_call_duration_seconds",
+			Help:    "Duration of one batch publish to the broker (all its PublishBatch calls).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.oldestPendingAge, m.pendingRows, m.deadRows,
+		m.published, m.failures, m.dead, m.latency, m.callDuration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// PublishCall implements relay.Metrics.
+func (m *Relay) PublishCall(d time.Duration) { m.callDuration.Observe(d.Seconds()) }
+
+// Published implements relay.Metrics.
+func (m *Relay) Published(sinceCommit time.Duration) {
+	m.published.Inc()
+	m.latency.Observe(sinceCommit.Seconds())
+}
+
+// PublishFailed implements relay.Metrics.
+func (m *Relay) PublishFailed() { m.failures.Inc() }
+
+// Dead implements relay.Metrics.
+func (m *Relay) Dead() { m.dead.Inc() }
+
+// Backlog implements relay.Metrics: the gauges take the whole table's backlog,
+// which every replica reports alike.
+func (m *Relay) Backlog(s relay.Stats) {
+	m.pendingRows.Set(float64(s.Pending))
+	m.deadRows.Set(float64(s.Dead))
+	m.oldestPendingAge.Set(s.OldestPending.Seconds())
+}

@@ -1,0 +1,82 @@
+package paymentsoutbox_test
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/payments-outbox/payments-outbox"
+
+// TestInnerLayersImportOnlyWhatTheyMay keeps the dependency rule the README
+// states (imports flow cmd → adapters → application → domain): the domain
+// imports the standard library and itself; the application adds the domain,
+// other application packages and two small general-purpose modules. A driver,
+// a broker SDK or a metrics client belongs in an adapter behind a port the
+// application declares. Test files count too: a contract suite or a fake that
+// needs an adapter's library is in the wrong layer.
+func TestInnerLayersImportOnlyWhatTheyMay(t *testing.T) {
+	allowed := map[string][]string{ // layer → import path prefixes it may use beyond the standard library
+		module + "/domain/":      {module + "/domain/"},
+		module + "/application/": {module + "/domain/", module + "/application/", "github.com/google/uuid/", "golang.org/x/sync/"},
+	}
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports",
+		module+"/domain/...", module+"/application/...")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(out)
+	packages := 0
+	for {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		packages++
+		var may []string
+		for layer, prefixes := range allowed {
+			if strings.HasPrefix(p.ImportPath+"/", layer) {
+				may = prefixes
+			}
+		}
+		for _, imp := range append(append(p.Imports, p.TestImports...), p.XTestImports...) {
+			if !standard(imp) && !hasAnyPrefix(imp, may) {
+				t.Errorf("%s imports %s; only the standard library and %v are allowed there", p.ImportPath, imp, may)
+			}
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	if packages < 6 {
+		t.Fatalf("go list found %d packages under domain/ and application/; the test is not looking where it should", packages)
+	}
+}
+
+// standard reports whether path is in the standard library: the go command
+// reserves import paths whose first element has no dot for it.
+func standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+func hasAnyPrefix(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(path+"/", p) {
+			return true
+		}
+	}
+	return false
+}
