@@ -23,8 +23,9 @@ const (
 // applies. Any other type is recorded in the inbox and acknowledged without
 // being applied, so that producers can ship a new type first. Adding a type
 // the ledger posts is one entry here; the ledger's schema takes any kind, and
-// `ledger reconcile` compares facts of every kind it finds here (reading the
-// payments side through ledgerstore's per-kind queries).
+// `ledger reconcile` compares facts of every kind, reading the payments side
+// from the view in which the payments service lists them (ledger_facts; a
+// test requires a branch there for every kind here).
 var rules = map[string]rule{
 	TypePaymentCreated: {
 		kind:      "payment",
@@ -65,8 +66,8 @@ func (r rule) versions() string {
 	return strings.Join(slices.Sorted(maps.Keys(r.decode)), ", ")
 }
 
-// Kinds returns every kind of fact the ledger posts, so that the adapter
-// reading the payments side of a reconciliation can be checked against it.
+// Kinds returns every kind of fact the ledger posts, so that the payments
+// side of a reconciliation can be checked against it.
 func Kinds() []ledger.Kind {
 	var kinds []ledger.Kind
 	for _, r := range rules {

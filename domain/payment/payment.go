@@ -128,6 +128,27 @@ func hasControl(s string) bool {
 	return false
 }
 
+// TypeCreated is the type name Created is published under.
+const TypeCreated = "payment.created"
+
+// Created is recorded when a payment is created.
+type Created struct {
+	PaymentID  ID
+	Amount     Money
+	PayerID    string
+	MerchantID string
+	At         time.Time
+}
+
+// EventType implements Event.
+func (Created) EventType() string { return TypeCreated }
+
+// AggregateID implements Event.
+func (e Created) AggregateID() ID { return e.PaymentID }
+
+// OccurredAt implements Event.
+func (e Created) OccurredAt() time.Time { return e.At }
+
 // Refund takes amount back from the payment as refund id and records a
 // Refunded event. Partial refunds are allowed until the refunded total
 // reaches the payment's amount; nothing changes when a rule fails.
@@ -168,6 +189,31 @@ type Refund struct {
 	Amount    Money
 	CreatedAt time.Time
 }
+
+// TypeRefunded is the type name Refunded is published under.
+const TypeRefunded = "payment.refunded"
+
+// Refunded is recorded for each refund. It carries the parties and the total
+// refunded so far, so that a consumer can post it without having seen the
+// payment's Created event first (standard SNS/SQS does not keep order).
+type Refunded struct {
+	PaymentID     ID
+	RefundID      RefundID
+	Amount        Money // this refund
+	RefundedTotal Money // all refunds so far, this one included
+	PayerID       string
+	MerchantID    string
+	At            time.Time
+}
+
+// EventType implements Event.
+func (Refunded) EventType() string { return TypeRefunded }
+
+// AggregateID implements Event.
+func (e Refunded) AggregateID() ID { return e.PaymentID }
+
+// OccurredAt implements Event.
+func (e Refunded) OccurredAt() time.Time { return e.At }
 
 func (p *Payment) record(e Event) { p.events = append(p.events, e) }
 

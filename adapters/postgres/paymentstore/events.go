@@ -27,11 +27,11 @@ type wireForm struct {
 	data        func(payment.Event) (any, error)
 }
 
-// wireForms is the producer's registry: one entry per type in
-// payment.EventTypes (a test fails naming a type that has none). The relay
-// needs nothing more: it publishes any outbox row. A breaking change to an
-// event's data adds a new wire struct and bumps the entry's data version;
-// consumers accept both versions for a while.
+// wireForms is the producer's registry: one entry per event type the domain
+// declares (a test reads domain/payment and fails naming a type that has
+// none). The relay needs nothing more: it publishes any outbox row. A
+// breaking change to an event's data adds a new wire struct and bumps the
+// entry's data version; consumers accept both versions for a while.
 var wireForms = map[string]wireForm{
 	payment.TypeCreated: wire("1", func(e payment.Created) any {
 		return createdV1{
