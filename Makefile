@@ -58,3 +58,7 @@ BENCH_ARGS ?= -runs 3
 .PHONY: bench
 bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDPOINT_URL adds end to end; BENCH_ARGS='-report docs/BENCHMARKS.md' records it)
 	$(GO) run ./tools/loadgen $(BENCH_ARGS)
+
+.PHONY: client-check
+client-check: ## generate a Go client from each OpenAPI document in api/ (the README's command) and build it; needs the Go module proxy
+	bash scripts/client-check.sh

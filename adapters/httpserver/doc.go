@@ -2,8 +2,8 @@
 // each API (paymentsapi, ledgerapi) holds only its routes, its wire shapes and
 // its own errors, and neither depends on the other:
 //
-//   - NewRouter: a chi router with /healthz, /readyz and /metrics, and
-//     problem+json answers for unknown routes and methods;
+//   - NewRouter: a chi router with /healthz, /readyz, /metrics and
+//     /openapi.yaml, and problem+json answers for unknown routes and methods;
 //   - the middleware every request goes through: request id, access log,
 //     Prometheus metrics, panic recovery, and Timeout for the API routes;
 //   - RFC 9457 problem+json (Problem, WriteProblem) and WriteJSON;

@@ -21,11 +21,21 @@ type Ops struct {
 	// served on /metrics.
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
+	// OpenAPI, when set, is the service's OpenAPI document, served on
+	// GET /openapi.yaml so a client can generate code from the running
+	// service.
+	OpenAPI []byte
 }
+
+// OpenAPIContentType is the media type of GET /openapi.yaml:
+// application/yaml, YAML's registered type (RFC 9512). The more specific
+// application/openapi+yaml is still an Internet-Draft, not registered.
+const OpenAPIContentType = "application/yaml"
 
 // NewRouter returns a chi router with the shared middleware, problem+json
 // answers for unknown routes and methods, and /healthz (the process is up),
-// /readyz (it can do its work) and /metrics. A service adds its own routes.
+// /readyz (it can do its work), /metrics and /openapi.yaml. A service adds its
+// own routes.
 func NewRouter(o Ops) chi.Router {
 	r := chi.NewRouter()
 	r.Use(Middleware(o.Log, o.Metrics)...)
@@ -53,6 +63,12 @@ func NewRouter(o Ops) chi.Router {
 	})
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	}
+	if o.OpenAPI != nil {
+		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", OpenAPIContentType)
+			_, _ = w.Write(o.OpenAPI)
+		})
 	}
 	return r
 }

@@ -3,6 +3,9 @@
 // RFC 9457 problem+json, mapped in one place (writeError). The router, the
 // operational endpoints (health, readiness, Prometheus metrics) and the
 // middleware come from httpserver, which the payments API shares.
+//
+// The contract is api/ledger.openapi.yaml, served on GET /openapi.yaml; every
+// test here checks its exchanges against it (api/apitest).
 package ledgerapi
 
 import (
@@ -17,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -49,7 +53,10 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{q: cfg.Queries, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
+	r := httpserver.NewRouter(httpserver.Ops{
+		Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer,
+		OpenAPI: apidoc.Ledger(),
+	})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Get("/accounts/{id}/balance", a.balance)

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -51,15 +54,18 @@ func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction
 	return []ledger.Transaction{tx}, err
 }
 
+// newServer serves the API on q, every exchange checked against the API's
+// OpenAPI document: each test of the API is also a test of its contract.
 func newServer(t *testing.T, q ledgerapi.Queries, ready error) *httptest.Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "ledger_messages_processed_total", Help: "x"}))
-	srv := httptest.NewServer(ledgerapi.NewHandler(ledgerapi.Config{
+	h := ledgerapi.NewHandler(ledgerapi.Config{
 		Queries:  q,
 		Ready:    func(context.Context) error { return ready },
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Gatherer: reg,
-	}))
+	})
+	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -88,6 +94,7 @@ func TestRoutes(t *testing.T) {
 		{"not ready", fakeQueries{}, errors.New("down"), "/readyz", 503, "application/problem+json", `not-ready`},
 		{"metrics", fakeQueries{}, nil, "/metrics", 200, "text/plain", `ledger_messages_processed_total`},
 		{"no route", fakeQueries{}, nil, "/nope", 404, "application/problem+json", `not-found`},
+		{"openapi", fakeQueries{}, nil, "/openapi.yaml", 200, "application/yaml", string(apidoc.Ledger())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,4 +187,11 @@ func TestEntriesSumToZero(t *testing.T) {
 			t.Errorf("transaction entries sum to %d, want 0", sum)
 		}
 	}
+}
+
+// TestRoutesAreDocumented: the router serves exactly the operations of the
+// OpenAPI document, no more (undocumented) and no fewer (documented in vain).
+func TestRoutesAreDocumented(t *testing.T) {
+	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler), Gatherer: prometheus.NewRegistry()})
+	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
 }

@@ -24,9 +24,10 @@ import (
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
-// The bad input of issue 6 that TestBadRequests does not already send, over
-// real HTTP to a real Postgres: every request is answered 4xx with
-// problem+json (never 5xx), and none of them leaves a row behind.
+// The bad input that TestBadRequests does not already send, over real HTTP to
+// a real Postgres: every request is answered 4xx with the problem+json the
+// OpenAPI document (api/payments.openapi.yaml) gives its route, never 5xx,
+// and none of them leaves a row behind.
 
 // rowCounts is what a request could have half-written.
 func rowCounts(t *testing.T, pool *pgxpool.Pool) [4]int {
@@ -190,9 +191,9 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
-	srv := httptest.NewUnstartedServer(paymentsapi.NewHandler(paymentsapi.Config{
+	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}))
+	})))
 	srv.Config.ReadHeaderTimeout = 300 * time.Millisecond // cmd/payments sets 5s
 	srv.Start()
 	t.Cleanup(srv.Close)

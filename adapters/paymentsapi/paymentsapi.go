@@ -3,6 +3,9 @@
 // Idempotency-Key header, and turns errors into RFC 9457 problem+json in one
 // place (writeError). The router, the operational endpoints and the
 // middleware come from httpserver, which the ledger's API shares.
+//
+// The contract is api/payments.openapi.yaml, served on GET /openapi.yaml;
+// every test here checks its exchanges against it (api/apitest).
 package paymentsapi
 
 import (
@@ -15,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -51,7 +55,10 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{svc: cfg.Service, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.Ops{Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer})
+	r := httpserver.NewRouter(httpserver.Ops{
+		Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer,
+		OpenAPI: apidoc.Payments(),
+	})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Post("/payments", a.createPayment)

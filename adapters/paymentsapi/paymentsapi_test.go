@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,11 +23,19 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// validated returns h with every exchange checked against the API's OpenAPI
+// document: each test of the API is also a test of its contract.
+func validated(t testing.TB, h http.Handler) http.Handler {
+	return apitest.New(t, apidoc.Payments()).Handler(t, h)
+}
 
 // newServer is the real router on the real service and a real Postgres.
 func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
@@ -39,7 +48,7 @@ func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	})
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	return srv, pool
 }
@@ -339,4 +348,23 @@ func TestHealthReadyMetrics(t *testing.T) {
 	}
 	pool.Close() // the database is gone: not ready
 	assertProblem(t, do(t, srv, "GET", "/readyz", "", ""), 503, "/problems/not-ready")
+}
+
+// TestRoutesAreDocumented: the router serves exactly the operations of the
+// OpenAPI document, no more (undocumented) and no fewer (documented in vain).
+func TestRoutesAreDocumented(t *testing.T) {
+	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler), Gatherer: prometheus.NewRegistry()})
+	apitest.New(t, apidoc.Payments()).CheckRoutes(t, h.(chi.Routes))
+}
+
+// TestServesItsOpenAPIDocument: GET /openapi.yaml is the document in api/,
+// the one every test here validates against.
+func TestServesItsOpenAPIDocument(t *testing.T) {
+	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(validated(t, h))
+	t.Cleanup(srv.Close)
+	res := do(t, srv, http.MethodGet, "/openapi.yaml", "", "")
+	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/yaml" || !bytes.Equal(res.body, apidoc.Payments()) {
+		t.Errorf("GET /openapi.yaml: %d %q, %d bytes; want 200 application/yaml with api/%s", res.status, res.header.Get("Content-Type"), len(res.body), apidoc.PaymentsFile)
+	}
 }

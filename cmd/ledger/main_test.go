@@ -20,6 +20,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -164,6 +166,7 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 		t.Fatal("the server did not start")
 	}
 	base := "http://" + addr
+	client := apitest.New(t, apidoc.Ledger()).Client(t) // every exchange checked against the API's document
 
 	paymentID, merchant := uuid.NewString(), "mer_"+uuid.NewString()[:8]
 	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
@@ -180,7 +183,7 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		res, err := http.Get(base + "/accounts/" + merchant + "/balance")
+		res, err := client.Get(base + "/accounts/" + merchant + "/balance")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +205,7 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 		"/metrics":                            `ledger_messages_processed_total{outcome="applied"} 1`,
 		"/readyz":                             `ready`,
 	} {
-		res, err := http.Get(base + path)
+		res, err := client.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}

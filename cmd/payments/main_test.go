@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -81,7 +83,8 @@ func TestServeAndShutDown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not serving after 30s")
 	}
-	res, err := http.Post("http://"+addr+"/payments", "application/json",
+	client := apitest.New(t, apidoc.Payments()).Client(t) // every exchange checked against the API's document
+	res, err := client.Post("http://"+addr+"/payments", "application/json",
 		strings.NewReader(`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
+	err := run(ctx, os.Args[1:], os.Stdout, &http.Client{Timeout: 10 * time.Second})
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) { // -h printed the usage: not a failure
 		fmt.Fprintln(os.Stderr, "walkthrough:", err)
@@ -44,9 +44,11 @@ type walk struct {
 	client           *http.Client
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+// run runs the walkthrough with client; its test passes one that checks every
+// exchange against the services' OpenAPI documents.
+func run(ctx context.Context, args []string, out io.Writer, client *http.Client) error {
 	fs := flag.NewFlagSet("walkthrough", flag.ContinueOnError)
-	w := &walk{out: out, client: &http.Client{Timeout: 10 * time.Second}}
+	w := &walk{out: out, client: client}
 	fs.StringVar(&w.payments, "payments", "http://localhost:8080", "payments service base URL")
 	fs.StringVar(&w.ledger, "ledger", "http://localhost:8081", "ledger service base URL")
 	fs.StringVar(&w.key, "key", "order-"+time.Now().UTC().Format("20060102150405"), "Idempotency-Key of the payment")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
@@ -62,10 +66,24 @@ func TestReadmeWalkthrough(t *testing.T) {
 	payAddr := start(t, dir, "payments", env["payments"]).Addr()
 	ledAddr := start(t, dir, "ledger", env["ledger"]).Addr()
 
+	// Every exchange of the walkthrough is checked against its service's
+	// OpenAPI document: what the README shows is what the documents promise.
+	toPayments := apitest.New(t, apidoc.Payments()).Transport(t, nil)
+	toLedger := apitest.New(t, apidoc.Ledger()).Transport(t, nil)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		switch r.URL.Host {
+		case payAddr:
+			return toPayments.RoundTrip(r)
+		case ledAddr:
+			return toLedger.RoundTrip(r)
+		}
+		return nil, fmt.Errorf("the walkthrough called %s, neither service", r.URL.Host)
+	})}
+
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := run(ctx, []string{"-payments", "http://" + payAddr, "-ledger", "http://" + ledAddr, "-key", "order-1001"}, &out); err != nil {
+	if err := run(ctx, []string{"-payments", "http://" + payAddr, "-ledger", "http://" + ledAddr, "-key", "order-1001"}, &out, client); err != nil {
 		t.Fatalf("walkthrough: %v\n%s", err, out.String())
 	}
 	got := strings.NewReplacer("http://"+payAddr, "http://localhost:8080", "http://"+ledAddr, "http://localhost:8081").Replace(out.String())
@@ -82,6 +100,10 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Errorf("the walkthrough's output differs from README.md (ids and timestamps aside).\ngot:\n%s\nREADME:\n%s", got, m[1])
 	}
 }
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 var (
 	uuidRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)

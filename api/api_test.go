@@ -1,0 +1,208 @@
+package api_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
+)
+
+var documents = []struct {
+	file string
+	doc  []byte
+	// code are the packages whose problem types the service answers.
+	code []string
+}{
+	{api.PaymentsFile, api.Payments(), []string{"../adapters/httpserver", "../adapters/paymentsapi"}},
+	{api.LedgerFile, api.Ledger(), []string{"../adapters/httpserver", "../adapters/ledgerapi"}},
+}
+
+// TestDocumentsAreValid: each document loads, is a valid OpenAPI 3.1
+// document, and says what the service answers off its routes.
+func TestDocumentsAreValid(t *testing.T) {
+	for _, d := range documents {
+		t.Run(d.file, func(t *testing.T) {
+			apitest.New(t, d.doc) // fails t unless it loads and validates
+			if doc := load(t, d.doc); doc.OpenAPI != "3.1.0" {
+				t.Errorf("openapi: %s, want 3.1.0", doc.OpenAPI)
+			}
+		})
+	}
+}
+
+// TestEveryProblemTypeIsDocumented: the problem types in a document's
+// ProblemType are exactly those its service's code can answer, and the
+// responses name only those. A new problem type in the code fails here until
+// the document explains it.
+func TestEveryProblemTypeIsDocumented(t *testing.T) {
+	for _, d := range documents {
+		t.Run(d.file, func(t *testing.T) {
+			doc := load(t, d.doc)
+			documented := problemTypes(t, doc)
+			var answered []string
+			for _, dir := range d.code {
+				answered = append(answered, slugsIn(t, dir)...)
+			}
+			for _, slug := range answered {
+				if !slices.Contains(documented, "/problems/"+slug) {
+					t.Errorf("the code answers /problems/%s, which ProblemType does not list", slug)
+				}
+			}
+			for _, typ := range documented {
+				if !slices.Contains(answered, strings.TrimPrefix(typ, "/problems/")) {
+					t.Errorf("ProblemType lists %s, which the code never answers", typ)
+				}
+			}
+
+			named := map[string]bool{}
+			for where, types := range responseTypes(doc) {
+				for _, typ := range types {
+					named[typ] = true
+					if !slices.Contains(documented, typ) {
+						t.Errorf("%s names %s, which ProblemType does not list", where, typ)
+					}
+				}
+			}
+			for _, typ := range documented {
+				// No client receives a 499: its client has gone.
+				if !named[typ] && typ != "/problems/client-closed-request" {
+					t.Errorf("ProblemType lists %s, but no response carries it", typ)
+				}
+			}
+		})
+	}
+}
+
+func load(t *testing.T, b []byte) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// problemTypes returns the consts of the document's ProblemType.
+func problemTypes(t *testing.T, doc *openapi3.T) []string {
+	t.Helper()
+	ref := doc.Components.Schemas["ProblemType"]
+	if ref == nil {
+		t.Fatal("no components.schemas.ProblemType")
+	}
+	var out []string
+	for _, one := range ref.Value.OneOf {
+		s, ok := one.Value.Const.(string)
+		// The title names the constant a generated client gets.
+		if !ok || one.Value.Title == "" || one.Value.Description == "" {
+			t.Errorf("ProblemType: each oneOf must be a const with a title and a description of its meaning, got %+v", one.Value)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// responseTypes returns the problem types each problem+json response names,
+// by where it is in the document.
+func responseTypes(doc *openapi3.T) map[string][]string {
+	out := map[string][]string{}
+	add := func(where string, res *openapi3.ResponseRef) {
+		if res == nil || res.Ref != "" || res.Value == nil {
+			return // a $ref is visited as a component
+		}
+		mt := res.Value.Content.Get("application/problem+json")
+		if mt == nil || mt.Schema == nil {
+			return
+		}
+		for _, part := range mt.Schema.Value.AllOf {
+			typ := part.Value.Properties["type"]
+			if typ == nil {
+				continue
+			}
+			if s, ok := typ.Value.Const.(string); ok {
+				out[where] = append(out[where], s)
+			}
+			for _, e := range typ.Value.Enum {
+				if s, ok := e.(string); ok {
+					out[where] = append(out[where], s)
+				}
+			}
+		}
+	}
+	for name, res := range doc.Components.Responses {
+		add("components.responses."+name, res)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, res := range op.Responses.Map() {
+				add(method+" "+path+" "+status, res)
+			}
+		}
+	}
+	return out
+}
+
+// slugsIn returns the problem slugs the Go package in dir answers: the second
+// argument of each NewProblem call, and the second field of each
+// requestError literal (paymentsapi's refusals before the application).
+func slugsIn(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slugs []string
+	str := func(e ast.Expr) {
+		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil {
+				slugs = append(slugs, s)
+			}
+		}
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if name(n.Fun) == "NewProblem" && len(n.Args) > 1 {
+					str(n.Args[1])
+				}
+			case *ast.CompositeLit:
+				if name(n.Type) == "requestError" && len(n.Elts) > 1 {
+					str(n.Elts[1])
+				}
+			}
+			return true
+		})
+	}
+	if len(slugs) == 0 {
+		t.Fatalf("found no problem slug in %s: has the way it answers them changed?", dir)
+	}
+	sort.Strings(slugs)
+	return slices.Compact(slugs)
+}
+
+func name(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	}
+	return ""
+}
