@@ -1,6 +1,12 @@
 # payments-outbox — `make help` lists the targets.
 GO       ?= go
 PKGS     ?= ./...
+# The host ports docker compose publishes (on 127.0.0.1); set them in the
+# environment to move them, for compose and these targets alike.
+POSTGRES_HOST_PORT   ?= 5432
+LOCALSTACK_HOST_PORT ?= 4566
+PAYMENTS_HOST_PORT   ?= 8080
+LEDGER_HOST_PORT     ?= 8081
 
 .DEFAULT_GOAL := help
 
@@ -9,7 +15,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: up
-up: ## docker compose up: Postgres, LocalStack, payments (:8080), ledger (:8081)
+up: ## docker compose up: Postgres, LocalStack, payments (:8080), ledger (:8081), on 127.0.0.1
 	docker compose up --build -d --wait
 
 .PHONY: down
@@ -22,7 +28,7 @@ logs: ## follow the services' logs
 
 .PHONY: demo
 demo: ## run the README walkthrough against the running services
-	$(GO) run ./tools/walkthrough
+	$(GO) run ./tools/walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT)
 
 .PHONY: run-payments
 run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)
@@ -33,9 +39,16 @@ run-ledger: ## run the ledger service from source (needs DATABASE_URL, LEDGER_QU
 	$(GO) run ./cmd/ledger
 
 .PHONY: test
-test: ## the whole test suite (integration tests use DATABASE_URL / AWS_ENDPOINT_URL, else testcontainers)
+test: ## the whole suite (DATABASE_URL / AWS_ENDPOINT_URL, else one container of each); reports every skip
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) run ./tools/testrun -count=1 -timeout 20m $(PKGS)
+
+.PHONY: test-compose
+test-compose: ## the whole suite against the Postgres and LocalStack of a running `docker compose up`
+	DATABASE_URL='postgres://postgres:postgres@127.0.0.1:$(POSTGRES_HOST_PORT)/postgres?sslmode=disable' \
+	AWS_ENDPOINT_URL='http://127.0.0.1:$(LOCALSTACK_HOST_PORT)' \
+	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+	$(GO) run ./tools/testrun -count=1 -timeout 20m $(PKGS)
 
 .PHONY: test-short
 test-short: ## unit tests only (no database, no broker)

@@ -15,6 +15,9 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 )
 
 // No Docker engine runs in CI, so docker-compose.yml is proven here instead:
@@ -149,6 +152,12 @@ func TestComposeImagesArePinned(t *testing.T) {
 	for name, s := range p.Services {
 		if s.Build == nil && !pinned.MatchString(s.Image) {
 			t.Errorf("service %s: image %q is not name:tag@sha256:digest", name, s.Image)
+		}
+	}
+	// Tests start the images compose runs, so both see the same servers.
+	for service, image := range map[string]string{"postgres": pgtest.Image, "localstack": awstest.Image} {
+		if got := p.Services[service].Image; got != image {
+			t.Errorf("compose runs %s as %s, the tests start %s: keep them equal", service, got, image)
 		}
 	}
 	dockerfile := readDockerfile(t)
