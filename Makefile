@@ -7,6 +7,10 @@ POSTGRES_HOST_PORT   ?= 5432
 LOCALSTACK_HOST_PORT ?= 4566
 PAYMENTS_HOST_PORT   ?= 8080
 LEDGER_HOST_PORT     ?= 8081
+# Linters, pinned and built by go run: nothing to install, and they stay out
+# of go.mod, whose module graph they would otherwise join.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT  ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 .DEFAULT_GOAL := help
 
@@ -63,9 +67,11 @@ fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## gofmt check and go vet
+lint: ## gofmt, go vet, staticcheck (staticcheck.conf) and actionlint on .github/workflows
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) run $(ACTIONLINT)
 
 BENCH_ARGS ?= -runs 3
 .PHONY: bench

@@ -15,6 +15,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
@@ -303,5 +304,107 @@ func TestScriptsStayLF(t *testing.T) {
 		if !strings.HasSuffix(line, ": eol: lf") {
 			t.Errorf(".gitattributes: %s, want eol lf", line)
 		}
+	}
+}
+
+// .github/dependabot.yml must hold LocalStack on 4.14.0, the last tag that
+// starts without an auth token, and move the AWS SDK's modules together.
+func TestDependabotHoldsLocalStackAndGroupsTheSDK(t *testing.T) {
+	b, err := os.ReadFile("../../.github/dependabot.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Updates []struct {
+			Ecosystem string `yaml:"package-ecosystem"`
+			Ignore    []struct {
+				Dependency  string   `yaml:"dependency-name"`
+				UpdateTypes []string `yaml:"update-types"`
+			} `yaml:"ignore"`
+			Groups map[string]struct {
+				Patterns []string `yaml:"patterns"`
+			} `yaml:"groups"`
+		} `yaml:"updates"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("dependabot.yml: %v", err)
+	}
+	var heldLocalStack, groupedSDK bool
+	ecosystems := map[string]bool{}
+	for _, u := range cfg.Updates {
+		ecosystems[u.Ecosystem] = true
+		for _, ig := range u.Ignore {
+			if u.Ecosystem == "docker-compose" && ig.Dependency == "localstack/localstack" && len(ig.UpdateTypes) == 0 {
+				heldLocalStack = true
+			}
+		}
+		for _, g := range u.Groups {
+			if u.Ecosystem == "gomod" && slices.Contains(g.Patterns, "github.com/aws/*") {
+				groupedSDK = true
+			}
+		}
+	}
+	if !heldLocalStack {
+		t.Error("dependabot.yml does not ignore every update of localstack/localstack in docker-compose")
+	}
+	if !groupedSDK {
+		t.Error("dependabot.yml has no gomod group for github.com/aws/*")
+	}
+	for _, e := range []string{"gomod", "github-actions", "docker", "docker-compose"} {
+		if !ecosystems[e] {
+			t.Errorf("dependabot.yml does not update %s", e)
+		}
+	}
+}
+
+// .github/workflows/ci.yml is what a fork's CI runs on GitHub's hosted
+// runners (actionlint, in make lint, checks its syntax): the linters, the
+// suite, and the compose stack from up to down with the walkthrough's
+// balances checked in between.
+func TestWorkflowRunsLintTestsAndTheStack(t *testing.T) {
+	b, err := os.ReadFile("../../.github/workflows/ci.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+				If  string `yaml:"if"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("ci.yml: %v", err)
+	}
+	runs := func(job string) string {
+		var all []string
+		for _, s := range wf.Jobs[job].Steps {
+			all = append(all, s.Run)
+		}
+		return strings.Join(all, "\n")
+	}
+	if !strings.Contains(runs("lint"), "make lint") {
+		t.Error("the lint job does not run make lint")
+	}
+	if !strings.Contains(runs("test"), "make test") {
+		t.Error("the test job does not run make test")
+	}
+	compose := runs("compose")
+	if !regexp.MustCompile(`docker compose up .*--wait`).MatchString(compose) {
+		t.Error("the compose job does not wait for the stack to be healthy (docker compose up --wait)")
+	}
+	order := []string{"docker compose up", "make demo", "= 750", "= -750", "docker compose down --volumes"}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(compose[at:], want)
+		if i < 0 {
+			t.Fatalf("the compose job lacks %q after %q:\n%s", want, compose[:at], compose)
+		}
+		at += i + len(want)
+	}
+	last := wf.Jobs["compose"].Steps[len(wf.Jobs["compose"].Steps)-1]
+	if !strings.Contains(last.Run, "docker compose down") || last.If != "always()" {
+		t.Errorf("the compose job's last step should take the stack down always, got %+v", last)
 	}
 }
