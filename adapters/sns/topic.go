@@ -72,7 +72,7 @@ func (w *TopicWatch) Check(ctx context.Context) error {
 	w.mu.Unlock()
 	if changed {
 		if err != nil {
-			w.log.WarnContext(ctx, "SNS topic check failed; events wait in the outbox until it passes",
+			w.log.WarnContext(ctx, "SNS topic check failed",
 				"topic", w.topicARN, "status", status, "err", err)
 		} else {
 			w.log.InfoContext(ctx, "SNS topic check passed", "topic", w.topicARN)
