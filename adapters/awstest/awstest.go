@@ -1,11 +1,14 @@
 // Package awstest gives integration tests a real SNS/SQS endpoint and resources
 // of their own, the way pgtest gives them a database.
 //
-// The endpoint comes from AWS_ENDPOINT_URL when it is set (CI starts moto_server);
-// otherwise a testcontainers-go LocalStack is started once per test binary when
-// Docker is up; otherwise the tests skip with one line. When CI is set, a missing
-// endpoint fails the run instead: CI must never go green by skipping. Under go
-// test -short they always skip: -short runs the unit tests alone.
+// The endpoint comes from AWS_ENDPOINT_URL when it is set: CI starts
+// moto_server, and `make test` starts one LocalStack container for the whole
+// run (tools/testrun, with StartServer) when Docker is up. Otherwise, for a
+// package tested on its own, a testcontainers-go LocalStack is started once per
+// test binary when Docker is up; otherwise the tests skip, saying why and how
+// to run them. When CI is set, a missing endpoint fails the run instead: CI
+// must never go green by skipping. Under go test -short they always skip:
+// -short runs the unit tests alone.
 //
 // Tests share the endpoint, so NewTopicQueue names every resource uniquely and
 // deletes it when the test ends: each test owns its topic and queues.
@@ -16,8 +19,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,13 +34,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	dockercontainer "github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/modules/localstack"
 )
 
 // Image is the LocalStack image started when no endpoint is configured: the last
-// tag that runs without an auth token.
-const Image = "localstack/localstack:4.14.0"
+// tag that runs without an auth token, the one docker-compose.yml runs (a test
+// in cmd/payments keeps them equal).
+const Image = "localstack/localstack:4.14.0@sha256:3ebc37595918b8accb852f8048fef2aff047d465167edd655528065b07bc364a"
 
 var (
 	once      sync.Once
@@ -75,7 +83,7 @@ func Endpoint(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("awstest: CI is set but no SNS/SQS endpoint is available: %s", skipWhy)
 		}
-		t.Skipf("awstest: skipping, no SNS/SQS endpoint: %s", skipWhy)
+		t.Skipf("integration test skipped, no SNS/SQS endpoint: %s; set AWS_ENDPOINT_URL or start Docker (README, Tests)", skipWhy)
 	}
 	return endpoint
 }
@@ -87,35 +95,65 @@ func start() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := startContainer(ctx)
+	ep, c, err := startContainer(ctx)
 	if err != nil {
-		skipWhy = "AWS_ENDPOINT_URL unset and testcontainers could not start LocalStack (" + err.Error() + ")"
+		skipWhy = "AWS_ENDPOINT_URL is unset and no LocalStack container could be started (" + err.Error() + ")"
 		fmt.Fprintln(os.Stderr, "awstest: "+skipWhy)
 		return
 	}
-	container = c
-	host, err := c.Host(ctx)
-	if err != nil {
-		skipWhy = "container host: " + err.Error()
-		return
-	}
-	port, err := c.MappedPort(ctx, "4566/tcp")
-	if err != nil {
-		skipWhy = "container port: " + err.Error()
-		return
-	}
-	endpoint = "http://" + host + ":" + port.Port()
+	container, endpoint = c, ep
 }
 
-func startContainer(ctx context.Context) (c *localstack.LocalStackContainer, err error) {
+// StartServer starts a LocalStack container of Image with SNS and SQS and
+// returns its endpoint (for AWS_ENDPOINT_URL) and a function that removes
+// it. tools/testrun calls it once, so that every package of a run shares one.
+func StartServer(ctx context.Context) (endpointURL string, stop func(), err error) {
+	ep, c, err := startContainer(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return ep, func() { _ = c.Terminate(context.Background()) }, nil
+}
+
+func startContainer(ctx context.Context) (endpointURL string, c testcontainers.Container, err error) {
 	// testcontainers panics rather than erroring when no Docker is found on
-	// some code paths; turn that into a skip reason.
+	// some code paths; turn that into an error.
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	return localstack.Run(ctx, Image, testcontainers.WithEnv(map[string]string{"SERVICES": "sns,sqs"}))
+	lc, err := localstack.Run(ctx, Image,
+		testcontainers.WithEnv(map[string]string{"SERVICES": "sns,sqs"}),
+		withoutDockerSocket())
+	if err != nil {
+		if lc != nil {
+			_ = lc.Terminate(context.Background())
+		}
+		return "", nil, err
+	}
+	host, err := lc.Host(ctx)
+	if err == nil {
+		port, perr := lc.MappedPort(ctx, "4566/tcp")
+		if perr == nil {
+			return "http://" + net.JoinHostPort(host, port.Port()), lc, nil
+		}
+		err = perr
+	}
+	_ = lc.Terminate(context.Background())
+	return "", nil, fmt.Errorf("LocalStack container address: %w", err)
+}
+
+// withoutDockerSocket undoes the LocalStack module's mount of the Docker
+// socket: LocalStack wants it to run Lambda functions and other services in
+// containers of their own, and SNS and SQS need none. A test container should
+// not hold the keys to the host's Docker.
+func withoutDockerSocket() testcontainers.CustomizeRequestOption {
+	return testcontainers.WithHostConfigModifier(func(hc *dockercontainer.HostConfig) {
+		hc.Binds = slices.DeleteFunc(hc.Binds, func(bind string) bool {
+			return strings.Contains(bind, "docker.sock")
+		})
+	})
 }
 
 // Config returns an SDK configuration aimed at the test endpoint, with static

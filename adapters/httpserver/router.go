@@ -17,6 +17,11 @@ type Ops struct {
 	// Ready reports whether the service can do its work (its database
 	// answers); /readyz answers 503 while it returns an error.
 	Ready func(ctx context.Context) error
+	// Status, when set, adds what it returns to /readyz's answer under
+	// "checks": dependencies the service reports without being unready for
+	// them. Payments keeps taking payments while its broker is away, since the
+	// outbox holds the events, so its SNS topic is reported here, not in Ready.
+	Status func() map[string]string
 	// Metrics, when set, instruments every request; Gatherer, when set, is
 	// served on /metrics.
 	Metrics  *Metrics
@@ -59,7 +64,11 @@ func NewRouter(o Ops) chi.Router {
 				return
 			}
 		}
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		body := map[string]any{"status": "ready"}
+		if o.Status != nil {
+			body["checks"] = o.Status()
+		}
+		WriteJSON(w, http.StatusOK, body)
 	})
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))

@@ -36,7 +36,10 @@ type Config struct {
 	// Ready reports whether the service can do its work (the database
 	// answers); /readyz answers 503 while it returns an error.
 	Ready func(ctx context.Context) error
-	Log   *slog.Logger
+	// Status, when set, reports dependencies on /readyz without failing it
+	// (httpserver.Ops.Status): the SNS topic.
+	Status func() map[string]string
+	Log    *slog.Logger
 	// Metrics, when set, instruments every request; Gatherer, when set, is
 	// served on /metrics.
 	Metrics  *httpserver.Metrics
@@ -56,7 +59,7 @@ func NewHandler(cfg Config) http.Handler {
 	}
 	a := &api{svc: cfg.Service, log: cfg.Log}
 	r := httpserver.NewRouter(httpserver.Ops{
-		Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer,
+		Log: cfg.Log, Ready: cfg.Ready, Status: cfg.Status, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer,
 		OpenAPI: apidoc.Payments(),
 	})
 	r.Group(func(r chi.Router) {

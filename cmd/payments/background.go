@@ -20,8 +20,8 @@ const idempotencyKeyTTL = 48 * time.Hour
 
 // startBackground starts the work that runs beside the API, owned by g and
 // stopped by ctx: the outbox relay and the idempotency-key cleanup.
-func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) error {
-	if err := startRelay(ctx, g, cfg, pool, log, reg); err != nil {
+func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer) error {
+	if err := startRelay(ctx, g, cfg, pool, b, log, reg); err != nil {
 		return err
 	}
 	repo := paymentstore.New(pool, paymentstore.Options{})

@@ -1,15 +1,24 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 )
 
 // No Docker engine runs in CI, so docker-compose.yml is proven here instead:
@@ -17,10 +26,10 @@ import (
 // start order are checked, and the environment it gives this service is run
 // through this service's own config loader.
 
-func loadCompose(t *testing.T) *types.Project {
+func loadCompose(t *testing.T, env ...string) *types.Project {
 	t.Helper()
 	opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"},
-		cli.WithWorkingDirectory("../.."), cli.WithEnv([]string{}), cli.WithName("payments-outbox"))
+		cli.WithWorkingDirectory("../.."), cli.WithEnv(env), cli.WithName("payments-outbox"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +68,7 @@ func TestComposeServices(t *testing.T) {
 			t.Errorf("service %s has neither image nor build", name)
 		}
 	}
-	if img := p.Services["localstack"].Image; img != "localstack/localstack:4.14.0" {
+	if img := p.Services["localstack"].Image; !strings.HasPrefix(img, "localstack/localstack:4.14.0@") {
 		t.Errorf("localstack image = %q, want localstack/localstack:4.14.0 (newer tags need an auth token)", img)
 	}
 	for _, app := range []string{"payments", "ledger"} {
@@ -131,5 +140,271 @@ func TestComposeEnvironmentIsWhatPaymentsReads(t *testing.T) {
 		if !read[k] && !sdkVariables[k] {
 			t.Errorf("compose sets %s, which payments never reads", k)
 		}
+	}
+}
+
+// pinned is an image reference that names its tag and pins its digest: the
+// digest decides what runs, the tag tells the reader (and Dependabot) what
+// it is.
+var pinned = regexp.MustCompile(`^[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$`)
+
+func TestComposeImagesArePinned(t *testing.T) {
+	p := loadCompose(t)
+	for name, s := range p.Services {
+		if s.Build == nil && !pinned.MatchString(s.Image) {
+			t.Errorf("service %s: image %q is not name:tag@sha256:digest", name, s.Image)
+		}
+	}
+	// Tests start the images compose runs, so both see the same servers.
+	for service, image := range map[string]string{"postgres": pgtest.Image, "localstack": awstest.Image} {
+		if got := p.Services[service].Image; got != image {
+			t.Errorf("compose runs %s as %s, the tests start %s: keep them equal", service, got, image)
+		}
+	}
+	dockerfile := readDockerfile(t)
+	froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(dockerfile, -1)
+	if len(froms) == 0 {
+		t.Fatal("the Dockerfile has no FROM line")
+	}
+	for _, m := range froms {
+		if !pinned.MatchString(m[1]) {
+			t.Errorf("Dockerfile: FROM %s is not name:tag@sha256:digest", m[1])
+		}
+	}
+	syntax := regexp.MustCompile(`(?m)^# syntax=(\S+)`).FindStringSubmatch(dockerfile)
+	if syntax == nil || !pinned.MatchString(syntax[1]) {
+		t.Errorf("Dockerfile: the syntax directive %q is not name:tag@sha256:digest", syntax)
+	}
+}
+
+// readDockerfile returns the Dockerfile with its line continuations joined,
+// so that each instruction is one line.
+func readDockerfile(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return regexp.MustCompile(`\\\n\s*`).ReplaceAllString(string(b), "")
+}
+
+// Every go command of the build stage that downloads modules or compiles
+// mounts the BuildKit caches, so a rebuild after a code change recompiles
+// only what changed and downloads nothing.
+func TestDockerfileMountsTheGoCaches(t *testing.T) {
+	runs := regexp.MustCompile(`(?m)^RUN .*\bgo (build|mod download)\b.*$`).FindAllString(readDockerfile(t), -1)
+	if len(runs) < 2 {
+		t.Fatalf("found %d RUN lines with go mod download or go build, want both", len(runs))
+	}
+	for _, run := range runs {
+		if !strings.Contains(run, "--mount=type=cache,target=/go/pkg/mod") {
+			t.Errorf("no module cache mount: %s", run)
+		}
+		if strings.Contains(run, "go build") && !strings.Contains(run, "--mount=type=cache,target=/root/.cache/go-build") {
+			t.Errorf("no build cache mount: %s", run)
+		}
+	}
+}
+
+// hostPorts are the published ports, the variable that moves each one, and
+// its default (the port the services listen on inside the network).
+var hostPorts = map[string]struct {
+	variable string
+	port     string
+}{
+	"postgres":   {"POSTGRES_HOST_PORT", "5432"},
+	"localstack": {"LOCALSTACK_HOST_PORT", "4566"},
+	"payments":   {"PAYMENTS_HOST_PORT", "8080"},
+	"ledger":     {"LEDGER_HOST_PORT", "8081"},
+}
+
+// Every port is published on loopback only (the demo's Postgres password is
+// "postgres"), on today's port by default and on another when its variable
+// says so: a developer whose own Postgres holds 5432 can still start the stack.
+func TestComposePortsAreLoopbackAndMovable(t *testing.T) {
+	var env []string
+	moved := map[string]string{}
+	for name, hp := range hostPorts {
+		moved[name] = "1" + hp.port
+		env = append(env, hp.variable+"="+moved[name])
+	}
+	for _, tc := range []struct {
+		env  []string
+		want func(service string) string
+	}{
+		{nil, func(s string) string { return hostPorts[s].port }},
+		{env, func(s string) string { return moved[s] }},
+	} {
+		p := loadCompose(t, tc.env...)
+		for name, s := range p.Services {
+			hp, ok := hostPorts[name]
+			if !ok {
+				if len(s.Ports) > 0 {
+					t.Errorf("service %s publishes ports; give it a *_HOST_PORT variable here and in the README", name)
+				}
+				continue
+			}
+			if len(s.Ports) != 1 {
+				t.Errorf("service %s publishes %d ports, want 1", name, len(s.Ports))
+				continue
+			}
+			port := s.Ports[0]
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("service %s publishes on %q, want 127.0.0.1 only", name, port.HostIP)
+			}
+			if want := tc.want(name); port.Published != want || strconv.Itoa(int(port.Target)) != hp.port {
+				t.Errorf("service %s (env %v) publishes %s:%d, want %s:%s", name, tc.env, port.Published, port.Target, want, hp.port)
+			}
+		}
+	}
+}
+
+// Docker kills a container stop_grace_period after SIGTERM (10 s unless
+// set): that must outlast SHUTDOWN_TIMEOUT, or in-flight requests and the
+// relay's batch are cut off.
+func TestComposeGracePeriodOutlastsShutdown(t *testing.T) {
+	s := loadCompose(t).Services["payments"]
+	env := map[string]string{}
+	for k, v := range s.Environment {
+		if v != nil {
+			env[k] = *v
+		}
+	}
+	cfg, err := loadConfig(func(k string) string { return env[k] }, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.StopGracePeriod == nil || time.Duration(*s.StopGracePeriod) <= cfg.ShutdownTimeout {
+		t.Errorf("payments stop_grace_period = %v, want more than SHUTDOWN_TIMEOUT %s", s.StopGracePeriod, cfg.ShutdownTimeout)
+	}
+}
+
+// .gitattributes keeps every script LF in a Windows checkout: a CRLF
+// init-aws.sh fails in LocalStack with "/usr/bin/env: 'bash\r'".
+func TestScriptsStayLF(t *testing.T) {
+	files, err := exec.Command("git", "-C", "../..", "ls-files").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	var scripts []string
+	for _, f := range strings.Fields(string(files)) {
+		b, err := os.ReadFile(filepath.Join("../..", f))
+		if err == nil && (bytes.HasPrefix(b, []byte("#!")) || f == "Makefile" || strings.HasSuffix(f, ".sh")) {
+			scripts = append(scripts, f)
+		}
+	}
+	if !slices.Contains(scripts, "localstack/init-aws.sh") || !slices.Contains(scripts, ".ci/run") {
+		t.Fatalf("scripts found: %v; want at least localstack/init-aws.sh and .ci/run", scripts)
+	}
+	out, err := exec.Command("git", append([]string{"-C", "../..", "check-attr", "eol", "--"}, scripts...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasSuffix(line, ": eol: lf") {
+			t.Errorf(".gitattributes: %s, want eol lf", line)
+		}
+	}
+}
+
+// .github/dependabot.yml must hold LocalStack on 4.14.0, the last tag that
+// starts without an auth token, and move the AWS SDK's modules together.
+func TestDependabotHoldsLocalStackAndGroupsTheSDK(t *testing.T) {
+	b, err := os.ReadFile("../../.github/dependabot.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Updates []struct {
+			Ecosystem string `yaml:"package-ecosystem"`
+			Ignore    []struct {
+				Dependency  string   `yaml:"dependency-name"`
+				UpdateTypes []string `yaml:"update-types"`
+			} `yaml:"ignore"`
+			Groups map[string]struct {
+				Patterns []string `yaml:"patterns"`
+			} `yaml:"groups"`
+		} `yaml:"updates"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatalf("dependabot.yml: %v", err)
+	}
+	var heldLocalStack, groupedSDK bool
+	ecosystems := map[string]bool{}
+	for _, u := range cfg.Updates {
+		ecosystems[u.Ecosystem] = true
+		for _, ig := range u.Ignore {
+			if u.Ecosystem == "docker-compose" && ig.Dependency == "localstack/localstack" && len(ig.UpdateTypes) == 0 {
+				heldLocalStack = true
+			}
+		}
+		for _, g := range u.Groups {
+			if u.Ecosystem == "gomod" && slices.Contains(g.Patterns, "github.com/aws/*") {
+				groupedSDK = true
+			}
+		}
+	}
+	if !heldLocalStack {
+		t.Error("dependabot.yml does not ignore every update of localstack/localstack in docker-compose")
+	}
+	if !groupedSDK {
+		t.Error("dependabot.yml has no gomod group for github.com/aws/*")
+	}
+	for _, e := range []string{"gomod", "github-actions", "docker", "docker-compose"} {
+		if !ecosystems[e] {
+			t.Errorf("dependabot.yml does not update %s", e)
+		}
+	}
+}
+
+// .github/workflows/ci.yml is what a fork's CI runs on GitHub's hosted
+// runners (actionlint, in make lint, checks its syntax): the linters, the
+// suite, and the compose stack from up to down with the walkthrough's
+// balances checked in between.
+func TestWorkflowRunsLintTestsAndTheStack(t *testing.T) {
+	b, err := os.ReadFile("../../.github/workflows/ci.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Jobs map[string]struct {
+			Steps []struct {
+				Run string `yaml:"run"`
+				If  string `yaml:"if"`
+			} `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("ci.yml: %v", err)
+	}
+	runs := func(job string) string {
+		var all []string
+		for _, s := range wf.Jobs[job].Steps {
+			all = append(all, s.Run)
+		}
+		return strings.Join(all, "\n")
+	}
+	if !strings.Contains(runs("lint"), "make lint") {
+		t.Error("the lint job does not run make lint")
+	}
+	if !strings.Contains(runs("test"), "make test") {
+		t.Error("the test job does not run make test")
+	}
+	compose := runs("compose")
+	if !regexp.MustCompile(`docker compose up .*--wait`).MatchString(compose) {
+		t.Error("the compose job does not wait for the stack to be healthy (docker compose up --wait)")
+	}
+	order := []string{"docker compose up", "make demo", "= 750", "= -750", "docker compose down --volumes"}
+	at := 0
+	for _, want := range order {
+		i := strings.Index(compose[at:], want)
+		if i < 0 {
+			t.Fatalf("the compose job lacks %q after %q:\n%s", want, compose[:at], compose)
+		}
+		at += i + len(want)
+	}
+	last := wf.Jobs["compose"].Steps[len(wf.Jobs["compose"].Steps)-1]
+	if !strings.Contains(last.Run, "docker compose down") || last.If != "always()" {
+		t.Errorf("the compose job's last step should take the stack down always, got %+v", last)
 	}
 }

@@ -155,6 +155,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		}
 	}
 
+	b, err := openBroker(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The NOTIFY that wakes the relays is sent after the writes commit, by
@@ -170,7 +175,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	)
 	srv := &http.Server{
 		Handler: paymentsapi.NewHandler(paymentsapi.Config{
-			Service: svc, Ready: pool.Ping, Log: log,
+			Service: svc, Ready: pool.Ping, Status: b.status, Log: log,
 			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -207,7 +212,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		defer cancel()
 		return srv.Shutdown(sctx) // in-flight requests finish; their transactions commit or roll back
 	})
-	if err := startBackground(gctx, g, cfg, pool, log, reg); err != nil {
+	if err := startBackground(gctx, g, cfg, pool, b, log, reg); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
 		_ = g.Wait()
 		return err

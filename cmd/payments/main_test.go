@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
@@ -101,6 +102,11 @@ func TestServeAndShutDown(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^pending\s+1$`).MatchString(stats.String()) {
 		t.Errorf("outbox stats =\n%s\nwant pending 1", stats.String())
 	}
+	// /readyz reports the broker it could not reach, and stays ready: the
+	// outbox holds the events until the broker answers.
+	if status, body := get(t, "http://"+addr+"/readyz"); status != http.StatusOK || !strings.Contains(body, `"sns_topic":"unreachable"`) {
+		t.Errorf("/readyz = %d %s, want 200 reporting sns_topic unreachable", status, body)
+	}
 	hc := map[string]string{"HTTP_ADDR": addr}
 	if err := run(ctx, []string{"healthcheck"}, envOf(hc), io.Discard, nil); err != nil {
 		t.Errorf("healthcheck against a ready server: %v", err)
@@ -131,5 +137,79 @@ func TestMigrateCommand(t *testing.T) {
 	var help strings.Builder
 	if err := run(context.Background(), []string{"-h"}, envOf(nil), &help, nil); err != nil || !strings.Contains(help.String(), "outbox requeue") {
 		t.Errorf("-h: got %v and %q, want the usage with every command", err, help.String())
+	}
+}
+
+// get fetches url, the exchange checked against the API's document.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	res, err := apitest.New(t, apidoc.Payments()).Client(t).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, string(b)
+}
+
+// TestStartChecksTheTopic: payments refuses to start when SNS says its topic
+// does not exist, naming the variable and the topic, instead of serving while
+// every event retries towards DEAD; with the topic there it serves and
+// /readyz reports the topic ok.
+func TestStartChecksTheTopic(t *testing.T) {
+	tq := awstest.NewTopicQueue(t)
+	env := map[string]string{
+		"DATABASE_URL":          pgtest.NewDatabase(t),
+		"HTTP_ADDR":             "127.0.0.1:0",
+		"AWS_ENDPOINT_URL":      awstest.Endpoint(t),
+		"AWS_ACCESS_KEY_ID":     "test",
+		"AWS_SECRET_ACCESS_KEY": "test",
+		"AWS_REGION":            tq.Config.Region,
+	}
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	missing := tq.TopicARN + "-missing"
+	env["PAYMENTS_TOPIC_ARN"] = missing
+	listening := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, getenv, io.Discard, listening) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "PAYMENTS_TOPIC_ARN") || !strings.Contains(err.Error(), missing) ||
+			!strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("start with a missing topic: err = %v, want one naming PAYMENTS_TOPIC_ARN, %s and saying it does not exist", err, missing)
+		}
+	case <-listening:
+		cancel()
+		t.Fatalf("payments served with a missing topic (run returned %v after cancel)", <-done)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer 30s after starting with a missing topic")
+	}
+
+	env["PAYMENTS_TOPIC_ARN"] = tq.TopicARN
+	go func() { done <- run(ctx, nil, getenv, io.Discard, listening) }()
+	select {
+	case addr := <-listening:
+		if status, body := get(t, "http://"+addr+"/readyz"); status != http.StatusOK || !strings.Contains(body, `"sns_topic":"ok"`) {
+			t.Errorf("/readyz = %d %s, want 200 reporting sns_topic ok", status, body)
+		}
+	case err := <-done:
+		t.Fatalf("run exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not serving after 30s")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run after shutdown: %v", err)
 	}
 }

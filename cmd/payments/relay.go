@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -32,19 +33,53 @@ const (
 	// rows past OUTBOX_RETENTION: small transactions, often enough to keep up.
 	outboxCleanupEvery = 10 * time.Minute
 	outboxCleanupBatch = 1000
+	// topicCheckTimeout bounds the start-up check of PAYMENTS_TOPIC_ARN, and
+	// topicCheckEvery paces the checks after it that /readyz reports.
+	topicCheckTimeout = 5 * time.Second
+	topicCheckEvery   = 30 * time.Second
 )
+
+// broker is what the relay publishes with and the watch on its topic.
+type broker struct {
+	publisher *sns.Publisher
+	topic     *sns.TopicWatch
+}
+
+// openBroker builds the SNS client and checks PAYMENTS_TOPIC_ARN once, before
+// anything serves. A topic SNS says does not exist stops start-up: every event
+// would be retried until DEAD while the service looked healthy. A broker that
+// does not answer does not stop it: payments keeps taking payments while the
+// broker is away (the outbox holds the events), and the watch keeps checking.
+func openBroker(ctx context.Context, cfg config, log *slog.Logger) (broker, error) {
+	client, err := sns.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+	if err != nil {
+		return broker{}, fmt.Errorf("outbox relay: %w", err)
+	}
+	b := broker{
+		publisher: sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight),
+		topic:     sns.NewTopicWatch(client, cfg.TopicARN, log.With("component", "outbox-relay")),
+	}
+	cctx, cancel := context.WithTimeout(ctx, topicCheckTimeout)
+	defer cancel()
+	if err := b.topic.Check(cctx); errors.Is(err, sns.ErrTopicNotFound) {
+		return broker{}, fmt.Errorf("PAYMENTS_TOPIC_ARN: %w; create the topic first (localstack/init-aws.sh does) or correct the ARN", err)
+	}
+	return b, nil
+}
+
+// status is what /readyz reports of the broker: the last check of the topic.
+func (b broker) status() map[string]string {
+	return map[string]string{"sns_topic": b.topic.Status()}
+}
 
 // startRelay starts the outbox relay beside the API, every goroutine owned by g
 // and stopped by ctx: the claim-and-publish workers, the LISTEN loop that wakes
 // them (when OUTBOX_NOTIFY is on), the cleanup of old PUBLISHED rows, and the
-// refresh of the backlog gauges. On shutdown a worker lets its in-flight batch
+// refresh of the backlog gauges and the periodic check of the topic that
+// /readyz reports. On shutdown a worker lets its in-flight batch
 // finish, so every row the broker acknowledged is marked; it never marks a row
 // the broker did not acknowledge.
-func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, log *slog.Logger, reg prometheus.Registerer) error {
-	client, err := sns.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
-	if err != nil {
-		return fmt.Errorf("outbox relay: %w", err)
-	}
+func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer) error {
 	relayMetrics, err := metrics.NewRelay(reg)
 	if err != nil {
 		return fmt.Errorf("outbox relay metrics: %w", err)
@@ -57,9 +92,10 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		PollInterval:   cfg.OutboxPollInterval,
 		Workers:        relayWorkers(pool),
 		PublishTimeout: relayBatchTimeout,
-	}, store, sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight), log, relayMetrics, time.Now)
+	}, store, b.publisher, log, relayMetrics, time.Now)
 
 	g.Go(func() error { return r.Run(ctx) })
+	g.Go(func() error { return b.topic.Run(ctx, topicCheckEvery) })
 	if cfg.OutboxNotify {
 		g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
 	}

@@ -125,7 +125,6 @@ func printTable(out io.Writer, reps []*report) {
 type mainTB struct {
 	testing.TB
 	cleanups []func()
-	dirs     []string
 }
 
 type tbFailure string

@@ -261,9 +261,12 @@ func (b *bench) writePath(ctx context.Context) error {
 			return err
 		}
 		// The relay is kept idle (no NOTIFY, an hourly poll) so this row is
-		// the API alone; the end-to-end phase runs it with everything on.
+		// the API alone; the end-to-end phase runs it with everything on. No
+		// broker listens on the endpoint: payments starts without one, where
+		// it would refuse a topic a real broker says does not exist.
 		srv, err = startService(ctx, b.dir, bin, append([]string{
 			"DATABASE_URL=" + withParams(dbURL, o.PaymentsDBArg),
+			"AWS_ENDPOINT_URL=http://127.0.0.1:1",
 			"PAYMENTS_TOPIC_ARN=arn:aws:sns:us-east-1:000000000000:loadgen-unused",
 			"OUTBOX_NOTIFY=false", "OUTBOX_POLL_INTERVAL=1h",
 		}, o.PaymentsEnv...))

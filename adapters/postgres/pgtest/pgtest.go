@@ -1,11 +1,14 @@
 // Package pgtest gives integration tests a real, freshly migrated Postgres
 // database of their own.
 //
-// The server comes from DATABASE_URL when it is set (CI starts one); otherwise a
-// testcontainers-go Postgres is started once per test binary when Docker is up;
-// otherwise the tests skip with one line. When CI is set, a missing server fails
-// the run instead: CI must never go green by skipping. Under go test -short they
-// always skip: -short runs the unit tests alone (make test-short, make fork-check).
+// The server comes from DATABASE_URL when it is set: CI starts one, and `make
+// test` starts one container for the whole run (tools/testrun, with
+// StartServer) when Docker is up. Otherwise, for a package tested on its own,
+// a testcontainers-go Postgres is started once per test binary when Docker is
+// up; otherwise the tests skip, saying why and how to run them. When CI is
+// set, a missing server fails the run instead: CI must never go green by
+// skipping. Under go test -short they always skip: -short runs the unit tests
+// alone (make test-short, make fork-check).
 package pgtest
 
 import (
@@ -27,6 +30,10 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 )
+
+// Image is the Postgres image a test run starts: the one docker-compose.yml
+// runs (a test in cmd/payments keeps them equal).
+const Image = "postgres:15.19-alpine@sha256:f7d23353e1b15400d22ebe31189f4d314b87a4c129cc400c8c2d8d4ca127bf81"
 
 var (
 	once      sync.Once
@@ -60,7 +67,7 @@ func URL(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("pgtest: CI is set but no Postgres is available: %s", skipWhy)
 		}
-		t.Skipf("pgtest: skipping, no Postgres: %s", skipWhy)
+		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL or start Docker (README, Tests)", skipWhy)
 	}
 	return serverURL
 }
@@ -72,33 +79,50 @@ func start() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := startContainer(ctx)
+	u, c, err := startContainer(ctx)
 	if err != nil {
-		skipWhy = "DATABASE_URL unset and testcontainers could not start Postgres (" + err.Error() + ")"
+		skipWhy = "DATABASE_URL is unset and no Postgres container could be started (" + err.Error() + ")"
 		fmt.Fprintln(os.Stderr, "pgtest: "+skipWhy)
 		return
 	}
-	container = c
-	u, err := c.ConnectionString(ctx, "sslmode=disable")
-	if err != nil {
-		skipWhy = "container connection string: " + err.Error()
-		return
-	}
-	serverURL = u
+	container, serverURL = c, u
 }
 
-func startContainer(ctx context.Context) (c *tcpostgres.PostgresContainer, err error) {
+// StartServer starts a Postgres container of Image and returns its admin URL
+// (for DATABASE_URL) and a function that removes it. tools/testrun calls it
+// once, so that every package of a run shares one server.
+func StartServer(ctx context.Context) (adminURL string, stop func(), err error) {
+	u, c, err := startContainer(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return u, func() { _ = c.Terminate(context.Background()) }, nil
+}
+
+func startContainer(ctx context.Context) (adminURL string, c testcontainers.Container, err error) {
 	// testcontainers panics rather than erroring when no Docker is found on
-	// some code paths; turn that into a skip reason.
+	// some code paths; turn that into an error.
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	return tcpostgres.Run(ctx, "postgres:15-alpine",
+	pc, err := tcpostgres.Run(ctx, Image,
 		tcpostgres.WithDatabase("postgres"),
 		tcpostgres.BasicWaitStrategies(),
 	)
+	if err != nil {
+		if pc != nil {
+			_ = pc.Terminate(context.Background())
+		}
+		return "", nil, err
+	}
+	u, err := pc.ConnectionString(ctx, "sslmode=disable")
+	if err != nil {
+		_ = pc.Terminate(context.Background())
+		return "", nil, fmt.Errorf("container connection string: %w", err)
+	}
+	return u, pc, nil
 }
 
 // New creates an empty database owned by this test, applies the migrations in
