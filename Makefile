@@ -81,3 +81,7 @@ bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDP
 .PHONY: client-check
 client-check: ## generate a Go client from each OpenAPI document in api/ (the README's command) and build it; needs the Go module proxy
 	bash scripts/client-check.sh
+
+.PHONY: asyncapi-check
+asyncapi-check: ## validate api/events.asyncapi.yaml with the AsyncAPI parser, its refs to the event schemas resolved; needs node and npm
+	bash scripts/asyncapi-check.sh

@@ -3,6 +3,7 @@
 // a client generates code from. They are embedded so that each service serves
 // the very file its tests validate every exchange against (api/apitest), and
 // a change to an API that the document does not follow fails those tests.
+// The contract of the events the services exchange is here too (Events).
 package api
 
 import "embed"

@@ -2,11 +2,14 @@
 # make fork-check: prove README.md's fork recipe works. Copy the tracked files
 # (untracked ones stay behind) to a temporary directory, run there the commands
 # README quotes between its fork markers, check that nothing names the old
-# module any more, then build, vet and run the unit tests (go test -short) of
-# the result, with no database or broker in reach.
+# module, or the old ids of the events' schemas, any more, then build, vet and
+# run the unit tests (go test -short) of the result, with no database or
+# broker in reach.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=$(go list -m)
+schema_base() { sed -n 's/^const EventSchemaBase = "\(.*\)"$/\1/p' api/events.go; }
+old_base=$(schema_base)
 recipe=$(sed -n '/<!-- fork:start -->/,/<!-- fork:end -->/p' README.md |
 	sed -n '/^ *```sh$/,/^ *```$/p' | grep -v '^ *```' | sed 's/^ *//' || true)
 if [ -z "$recipe" ]; then
@@ -28,6 +31,15 @@ if [ "$(go list -m)" = "$old" ]; then
 fi
 if left=$(grep -rlIF -- "$old" .) ; then
 	echo "fork-check: after the recipe these files still name $old:" >&2
+	echo "$left" >&2
+	exit 1
+fi
+if [ -z "$old_base" ] || [ "$(schema_base)" = "$old_base" ]; then
+	echo "fork-check: the recipe left the events' schema ids under ${old_base:-(no EventSchemaBase in api/events.go)}" >&2
+	exit 1
+fi
+if left=$(grep -rlIF -- "$old_base" .); then
+	echo "fork-check: after the recipe these files still name the events' schema ids $old_base:" >&2
 	echo "$left" >&2
 	exit 1
 fi

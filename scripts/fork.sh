@@ -1,16 +1,37 @@
 #!/usr/bin/env bash
 # scripts/fork.sh NEW_MODULE_PATH renames the Go module of a fork: go.mod, and
 # every text file that names the module path — the imports, and the paths the
-# test harnesses build binaries from. README.md's "How to fork" runs it, and
-# `make fork-check` runs README's command on a copy of the repository.
+# test harnesses build binaries from — and the ids of its events' schemas.
+# README.md's "How to fork" runs it, and `make fork-check` runs README's
+# command on a copy of the repository.
 set -euo pipefail
 new=${1:?usage: scripts/fork.sh NEW_MODULE_PATH, e.g. github.com/you/yourpay}
 cd "$(dirname "$0")/.."
 old=$(go list -m)
 [ "$old" != "$new" ] || exit 0
 go mod edit -module "$new"
-# sed -i.bak works with both GNU and BSD (macOS) sed.
-grep -rlIF --exclude-dir=.git -- "$old" . | while IFS= read -r f; do
-	sed -i.bak -e "s#${old//./\\.}#${new}#g" "$f" && rm -f "$f.bak"
-done
+# replace OLD NEW: in every text file, with GNU and BSD (macOS) sed alike.
+replace() {
+	{ grep -rlIF --exclude-dir=.git -- "$1" . || true; } | while IFS= read -r f; do
+		sed -i.bak -e "s#${1//./\\.}#${2}#g" "$f" && rm -f "$f.bak"
+	done
+}
+replace "$old" "$new"
 echo "module renamed: $old -> $new"
+
+# The events' schema ids (api.EventSchemaBase: every $id in api/events and
+# the dataschema of every event) are https://<name>.example/…, <name> being
+# the module's last element (before a /vN): a fork's events name schemas of
+# its own. .example is reserved for documentation; to serve the schemas,
+# replace the host with one you own the same way.
+name() {
+	local n=${1##*/}
+	case $n in v[0-9]*) n=${1%/*} && n=${n##*/} ;; esac
+	echo "$n"
+}
+old_base="https://$(name "$old").example/"
+new_base="https://$(name "$new").example/"
+if [ "$old_base" != "$new_base" ]; then
+	replace "$old_base" "$new_base"
+	echo "event schema ids renamed: $old_base -> $new_base"
+fi

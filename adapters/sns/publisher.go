@@ -29,6 +29,15 @@ const (
 	maxBatchBytes = 256 * 1024
 )
 
+// The message attributes every message carries, of data type String: its
+// CloudEvent id and type, so that a subscription can filter without parsing
+// bodies. api/events.asyncapi.yaml documents them as each message's headers;
+// a test holds the two together.
+const (
+	attrID   = "id"
+	attrType = "type"
+)
+
 // ErrTooLarge is the error for a message SNS would reject for its size. Retrying
 // it cannot succeed, so it is reported as relay.Permanent: the row goes DEAD on
 // its first attempt, where an operator sees it.
@@ -99,7 +108,7 @@ func chunk(msgs []relay.Message, errs []error) [][]int {
 // name, data type and value.
 func messageSize(m relay.Message) int {
 	const idLen = 36 // a UUID in text form
-	return len(m.Payload) + len("id") + len("String") + idLen + len("type") + len("String") + len(m.Type)
+	return len(m.Payload) + len(attrID) + len("String") + idLen + len(attrType) + len("String") + len(m.Type)
 }
 
 func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx []int, errs []error) {
@@ -109,12 +118,9 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 		entries[j] = types.PublishBatchRequestEntry{
 			// Entry ids only need to be unique within the call; the position
 			// maps answers back to messages without a lookup table.
-			Id:      aws.String(strconv.Itoa(j)),
-			Message: aws.String(string(m.Payload)),
-			MessageAttributes: map[string]types.MessageAttributeValue{
-				"id":   {DataType: aws.String("String"), StringValue: aws.String(m.ID.String())},
-				"type": {DataType: aws.String("String"), StringValue: aws.String(m.Type)},
-			},
+			Id:                aws.String(strconv.Itoa(j)),
+			Message:           aws.String(string(m.Payload)),
+			MessageAttributes: messageAttributes(m),
 		}
 	}
 	out, err := p.client.PublishBatch(ctx, &awssns.PublishBatchInput{
@@ -149,6 +155,14 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 		if !ok {
 			errs[idx[j]] = errors.New("sns returned no result for message")
 		}
+	}
+}
+
+// messageAttributes returns the SNS message attributes of m.
+func messageAttributes(m relay.Message) map[string]types.MessageAttributeValue {
+	return map[string]types.MessageAttributeValue{
+		attrID:   {DataType: aws.String("String"), StringValue: aws.String(m.ID.String())},
+		attrType: {DataType: aws.String("String"), StringValue: aws.String(m.Type)},
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
+	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -55,8 +56,9 @@ func (f fixture) publisher() *sns.Publisher {
 	return sns.NewPublisher(awssns.NewFromConfig(f.tq.Config), f.tq.TopicARN, 4)
 }
 
-// insertEvents commits n PENDING rows whose payloads are CloudEvents documents of
-// payloadBytes of data each (roughly), oldest first, and returns their ids.
+// insertEvents commits n PENDING rows whose payloads are CloudEvents documents
+// padded with payloadBytes (roughly), oldest first, and returns their ids. The
+// padding is an extension attribute, which the envelope's schema allows.
 func (f fixture) insertEvents(t *testing.T, n, payloadBytes int) []uuid.UUID {
 	t.Helper()
 	ids := make([]uuid.UUID, n)
@@ -65,9 +67,10 @@ func (f fixture) insertEvents(t *testing.T, n, payloadBytes int) []uuid.UUID {
 		ev := map[string]any{
 			"specversion": "1.0", "id": ids[i].String(), "type": "payment.created",
 			"source": "/payments", "subject": uuid.NewString(), "time": time.Now().UTC().Format(time.RFC3339Nano),
-			"datacontenttype": "application/json", "dataversion": "1",
+			"datacontenttype": "application/json", "dataschema": api.EventSchemaID("payment.created", "1"), "dataversion": "1",
+			"padding": strings.Repeat("x", payloadBytes),
 			"data": map[string]any{"payment_id": uuid.NewString(), "amount": 1050, "currency": "BRL",
-				"payer_id": "cus_1", "merchant_id": "mer_1", "description": strings.Repeat("x", payloadBytes)},
+				"payer_id": "cus_1", "merchant_id": "mer_1"},
 		}
 		payload, err := json.Marshal(ev)
 		if err != nil {
@@ -134,7 +137,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // idsOf returns the outbox id of every message, by its id attribute, and fails on
-// a message that arrived twice.
+// a message that arrived twice or does not match its schema.
 func idsOf(t *testing.T, msgs []sqstypes.Message) map[uuid.UUID]bool {
 	t.Helper()
 	got := map[uuid.UUID]bool{}
@@ -147,6 +150,7 @@ func idsOf(t *testing.T, msgs []sqstypes.Message) map[uuid.UUID]bool {
 			t.Errorf("message %s arrived twice", id)
 		}
 		got[id] = true
+		checkEvent(t, m)
 	}
 	return got
 }
@@ -166,6 +170,7 @@ func TestEventReachesQueueVerbatim(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := msgs[0]
+	checkEvent(t, m)
 	if got := aws.ToString(m.Body); got != stored {
 		t.Errorf("got body\n%s\nwant the stored payload verbatim\n%s", got, stored)
 	}

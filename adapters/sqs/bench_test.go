@@ -35,7 +35,7 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 				bodies[i] = newPayment(int64(1+i), "cus_b", "mer_b").body()
 			}
 			sendB(b, tq, bodies)
-			c := sqs.NewConsumer(tq.SQS, posting.NewService(store, store, time.Now), sqs.Config{
+			c := sqs.NewConsumer(tq.SQS, posting.NewService(store, store, schemas(b), time.Now), sqs.Config{
 				QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: quietLog(), Metrics: m,
 			})
 			ctx, cancel := context.WithCancel(context.Background())

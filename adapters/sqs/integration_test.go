@@ -48,7 +48,7 @@ func newRig(t *testing.T, opts ...awstest.Option) *rig {
 	pool := pgtest.New(t, ledgermigrations.FS)
 	store := ledgerstore.New(pool)
 	reg := prometheus.NewRegistry()
-	return &rig{tq: tq, pool: pool, svc: posting.NewService(store, store, time.Now), reg: reg, m: sqs.NewMetrics(reg)}
+	return &rig{tq: tq, pool: pool, svc: posting.NewService(store, store, schemas(t), time.Now), reg: reg, m: sqs.NewMetrics(reg)}
 }
 
 // start runs a consumer of the rig's queue until the test ends (or stop).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -35,7 +36,8 @@ type cloudEvent struct {
 	Source      string          `json:"source"`
 	Subject     string          `json:"subject"`
 	Time        string          `json:"time"`
-	DataVersion string          `json:"dataversion"`
+	DataSchema  string          `json:"dataschema"`
+	DataVersion string          `json:"dataversion"` // deprecated: read DataSchema first
 	Data        json.RawMessage `json:"data"`
 }
 
@@ -45,6 +47,7 @@ type envelope struct {
 	typ  string
 	time time.Time // zero when absent and the type is unknown
 	ev   cloudEvent
+	body []byte // the message as received, for the schema check
 }
 
 // decodeEnvelope parses body as a CloudEvent and checks what every event
@@ -78,7 +81,7 @@ func decodeEnvelope(body []byte) (envelope, error) {
 	if ev.Type == "" {
 		return envelope{}, fmt.Errorf("%w: no type", ErrMalformed)
 	}
-	env := envelope{id: id.String(), typ: ev.Type, ev: ev}
+	env := envelope{id: id.String(), typ: ev.Type, ev: ev, body: body}
 	if ev.Time != "" {
 		if t, err := time.Parse(time.RFC3339Nano, ev.Time); err == nil {
 			env.time = t
@@ -88,11 +91,18 @@ func decodeEnvelope(body []byte) (envelope, error) {
 }
 
 // transaction turns an event of a type in the registry into the ledger
-// transaction it posts. Errors wrap ErrInvalidEvent.
-func (e envelope) transaction(r rule) (ledger.Transaction, error) {
-	decode, ok := r.decode[e.ev.DataVersion]
+// transaction it posts, once schemas accept it. Errors wrap ErrInvalidEvent.
+func (e envelope) transaction(r rule, schemas Schemas) (ledger.Transaction, error) {
+	version, err := e.dataVersion()
+	if err != nil {
+		return ledger.Transaction{}, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, e.typ, err)
+	}
+	decode, ok := r.decode[version]
 	if !ok {
-		return ledger.Transaction{}, fmt.Errorf("%w: %s dataversion %q, this consumer knows %s", ErrInvalidEvent, e.typ, e.ev.DataVersion, r.versions())
+		return ledger.Transaction{}, fmt.Errorf("%w: %s data version %q, this consumer knows %s", ErrInvalidEvent, e.typ, version, r.versions())
+	}
+	if err := schemas.Validate(e.typ, version, e.body); err != nil {
+		return ledger.Transaction{}, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, e.typ, err)
 	}
 	if e.time.IsZero() {
 		return ledger.Transaction{}, fmt.Errorf("%w: time %q is not RFC 3339", ErrInvalidEvent, e.ev.Time)
@@ -113,6 +123,33 @@ func (e envelope) transaction(r rule) (ledger.Transaction, error) {
 		return ledger.Transaction{}, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, e.typ, err)
 	}
 	return tx, nil
+}
+
+// dataVersion is the version of the event's data: the one its dataschema
+// names (…/<type>/v<N>.json, README "Contracts"), or, from a producer that
+// predates dataschema, its dataversion. Producers still send dataversion so
+// that consumers which read only it keep working during a rolling deploy;
+// when an event has both, they must agree.
+func (e envelope) dataVersion() (string, error) {
+	if e.ev.DataSchema == "" {
+		if e.ev.DataVersion == "" {
+			return "", errors.New("no dataschema or dataversion names the version of its data")
+		}
+		return e.ev.DataVersion, nil
+	}
+	prefix := "/" + e.typ + "/v"
+	i := strings.LastIndex(e.ev.DataSchema, prefix)
+	version, ok := "", false
+	if i >= 0 {
+		version, ok = strings.CutSuffix(e.ev.DataSchema[i+len(prefix):], ".json")
+	}
+	if !ok || version == "" || strings.Trim(version, "0123456789") != "" {
+		return "", fmt.Errorf("dataschema %q does not name a version of %s's data (…/%s/v<N>.json)", e.ev.DataSchema, e.typ, e.typ)
+	}
+	if e.ev.DataVersion != "" && e.ev.DataVersion != version {
+		return "", fmt.Errorf("dataschema %q names version %s, dataversion says %q", e.ev.DataSchema, version, e.ev.DataVersion)
+	}
+	return version, nil
 }
 
 // checkSubject checks that the envelope's subject, when present, names the

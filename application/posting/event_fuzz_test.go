@@ -46,7 +46,7 @@ func FuzzApply(f *testing.F) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		store := postingtest.NewFakeStore()
-		svc := posting.NewService(store, store, func() time.Time { return now })
+		svc := posting.NewService(store, store, &postingtest.FakeSchemas{}, func() time.Time { return now })
 		ctx := context.Background()
 		res, err := svc.Apply(ctx, body)
 		if err != nil {

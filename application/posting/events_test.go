@@ -35,7 +35,7 @@ func TestEveryPublishedEventIsPostedOrIgnored(t *testing.T) {
 			}
 			continue
 		}
-		tx, err := env.transaction(r)
+		tx, err := env.transaction(r, acceptAll{})
 		if err != nil {
 			t.Errorf("%s: %v: the registry in application/posting/events.go cannot post it", filepath.Base(path), err)
 			continue

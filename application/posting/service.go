@@ -52,15 +52,17 @@ type Result struct {
 
 // Service runs the ledger's use cases.
 type Service struct {
-	tx     Transactor
-	reader Reader
-	now    func() time.Time
+	tx      Transactor
+	reader  Reader
+	schemas Schemas
+	now     func() time.Time
 }
 
-// NewService returns a Service writing through tx and reading through reader.
-// now is the clock, passed in so tests control it.
-func NewService(tx Transactor, reader Reader, now func() time.Time) *Service {
-	return &Service{tx: tx, reader: reader, now: now}
+// NewService returns a Service writing through tx and reading through reader,
+// which checks each event it posts against schemas. now is the clock, passed
+// in so tests control it.
+func NewService(tx Transactor, reader Reader, schemas Schemas, now func() time.Time) *Service {
+	return &Service{tx: tx, reader: reader, schemas: schemas, now: now}
 }
 
 // Apply processes one message body in one database transaction: it records
@@ -69,8 +71,8 @@ func NewService(tx Transactor, reader Reader, now func() time.Time) *Service {
 // acknowledge the message exactly when err is nil.
 //
 // Errors: ErrMalformed or ErrInvalidEvent for a message that will never
-// apply (leave it for the DLQ); anything else is a transient failure (leave
-// it for redelivery).
+// apply, one its schema refuses included (leave it for the DLQ); anything
+// else is a transient failure (leave it for redelivery).
 func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 	env, err := decodeEnvelope(body)
 	if err != nil {
@@ -87,7 +89,7 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 		// Check the data before touching the database: an invalid event
 		// must leave no inbox row, or its redelivery would look like a
 		// duplicate and be acknowledged instead of reaching the DLQ.
-		if tx, err = env.transaction(r); err != nil {
+		if tx, err = env.transaction(r, s.schemas); err != nil {
 			return res, err
 		}
 		// The row is applied as of the commit that makes it visible, so it

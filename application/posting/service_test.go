@@ -38,7 +38,7 @@ func refunded(id string, amount, total int64) []byte {
 }
 
 func newService(m *postingtest.FakeStore) *posting.Service {
-	return posting.NewService(m, m, func() time.Time { return now })
+	return posting.NewService(m, m, &postingtest.FakeSchemas{}, func() time.Time { return now })
 }
 
 func balance(t *testing.T, svc *posting.Service, account string) int64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/application/posting"
@@ -18,6 +19,10 @@ func applyOne(ctx context.Context, url, body string) error {
 	}
 	defer pool.Close()
 	store := ledgerstore.New(pool)
-	_, err = posting.NewService(store, store, time.Now).Apply(ctx, []byte(body))
+	schemas, err := eventschema.New()
+	if err != nil {
+		return err
+	}
+	_, err = posting.NewService(store, store, schemas, time.Now).Apply(ctx, []byte(body))
 	return err
 }

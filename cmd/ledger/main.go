@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
@@ -197,7 +198,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := sqs.NewMetrics(reg)
 	store := ledgerstore.New(pool)
-	svc := posting.NewService(store, store, time.Now)
+	schemas, err := eventschema.New()
+	if err != nil {
+		return fmt.Errorf("event schemas: %w", err)
+	}
+	svc := posting.NewService(store, store, schemas, time.Now)
 	// The consumer and the HTTP server stop side by side, each within
 	// SHUTDOWN_TIMEOUT of the signal.
 	consumer := sqs.NewConsumer(client, svc, sqs.Config{

@@ -121,7 +121,8 @@ func mustAbs(t *testing.T, p string) string {
 }
 
 // sdkVariables are read by the AWS SDK's default credential chain, not by our
-// loader (SPEC §4: credentials come from the SDK).
+// loader (README, Configuration: AWS credentials come from the SDK's default
+// chain).
 var sdkVariables = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true}
 
 func TestComposeEnvironmentIsWhatPaymentsReads(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
-// config is the payments service's whole configuration (SPEC §4), read once
-// from the environment at start-up. Nothing else reads the environment.
+// config is the payments service's whole configuration (README,
+// Configuration), read once from the environment at start-up. Nothing else reads the environment.
 type config struct {
 	DatabaseURL    string
 	HTTPAddr       string

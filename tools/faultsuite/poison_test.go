@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -24,7 +25,11 @@ func TestPoisonIsPoisonForTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := posting.NewService(&memTx{}, nil, time.Now)
+	schemas, err := eventschema.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := posting.NewService(&memTx{}, nil, schemas, time.Now)
 	ctx := context.Background()
 
 	if res, err := svc.Apply(ctx, []byte(valid)); err != nil || res.Outcome != posting.Applied {

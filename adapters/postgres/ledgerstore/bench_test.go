@@ -36,7 +36,7 @@ func BenchmarkApply(b *testing.B) {
 				b.Fatal(err)
 			}
 			store := ledgerstore.New(pool)
-			svc := posting.NewService(store, store, time.Now)
+			svc := posting.NewService(store, store, schemas(b), time.Now)
 			bodies := make([][]byte, b.N)
 			for i := range bodies {
 				p := newPayment(int64(1+i), fmt.Sprintf("cus_%d", i%1000), fmt.Sprintf("mer_%d", i%50))

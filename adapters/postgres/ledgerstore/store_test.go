@@ -57,7 +57,7 @@ func (e event) refund(amount, total int64) event {
 func newService(t testing.TB) (*posting.Service, *ledgerstore.Store, *pgxpool.Pool) {
 	pool := pgtest.New(t, ledgermigrations.FS)
 	store := ledgerstore.New(pool)
-	return posting.NewService(store, store, time.Now), store, pool
+	return posting.NewService(store, store, schemas(t), time.Now), store, pool
 }
 
 func balance(t *testing.T, svc *posting.Service, account string) int64 {
@@ -199,7 +199,7 @@ func TestDatabaseRefusesUnbalancedTransactions(t *testing.T) {
 			}
 		})
 	}
-	svc := posting.NewService(ledgerstore.New(pool), ledgerstore.New(pool), time.Now)
+	svc := posting.NewService(ledgerstore.New(pool), ledgerstore.New(pool), schemas(t), time.Now)
 	if _, err := svc.Apply(ctx, newPayment(10, "x", "y").body()); err != nil {
 		t.Fatal(err)
 	}

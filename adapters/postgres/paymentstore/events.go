@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// The published contract is a CloudEvents 1.0 structured JSON document; one
+// The published contract is a CloudEvents 1.0 structured JSON document whose
+// data matches the JSON Schema its dataschema names, a file in api/events; one
 // example of each event type, byte for byte, is in docs/events. The wire
 // structs are written out field by field on purpose — never json.Marshal a
 // domain type: its unexported fields would encode as {}, and any refactoring
@@ -68,8 +70,15 @@ type cloudEvent struct {
 	Subject         string `json:"subject"`
 	Time            string `json:"time"`
 	DataContentType string `json:"datacontenttype"`
-	DataVersion     string `json:"dataversion"`
-	Data            any    `json:"data"`
+	// DataSchema is the $id of the data's JSON Schema in api/events, which
+	// names its version: CloudEvents' own attribute for what DataVersion said.
+	DataSchema string `json:"dataschema"`
+	// DataVersion is deprecated: the ledger reads DataSchema first, but a
+	// ledger deployed before it existed reads only this, and would dead-letter
+	// every event without it during a rolling deploy. Drop it once no such
+	// consumer is left.
+	DataVersion string `json:"dataversion"`
+	Data        any    `json:"data"`
 }
 
 // createdV1 is the data of payment.created, dataversion 1.
@@ -106,7 +115,8 @@ func encodeEvent(id string, e payment.Event) ([]byte, error) {
 	return json.Marshal(cloudEvent{
 		SpecVersion: specVersion, ID: id, Type: e.EventType(), Source: eventSource,
 		Subject: string(e.AggregateID()), Time: e.OccurredAt().UTC().Format(timeLayout),
-		DataContentType: "application/json", DataVersion: form.dataVersion, Data: data,
+		DataContentType: "application/json", DataSchema: api.EventSchemaID(e.EventType(), form.dataVersion),
+		DataVersion: form.dataVersion, Data: data,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -97,7 +98,7 @@ func TestCreateWritesPaymentAndOutboxRow(t *testing.T) {
 	want := map[string]any{
 		"specversion": "1.0", "id": r.ID, "type": "payment.created", "source": "/payments",
 		"subject": id, "time": out.Payment.CreatedAt().Format("2006-01-02T15:04:05.000Z07:00"),
-		"datacontenttype": "application/json", "dataversion": "1",
+		"datacontenttype": "application/json", "dataschema": api.EventSchemaID("payment.created", "1"), "dataversion": "1",
 		"data": map[string]any{"payment_id": id, "amount": 1050.0, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"},
 	}
 	if got, _ := json.Marshal(r.Payload); string(got) != mustJSON(want) {

@@ -1,0 +1,55 @@
+package sns
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/google/uuid"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/application/relay"
+)
+
+// TestMessageAttributesAreDocumented: the attributes the publisher sets on a
+// message are exactly the headers the AsyncAPI document gives every message
+// (api's tests hold each message to components.schemas.MessageAttributes),
+// each a String, as the document's string properties say.
+func TestMessageAttributesAreDocumented(t *testing.T) {
+	b, err := api.Events.ReadFile(api.AsyncAPIFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Required   []string `yaml:"required"`
+				Properties map[string]struct {
+					Type string `yaml:"type"`
+				} `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	headers, ok := doc.Components.Schemas["MessageAttributes"]
+	if !ok {
+		t.Fatalf("%s has no components.schemas.MessageAttributes", api.AsyncAPIFile)
+	}
+	attrs := messageAttributes(relay.Message{ID: uuid.New(), Type: "payment.created"})
+	set := slices.Sorted(maps.Keys(attrs))
+	if documented := slices.Sorted(maps.Keys(headers.Properties)); !slices.Equal(set, documented) {
+		t.Errorf("the publisher sets the attributes %v; %s documents %v", set, api.AsyncAPIFile, documented)
+	}
+	if required := slices.Sorted(slices.Values(headers.Required)); !slices.Equal(set, required) {
+		t.Errorf("the publisher sets %v on every message; %s requires %v", set, api.AsyncAPIFile, required)
+	}
+	for name, v := range attrs {
+		if aws.ToString(v.DataType) != "String" || headers.Properties[name].Type != "string" {
+			t.Errorf("attribute %s: data type %s, documented as %q; want String and string", name, aws.ToString(v.DataType), headers.Properties[name].Type)
+		}
+	}
+}
