@@ -24,11 +24,13 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS payments
 COPY --from=build /out/payments /usr/local/bin/payments
 USER nonroot:nonroot
-EXPOSE 8080
+# 8080 the API, 9090 the operational endpoints (OPS_ADDR)
+EXPOSE 8080 9090
 ENTRYPOINT ["/usr/local/bin/payments"]
 
 FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS ledger
 COPY --from=build /out/ledger /usr/local/bin/ledger
 USER nonroot:nonroot
-EXPOSE 8081
+# 8081 the read API, 9091 the operational endpoints (OPS_ADDR)
+EXPOSE 8081 9091
 ENTRYPOINT ["/usr/local/bin/ledger"]

@@ -7,6 +7,7 @@ POSTGRES_HOST_PORT   ?= 5432
 LOCALSTACK_HOST_PORT ?= 4566
 PAYMENTS_HOST_PORT   ?= 8080
 LEDGER_HOST_PORT     ?= 8081
+PAYMENTS_OPS_HOST_PORT ?= 9090
 # Linters, pinned and built by go run: nothing to install, and they stay out
 # of go.mod, whose module graph they would otherwise join.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -19,7 +20,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: up
-up: ## docker compose up: Postgres, LocalStack, payments (:8080), ledger (:8081), on 127.0.0.1
+up: ## docker compose up: Postgres, LocalStack, payments (:8080, ops :9090), ledger (:8081, ops :9091), on 127.0.0.1
 	docker compose up --build -d --wait
 
 .PHONY: down
@@ -32,7 +33,7 @@ logs: ## follow the services' logs
 
 .PHONY: demo
 demo: ## run the README walkthrough against the running services
-	$(GO) run ./tools/walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT)
+	$(GO) run ./tools/walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT) -payments-ops http://localhost:$(PAYMENTS_OPS_HOST_PORT)
 
 .PHONY: run-payments
 run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)

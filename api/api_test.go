@@ -22,9 +22,18 @@ var documents = []struct {
 	doc  []byte
 	// code are the packages whose problem types the service answers.
 	code []string
+	// except are the types those packages answer on another listener or
+	// service, never on this document's routes.
+	except []string
 }{
-	{api.PaymentsFile, api.Payments(), []string{"../adapters/httpserver", "../adapters/paymentsapi"}},
-	{api.LedgerFile, api.Ledger(), []string{"../adapters/httpserver", "../adapters/ledgerapi"}},
+	{api.PaymentsFile, api.Payments(), []string{"../adapters/httpserver", "../adapters/paymentsapi"},
+		[]string{"not-ready"}}, // the ops listener's
+	{api.LedgerFile, api.Ledger(), []string{"../adapters/httpserver", "../adapters/ledgerapi"},
+		[]string{"not-ready", "rate-limited"}}, // the ops listener's; payments rate-limits its keys, the ledger's tokens are operators'
+	{api.OpsFile, api.Ops(), []string{"../adapters/httpserver"},
+		// The APIs' answers: the ops routes need no credentials and reach
+		// no store.
+		[]string{"authentication-required", "malformed-credentials", "invalid-credentials", "rate-limited", "unavailable", "client-closed-request"}},
 }
 
 // TestDocumentsAreValid: each document loads, is a valid OpenAPI 3.1
@@ -51,7 +60,11 @@ func TestEveryProblemTypeIsDocumented(t *testing.T) {
 			documented := problemTypes(t, doc)
 			var answered []string
 			for _, dir := range d.code {
-				answered = append(answered, slugsIn(t, dir)...)
+				for _, slug := range slugsIn(t, dir) {
+					if !slices.Contains(d.except, slug) {
+						answered = append(answered, slug)
+					}
+				}
 			}
 			for _, slug := range answered {
 				if !slices.Contains(documented, "/problems/"+slug) {

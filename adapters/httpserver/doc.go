@@ -2,12 +2,16 @@
 // each API (paymentsapi, ledgerapi) holds only its routes, its wire shapes and
 // its own errors, and neither depends on the other:
 //
-//   - NewRouter: a chi router with /healthz, /readyz, /metrics and
-//     /openapi.yaml, and problem+json answers for unknown routes and methods;
+//   - NewRouter: a service's public chi router, with /openapi.yaml and
+//     problem+json answers for unknown routes and methods; NewOpsRouter: the
+//     router of its operational listener, /healthz, /readyz and /metrics;
 //   - the middleware every request goes through: request id, access log,
 //     Prometheus metrics, panic recovery, and Timeout for the API routes;
+//   - RequireBearer and ParseBearer, which read Authorization: Bearer and
+//     leave the decision to the service, and RateLimit, per API key;
 //   - RFC 9457 problem+json (Problem, WriteProblem) and WriteJSON;
 //   - WriteError, the part of the error table every service shares: a
 //     dependency that cannot be reached answers 503 with Retry-After, a client
-//     that went away 499, anything unexpected 500 with nothing of its chain.
+//     that went away 499, a request without valid credentials 401, anything
+//     unexpected 500 with nothing of its chain.
 package httpserver

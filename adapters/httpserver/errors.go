@@ -17,11 +17,23 @@ import (
 //     that sentinel, so each API only has to name it.
 //   - context.Canceled: the client went away; 499, which nobody reads but
 //     the access log and the metrics.
+//   - ErrNoCredentials, ErrMalformedCredentials, ErrInvalidCredentials: 401
+//     with a WWW-Authenticate challenge, not logged (the access log has the
+//     401; the credential is never written anywhere).
 //   - anything else is unexpected: logged once, here, with its whole chain,
 //     and answered 500 with nothing of that chain.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, unavailable error) {
 	var p Problem
 	switch {
+	case errors.Is(err, ErrNoCredentials):
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		p = NewProblem(http.StatusUnauthorized, "authentication-required", "this route needs an Authorization header: Bearer and a credential")
+	case errors.Is(err, ErrMalformedCredentials):
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		p = NewProblem(http.StatusUnauthorized, "malformed-credentials", "the Authorization header is not Bearer and a credential of this service's form")
+	case errors.Is(err, ErrInvalidCredentials):
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		p = NewProblem(http.StatusUnauthorized, "invalid-credentials", "the credential is unknown or revoked")
 	case errors.Is(err, unavailable), errors.Is(err, context.DeadlineExceeded):
 		log.WarnContext(r.Context(), "request failed: unavailable", "err", err)
 		w.Header().Set("Retry-After", "1")

@@ -37,6 +37,12 @@ func TestWriteError(t *testing.T) {
 			499, "/problems/client-closed-request", "Client Closed Request", "", ""},
 		{"unexpected", errors.New("constraint secret-host violated"),
 			500, "/problems/internal", "Internal Server Error", "", "ERROR"},
+		{"no credentials", httpserver.ErrNoCredentials,
+			401, "/problems/authentication-required", "Unauthorized", "", ""},
+		{"malformed credentials", fmt.Errorf("%w: secret-host", httpserver.ErrMalformedCredentials),
+			401, "/problems/malformed-credentials", "Unauthorized", "", ""},
+		{"invalid credentials", fmt.Errorf("%w: secret-host", httpserver.ErrInvalidCredentials),
+			401, "/problems/invalid-credentials", "Unauthorized", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,6 +53,9 @@ func TestWriteError(t *testing.T) {
 
 			if rec.Code != tt.status {
 				t.Errorf("status: got %d, want %d", rec.Code, tt.status)
+			}
+			if got, want := rec.Header().Get("WWW-Authenticate") != "", tt.status == 401; got != want {
+				t.Errorf("WWW-Authenticate %q on a %d", rec.Header().Get("WWW-Authenticate"), tt.status)
 			}
 			if got := rec.Header().Get("Retry-After"); got != tt.retryAfter {
 				t.Errorf("Retry-After: got %q, want %q", got, tt.retryAfter)

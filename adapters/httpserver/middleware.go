@@ -15,12 +15,13 @@ import (
 // NewMetrics; Middleware labels them by chi's route pattern, never the raw
 // path, so ids in URLs cannot explode the label set.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	duration *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	rateLimited prometheus.Counter
 }
 
-// NewMetrics registers http_requests_total and http_request_duration_seconds
-// on reg.
+// NewMetrics registers http_requests_total, http_request_duration_seconds
+// and http_requests_rate_limited_total on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -32,8 +33,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to answer an HTTP request, by method and route pattern.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"method", "route"}),
+		// No label names the key: its id is no secret, but one series per
+		// key would grow without bound.
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "http_requests_rate_limited_total",
+			Help: "Requests refused with 429 because their API key was over its rate limit.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.duration)
+	reg.MustRegister(m.requests, m.duration, m.rateLimited)
 	return m
 }
 

@@ -11,6 +11,49 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// API is what a service's public router needs.
+type API struct {
+	Log *slog.Logger
+	// Metrics, when set, instruments every request.
+	Metrics *Metrics
+	// OpenAPI, when set, is the service's OpenAPI document, served on
+	// GET /openapi.yaml so a client can generate code from the running
+	// service.
+	OpenAPI []byte
+}
+
+// OpenAPIContentType is the media type of GET /openapi.yaml:
+// application/yaml, YAML's registered type (RFC 9512). The more specific
+// application/openapi+yaml is still an Internet-Draft, not registered.
+const OpenAPIContentType = "application/yaml"
+
+// NewRouter returns a service's public router: the shared middleware,
+// problem+json answers for unknown routes and methods, and /openapi.yaml.
+// The service adds its own routes. The operational endpoints are not here:
+// they are on their own listener (NewOpsRouter), which never faces clients.
+func NewRouter(o API) chi.Router {
+	r := newRouter(o.Log, o.Metrics)
+	if o.OpenAPI != nil {
+		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", OpenAPIContentType)
+			_, _ = w.Write(o.OpenAPI)
+		})
+	}
+	return r
+}
+
+func newRouter(log *slog.Logger, m *Metrics) chi.Router {
+	r := chi.NewRouter()
+	r.Use(Middleware(log, m)...)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
+	})
+	return r
+}
+
 // Ops is what the operational endpoints every service serves need.
 type Ops struct {
 	Log *slog.Logger
@@ -26,30 +69,15 @@ type Ops struct {
 	// served on /metrics.
 	Metrics  *Metrics
 	Gatherer prometheus.Gatherer
-	// OpenAPI, when set, is the service's OpenAPI document, served on
-	// GET /openapi.yaml so a client can generate code from the running
-	// service.
-	OpenAPI []byte
 }
 
-// OpenAPIContentType is the media type of GET /openapi.yaml:
-// application/yaml, YAML's registered type (RFC 9512). The more specific
-// application/openapi+yaml is still an Internet-Draft, not registered.
-const OpenAPIContentType = "application/yaml"
-
-// NewRouter returns a chi router with the shared middleware, problem+json
-// answers for unknown routes and methods, and /healthz (the process is up),
-// /readyz (it can do its work), /metrics and /openapi.yaml. A service adds its
-// own routes.
-func NewRouter(o Ops) chi.Router {
-	r := chi.NewRouter()
-	r.Use(Middleware(o.Log, o.Metrics)...)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no such route"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
-	})
+// NewOpsRouter returns the router of a service's operational listener
+// (OPS_ADDR): /healthz (the process is up), /readyz (it can do its work) and
+// /metrics, for the orchestrator and the monitoring, never for clients. Its
+// contract is api/ops.openapi.yaml. It asks for no credentials: the listener
+// is meant for a network only operators reach (docs/SECURITY.md).
+func NewOpsRouter(o Ops) chi.Router {
+	r := newRouter(o.Log, o.Metrics)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -72,12 +100,6 @@ func NewRouter(o Ops) chi.Router {
 	})
 	if o.Gatherer != nil {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
-	}
-	if o.OpenAPI != nil {
-		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", OpenAPIContentType)
-			_, _ = w.Write(o.OpenAPI)
-		})
 	}
 	return r
 }

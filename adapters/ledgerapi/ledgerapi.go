@@ -1,8 +1,10 @@
 // Package ledgerapi is the ledger service's read-only HTTP API on chi:
-// balances per account and the ledger transactions of a payment. Errors are
-// RFC 9457 problem+json, mapped in one place (writeError). The router, the
-// operational endpoints (health, readiness, Prometheus metrics) and the
-// middleware come from httpserver, which the payments API shares.
+// balances per account and the ledger transactions of a payment. The ledger
+// is an internal service: every route needs an operator token
+// (Authorization: Bearer, one of LEDGER_API_TOKENS), checked by hash. Errors
+// are RFC 9457 problem+json, mapped in one place (writeError). The router
+// and the middleware come from httpserver, which the payments API shares;
+// the operational endpoints are on the service's other listener.
 //
 // The contract is api/ledger.openapi.yaml, served on GET /openapi.yaml; every
 // test here checks its exchanges against it (api/apitest).
@@ -11,16 +13,17 @@ package ledgerapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -31,17 +34,20 @@ type Queries interface {
 	Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
 }
 
+// Tokens checks an operator token (access.Tokens).
+type Tokens interface {
+	// Check errors: access.ErrMalformedKey, access.ErrUnknownKey.
+	Check(token string) error
+}
+
 // Config is what NewHandler wires together.
 type Config struct {
 	Queries Queries
-	// Ready reports whether the service can do its work (the database
-	// answers); /readyz answers 503 while it returns an error.
-	Ready func(ctx context.Context) error
-	Log   *slog.Logger
-	// Metrics, when set, instruments every request; Gatherer, when set, is
-	// served on /metrics.
-	Metrics  *httpserver.Metrics
-	Gatherer prometheus.Gatherer
+	// Tokens are the operator tokens the read API accepts.
+	Tokens Tokens
+	Log    *slog.Logger
+	// Metrics, when set, instruments every request.
+	Metrics *httpserver.Metrics
 	// RequestTimeout bounds each request's work (default 5s), so a database
 	// outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
@@ -53,16 +59,31 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{q: cfg.Queries, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.Ops{
-		Log: cfg.Log, Ready: cfg.Ready, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer,
-		OpenAPI: apidoc.Ledger(),
-	})
+	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger()})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
+		r.Use(httpserver.RequireBearer(func(ctx context.Context, token string) (context.Context, error) {
+			return ctx, checkToken(cfg.Tokens, token)
+		}, a.writeError))
 		r.Get("/accounts/{id}/balance", a.balance)
 		r.Get("/payments/{id}/entries", a.entries)
 	})
 	return r
+}
+
+// checkToken maps the tokens' verdict to the 401 answers httpserver writes.
+func checkToken(tokens Tokens, token string) error {
+	if tokens == nil {
+		return httpserver.ErrInvalidCredentials
+	}
+	err := tokens.Check(token)
+	switch {
+	case errors.Is(err, access.ErrMalformedKey):
+		return fmt.Errorf("%w: %w", httpserver.ErrMalformedCredentials, err)
+	case err != nil:
+		return fmt.Errorf("%w: %w", httpserver.ErrInvalidCredentials, err)
+	}
+	return nil
 }
 
 type api struct {

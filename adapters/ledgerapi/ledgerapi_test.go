@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -54,55 +54,69 @@ func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction
 	return []ledger.Transaction{tx}, err
 }
 
+// token is the operator token the tests' server accepts.
+var token = strings.Repeat("t", access.MinTokenLen)
+
 // newServer serves the API on q, every exchange checked against the API's
 // OpenAPI document: each test of the API is also a test of its contract.
-func newServer(t *testing.T, q ledgerapi.Queries, ready error) *httptest.Server {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "ledger_messages_processed_total", Help: "x"}))
+func newServer(t *testing.T, q ledgerapi.Queries) *httptest.Server {
+	tokens, err := access.NewTokens(token)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := ledgerapi.NewHandler(ledgerapi.Config{
-		Queries:  q,
-		Ready:    func(context.Context) error { return ready },
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Gatherer: reg,
+		Queries: q,
+		Tokens:  tokens,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	return srv
 }
 
+// get sends GET path with Authorization: auth (none when empty).
+func get(t *testing.T, srv *httptest.Server, path, auth string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func TestRoutes(t *testing.T) {
 	tests := []struct {
 		name     string
 		q        fakeQueries
-		ready    error
 		path     string
 		status   int
 		ctype    string
 		contains string
 	}{
-		{"balance", fakeQueries{}, nil, "/accounts/mer_1/balance", 200, "application/json",
+		{"balance", fakeQueries{}, "/accounts/mer_1/balance", 200, "application/json",
 			`{"account_id":"mer_1","balances":[{"currency":"BRL","balance":550},{"currency":"USD","balance":7}]}`},
-		{"unknown account", fakeQueries{}, nil, "/accounts/nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
-		{"control character in account", fakeQueries{}, nil, "/accounts/a%0Ab/balance", 400, "application/problem+json", `invalid-account-id`},
-		{"entries", fakeQueries{}, nil, "/payments/" + paymentID + "/entries", 200, "application/json",
+		{"unknown account", fakeQueries{}, "/accounts/nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
+		{"control character in account", fakeQueries{}, "/accounts/a%0Ab/balance", 400, "application/problem+json", `invalid-account-id`},
+		{"entries", fakeQueries{}, "/payments/" + paymentID + "/entries", 200, "application/json",
 			`"entries":[{"account_id":"cus_1","amount":-1050,"currency":"BRL"},{"account_id":"mer_1","amount":1050,"currency":"BRL"}]`},
-		{"unknown payment", fakeQueries{}, nil, "/payments/" + strings.Replace(paymentID, "7d", "8d", 1) + "/entries", 404, "application/problem+json", `payment-not-found`},
-		{"malformed payment id", fakeQueries{}, nil, "/payments/42/entries", 400, "application/problem+json", `invalid-payment-id`},
-		{"unexpected failure", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, nil, "/accounts/mer_1/balance", 500, "application/problem+json", `"status":500`},
-		{"healthz", fakeQueries{}, nil, "/healthz", 200, "application/json", `"ok"`},
-		{"readyz", fakeQueries{}, nil, "/readyz", 200, "application/json", `"ready"`},
-		{"not ready", fakeQueries{}, errors.New("down"), "/readyz", 503, "application/problem+json", `not-ready`},
-		{"metrics", fakeQueries{}, nil, "/metrics", 200, "text/plain", `ledger_messages_processed_total`},
-		{"no route", fakeQueries{}, nil, "/nope", 404, "application/problem+json", `not-found`},
-		{"openapi", fakeQueries{}, nil, "/openapi.yaml", 200, "application/yaml", string(apidoc.Ledger())},
+		{"unknown payment", fakeQueries{}, "/payments/" + strings.Replace(paymentID, "7d", "8d", 1) + "/entries", 404, "application/problem+json", `payment-not-found`},
+		{"malformed payment id", fakeQueries{}, "/payments/42/entries", 400, "application/problem+json", `invalid-payment-id`},
+		{"unexpected failure", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, "/accounts/mer_1/balance", 500, "application/problem+json", `"status":500`},
+		{"no route", fakeQueries{}, "/nope", 404, "application/problem+json", `not-found`},
+		{"no ops route here", fakeQueries{}, "/metrics", 404, "application/problem+json", `not-found`},
+		{"openapi", fakeQueries{}, "/openapi.yaml", 200, "application/yaml", string(apidoc.Ledger())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, tt.q, tt.ready)
-			resp, err := http.Get(srv.URL + tt.path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv := newServer(t, tt.q)
+			resp := get(t, srv, tt.path, "Bearer "+token)
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != tt.status {
@@ -121,19 +135,59 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
+// TestEveryRouteNeedsTheToken: each read route against each kind of
+// credential, with the exact answer for each.
+func TestEveryRouteNeedsTheToken(t *testing.T) {
+	srv := newServer(t, fakeQueries{})
+	creds := []struct {
+		name, header string
+		status       int
+		typ, www     string
+	}{
+		{"no header", "", 401, "/problems/authentication-required", "Bearer"},
+		{"another scheme", "Basic " + token, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"bearer without token", "Bearer ", 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"token with a space", "Bearer " + token + " x", 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"unknown token", "Bearer " + strings.Repeat("u", access.MinTokenLen), 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
+		{"the token but one character", "Bearer " + token[1:], 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
+		{"the token", "Bearer " + token, 200, "", ""},
+		{"the token, scheme in lower case", "bearer " + token, 200, "", ""},
+	}
+	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
+		for _, c := range creds {
+			t.Run(path+" "+c.name, func(t *testing.T) {
+				res := get(t, srv, path, c.header)
+				defer res.Body.Close()
+				var p struct{ Type string }
+				_ = json.NewDecoder(res.Body).Decode(&p)
+				if res.StatusCode != c.status || p.Type != c.typ || res.Header.Get("WWW-Authenticate") != c.www {
+					t.Errorf("got %d %q WWW-Authenticate %q, want %d %q %q", res.StatusCode, p.Type, res.Header.Get("WWW-Authenticate"), c.status, c.typ, c.www)
+				}
+			})
+		}
+	}
+	t.Run("no tokens configured", func(t *testing.T) {
+		h := ledgerapi.NewHandler(ledgerapi.Config{Queries: fakeQueries{}, Log: slog.New(slog.DiscardHandler)})
+		srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
+		defer srv.Close()
+		res := get(t, srv, "/accounts/mer_1/balance", "Bearer "+token)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("got %d, want 401: an unconfigured ledger serves no one", res.StatusCode)
+		}
+	})
+}
+
 // TestDatabaseOutageAnswers503 pins that the ledger answers an unreachable
 // database as the payments API does: 503, Retry-After and problem+json, with
 // nothing of the error chain. ledgerstore wraps an outage in
 // posting.ErrUnavailable (its own test proves that on a real connection).
 func TestDatabaseOutageAnswers503(t *testing.T) {
 	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", posting.ErrUnavailable)
-	srv := newServer(t, fakeQueries{err: outage}, nil)
+	srv := newServer(t, fakeQueries{err: outage})
 	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		t.Run(path, func(t *testing.T) {
-			resp, err := http.Get(srv.URL + path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			resp := get(t, srv, path, "Bearer "+token)
 			defer resp.Body.Close()
 			var p struct {
 				Type   string `json:"type"`
@@ -164,11 +218,8 @@ func TestDatabaseOutageAnswers503(t *testing.T) {
 }
 
 func TestEntriesSumToZero(t *testing.T) {
-	srv := newServer(t, fakeQueries{}, nil)
-	resp, err := http.Get(fmt.Sprintf("%s/payments/%s/entries", srv.URL, paymentID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, fakeQueries{})
+	resp := get(t, srv, fmt.Sprintf("/payments/%s/entries", paymentID), "Bearer "+token)
 	defer resp.Body.Close()
 	var got struct {
 		Transactions []struct {
@@ -192,6 +243,6 @@ func TestEntriesSumToZero(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler), Gatherer: prometheus.NewRegistry()})
+	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler)})
 	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
 }

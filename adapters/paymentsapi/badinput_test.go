@@ -20,6 +20,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -70,7 +72,8 @@ func TestBadInputNeverWritesOrFails(t *testing.T) {
 		{name: "PATCH payment", method: "PATCH", path: "/payments/" + id, ct: "application/json", body: `{"amount": 1}`, status: 405, typ: "/problems/method-not-allowed"},
 		{name: "GET refunds", method: "GET", path: refunds, status: 405, typ: "/problems/method-not-allowed"},
 		{name: "DELETE refunds", method: "DELETE", path: refunds, status: 405, typ: "/problems/method-not-allowed"},
-		{name: "POST healthz", method: "POST", path: "/healthz", status: 405, typ: "/problems/method-not-allowed"},
+		{name: "POST openapi", method: "POST", path: "/openapi.yaml", status: 405, typ: "/problems/method-not-allowed"},
+		{name: "no ops route here", method: "GET", path: "/metrics", status: 404, typ: "/problems/not-found"},
 
 		// Content types.
 		{name: "xml", method: "POST", path: "/payments", ct: "application/xml", body: valid, status: 415, typ: "/problems/unsupported-media-type"},
@@ -192,7 +195,8 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
 	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(paymentsapi.Config{
-		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Service: svc, Authenticator: access.NewAuthenticator(accesstest.NewFakeStore(), time.Now, access.CacheTTL),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})))
 	srv.Config.ReadHeaderTimeout = 300 * time.Millisecond // cmd/payments sets 5s
 	srv.Start()
@@ -243,12 +247,12 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	if n := rowCounts(t, pool); n != [4]int{} {
 		t.Errorf("rows after the slow client = %v, want none", n)
 	}
-	res, err := srv.Client().Get(srv.URL + "/healthz")
+	res, err := srv.Client().Get(srv.URL + "/openapi.yaml")
 	if err != nil {
 		t.Fatalf("after the slow client: %v", err)
 	}
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		t.Errorf("healthz after the slow client: %d", res.StatusCode)
+		t.Errorf("GET /openapi.yaml after the slow client: %d", res.StatusCode)
 	}
 }

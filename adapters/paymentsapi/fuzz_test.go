@@ -2,6 +2,7 @@ package paymentsapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -17,6 +18,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -35,9 +38,19 @@ import (
 func newFuzzHandler(t *testing.T, v *apitest.Validator) (http.Handler, *paymentstest.FakeRepository) {
 	repo := paymentstest.NewFakeRepository()
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
-	h := paymentsapi.NewHandler(paymentsapi.Config{Service: svc, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	store := accesstest.NewFakeStore()
+	if _, _, err := access.NewKeys(store, time.Now).Issue(context.Background(), access.Issue{Platform: true, Name: "fuzz", Import: fuzzKey}); err != nil {
+		t.Fatal(err)
+	}
+	h := paymentsapi.NewHandler(paymentsapi.Config{
+		Service: svc, Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 	return v.Handler(t, h), repo
 }
+
+// fuzzKey is the platform's key of the fuzz targets' handler; serve sends it.
+var fuzzKey = "pk_test_plat_fuzzfuzzfuzzfuzz_" + strings.Repeat("f", 52)
 
 // serve runs one request through h in process.
 func serve(h http.Handler, method, path, contentType, key string, body []byte) *httptest.ResponseRecorder {
@@ -49,6 +62,7 @@ func serve(h http.Handler, method, path, contentType, key string, body []byte) *
 	if key != "" {
 		req.Header.Set(paymentsapi.IdempotencyHeader, key)
 	}
+	req.Header.Set("Authorization", "Bearer "+fuzzKey)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec

@@ -14,8 +14,9 @@ import (
 )
 
 type api struct {
-	svc Service
-	log *slog.Logger
+	svc  Service
+	auth Authenticator
+	log  *slog.Logger
 }
 
 // IdempotencyHeader carries the client's idempotency key; ReplayedHeader marks
@@ -82,7 +83,7 @@ func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := a.svc.Create(r.Context(), payments.CreatePayment{
-		Amount: amount, Currency: req.Currency, PayerID: req.PayerID, MerchantID: req.MerchantID,
+		Principal: principal(r), Amount: amount, Currency: req.Currency, PayerID: req.PayerID, MerchantID: req.MerchantID,
 		Description: req.Description, IdempotencyKey: r.Header.Get(IdempotencyHeader),
 	})
 	if err != nil {
@@ -99,7 +100,7 @@ func (a *api) getPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	p, err := a.svc.Get(r.Context(), id)
+	p, err := a.svc.Get(r.Context(), principal(r), id)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -123,7 +124,7 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	out, err := a.svc.Refund(r.Context(), payments.RefundPayment{PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	out, err := a.svc.Refund(r.Context(), payments.RefundPayment{Principal: principal(r), PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

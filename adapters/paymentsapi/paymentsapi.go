@@ -1,8 +1,12 @@
 // Package paymentsapi is the payments service's HTTP API on chi: create, read
-// and refund a payment. It decodes and validates requests, honours the
-// Idempotency-Key header, and turns errors into RFC 9457 problem+json in one
-// place (writeError). The router, the operational endpoints and the
-// middleware come from httpserver, which the ledger's API shares.
+// and refund a payment. Every route needs an API key (Authorization: Bearer);
+// the middleware reads it and asks the Authenticator who it is, and the
+// handlers pass that principal to the use cases, which scope what it may
+// touch. Requests are rate-limited per key. It decodes and validates
+// requests, honours the Idempotency-Key header, and turns errors into RFC
+// 9457 problem+json in one place (writeError). The router and the middleware
+// come from httpserver, which the ledger's API shares; the operational
+// endpoints are on the service's other listener (httpserver.NewOpsRouter).
 //
 // The contract is api/payments.openapi.yaml, served on GET /openapi.yaml;
 // every test here checks its exchanges against it (api/apitest).
@@ -10,15 +14,17 @@ package paymentsapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -26,24 +32,27 @@ import (
 // Service is what the API needs of the application.
 type Service interface {
 	Create(ctx context.Context, c payments.CreatePayment) (payments.Outcome, error)
-	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
+	Get(ctx context.Context, who access.Principal, id payment.ID) (*payment.Payment, error)
 	Refund(ctx context.Context, c payments.RefundPayment) (payments.Outcome, error)
+}
+
+// Authenticator turns an API key into whom it acts as (access.Authenticator).
+type Authenticator interface {
+	// Authenticate errors: access.ErrMalformedKey, access.ErrUnknownKey,
+	// access.ErrUnavailable.
+	Authenticate(ctx context.Context, key string) (access.Principal, error)
 }
 
 // Config is what NewHandler wires together.
 type Config struct {
-	Service Service
-	// Ready reports whether the service can do its work (the database
-	// answers); /readyz answers 503 while it returns an error.
-	Ready func(ctx context.Context) error
-	// Status, when set, reports dependencies on /readyz without failing it
-	// (httpserver.Ops.Status): the SNS topic.
-	Status func() map[string]string
-	Log    *slog.Logger
-	// Metrics, when set, instruments every request; Gatherer, when set, is
-	// served on /metrics.
-	Metrics  *httpserver.Metrics
-	Gatherer prometheus.Gatherer
+	Service       Service
+	Authenticator Authenticator
+	// RateLimit is the requests per second each API key may make (0: no
+	// limit).
+	RateLimit int
+	Log       *slog.Logger
+	// Metrics, when set, instruments every request.
+	Metrics *httpserver.Metrics
 	// RequestTimeout bounds each request's work (default 5s), so a database
 	// outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
@@ -57,16 +66,39 @@ func NewHandler(cfg Config) http.Handler {
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = 5 * time.Second
 	}
-	a := &api{svc: cfg.Service, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.Ops{
-		Log: cfg.Log, Ready: cfg.Ready, Status: cfg.Status, Metrics: cfg.Metrics, Gatherer: cfg.Gatherer,
-		OpenAPI: apidoc.Payments(),
-	})
+	a := &api{svc: cfg.Service, auth: cfg.Authenticator, log: cfg.Log}
+	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments()})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
+		r.Use(httpserver.RequireBearer(a.authenticate, a.writeError))
+		r.Use(httpserver.RateLimit(cfg.RateLimit, func(r *http.Request) string { return principal(r).KeyID() }, cfg.Metrics))
 		r.Post("/payments", a.createPayment)
 		r.Get("/payments/{id}", a.getPayment)
 		r.Post("/payments/{id}/refunds", a.refundPayment)
 	})
 	return r
+}
+
+type principalKey struct{}
+
+// authenticate is RequireBearer's verifier: the key's principal goes on in
+// the request's context, from which each handler hands it to its use case.
+func (a *api) authenticate(ctx context.Context, key string) (context.Context, error) {
+	p, err := a.auth.Authenticate(ctx, key)
+	switch {
+	case errors.Is(err, access.ErrMalformedKey):
+		return ctx, fmt.Errorf("%w: %w", httpserver.ErrMalformedCredentials, err)
+	case errors.Is(err, access.ErrUnknownKey):
+		return ctx, fmt.Errorf("%w: %w", httpserver.ErrInvalidCredentials, err)
+	case err != nil:
+		return ctx, err
+	}
+	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+// principal is the request's authenticated principal; the zero Principal,
+// which acts for no one, if the request was not authenticated.
+func principal(r *http.Request) access.Principal {
+	p, _ := r.Context().Value(principalKey{}).(access.Principal)
+	return p
 }

@@ -21,11 +21,15 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -37,21 +41,81 @@ func validated(t testing.TB, h http.Handler) http.Handler {
 	return apitest.New(t, apidoc.Payments()).Handler(t, h)
 }
 
-// newServer is the real router on the real service and a real Postgres.
+// testKeys are the API keys newServer issues: two merchants', the
+// platform's, and a revoked one of mer_1's.
+type testKeys struct{ mer1, mer2, platform, revoked string }
+
+// newServer is the real router on the real service and a real Postgres. Its
+// client sends the platform's key unless a request names its own
+// Authorization, so the tests of other behaviour may name any merchant.
 func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
+	srv, pool, _ := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	return srv, pool
+}
+
+func newServerWithKeys(t *testing.T, log *slog.Logger) (*httptest.Server, *pgxpool.Pool, testKeys) {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
-	reg := prometheus.NewRegistry()
+	store := apikeystore.New(pool)
+	keys := issueKeys(t, store)
 	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service: svc, Ready: pool.Ping, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
+		Service: svc, Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL), Log: log,
 	})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
-	return srv, pool
+	srv.Client().Transport = withKey(keys.platform, srv.Client().Transport)
+	return srv, pool, keys
 }
+
+// issueKeys issues testKeys into store.
+func issueKeys(t testing.TB, store access.Store) testKeys {
+	t.Helper()
+	admin := access.NewKeys(store, time.Now)
+	issue := func(in access.Issue) string {
+		t.Helper()
+		in.Env = access.EnvTest
+		key, _, err := admin.Issue(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	k := testKeys{
+		mer1:     issue(access.Issue{MerchantID: "mer_1", Name: "shop 1"}),
+		mer2:     issue(access.Issue{MerchantID: "mer_2", Name: "shop 2"}),
+		platform: issue(access.Issue{Platform: true, Name: "platform"}),
+		revoked:  issue(access.Issue{MerchantID: "mer_1", Name: "old"}),
+	}
+	id, err := access.ParseKey(k.revoked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Revoke(context.Background(), id.ID); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// withKey sends Authorization: Bearer key on every request that has no
+// Authorization header of its own.
+func withKey(key string, next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		if _, ok := r.Header["Authorization"]; !ok {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		return next.RoundTrip(r)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 type response struct {
 	status int
@@ -78,6 +142,10 @@ func do(t *testing.T, srv *httptest.Server, method, path, contentType, body stri
 		req.Header.Set("Content-Type", contentType)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Authorization" && header[i+1] == "" {
+			req.Header["Authorization"] = nil // present for withKey, sent as none
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := srv.Client().Do(req)
@@ -257,7 +325,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, first.body) {
 		t.Fatalf("retry: %d replayed=%q body\n%s\nwant\n%s", again.status, again.header.Get("Idempotent-Replayed"), again.body, first.body)
 	}
-	other := do(t, srv, "POST", "/payments", "application/json", `{"amount": 2, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "Idempotency-Key", "key-1")
+	other := do(t, srv, "POST", "/payments", "application/json", `{"amount": 2, "currency": "BRL", "payer_id": "a", "merchant_id": "mer_1"}`, "Idempotency-Key", "key-1")
 	assertProblem(t, other, 422, "/problems/idempotency-key-reused")
 	bad := create(t, srv, "Idempotency-Key", strings.Repeat("k", 256))
 	assertProblem(t, bad, 400, "/problems/invalid-idempotency-key")
@@ -282,7 +350,8 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('key-busy', 7231))`); err != nil {
+	lock := paymentstore.LockName(&payments.IdempotencyKey{Merchant: "mer_1", Key: "key-busy"}) // createBody's merchant
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 7231))`, lock); err != nil {
 		t.Fatal(err)
 	}
 	busy := create(t, srv, "Idempotency-Key", "key-busy")
@@ -290,7 +359,7 @@ func TestIdempotencyKey(t *testing.T) {
 	if busy.header.Get("Retry-After") == "" {
 		t.Error("409 in flight without Retry-After")
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended('key-busy', 7231))`); err != nil {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7231))`, lock); err != nil {
 		t.Fatal(err)
 	}
 	if res := create(t, srv, "Idempotency-Key", "key-busy"); res.status != 201 {
@@ -332,28 +401,35 @@ func TestConcurrentSameKeyCreatesOnePayment(t *testing.T) {
 	}
 }
 
-func TestHealthReadyMetrics(t *testing.T) {
+// TestRequestsAreCounted: the API's requests are counted by route pattern
+// in the metrics the ops listener serves.
+func TestRequestsAreCounted(t *testing.T) {
 	t.Parallel()
-	srv, pool := newServer(t)
-	if res := do(t, srv, "GET", "/healthz", "", ""); res.status != 200 {
-		t.Errorf("healthz: %d", res.status)
-	}
-	if res := do(t, srv, "GET", "/readyz", "", ""); res.status != 200 {
-		t.Errorf("readyz: %d", res.status)
-	}
+	repo := paymentstest.NewFakeRepository()
+	store := accesstest.NewFakeStore()
+	keys := issueKeys(t, store)
+	reg := prometheus.NewRegistry()
+	m := httpserver.NewMetrics(reg)
+	h := paymentsapi.NewHandler(paymentsapi.Config{
+		Service:       payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }),
+		Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL), Log: slog.New(slog.DiscardHandler), Metrics: m,
+	})
+	srv := httptest.NewServer(validated(t, h))
+	t.Cleanup(srv.Close)
+	srv.Client().Transport = withKey(keys.mer1, nil)
 	create(t, srv)
-	res := do(t, srv, "GET", "/metrics", "", "")
+	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Metrics: m, Gatherer: reg})))
+	t.Cleanup(ops.Close)
+	res := do(t, ops, "GET", "/metrics", "", "")
 	if res.status != 200 || !strings.Contains(string(res.body), `http_requests_total{code="201",method="POST",route="/payments"} 1`) {
 		t.Errorf("metrics: %d\n%s", res.status, res.body)
 	}
-	pool.Close() // the database is gone: not ready
-	assertProblem(t, do(t, srv, "GET", "/readyz", "", ""), 503, "/problems/not-ready")
 }
 
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler), Gatherer: prometheus.NewRegistry()})
+	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler)})
 	apitest.New(t, apidoc.Payments()).CheckRoutes(t, h.(chi.Routes))
 }
 

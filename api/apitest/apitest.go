@@ -135,7 +135,7 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 	} else {
 		reqErr = openapi3filter.ValidateRequest(ctx, &openapi3filter.RequestValidationInput{
 			Request: req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{MultiError: true},
+			Options: &openapi3filter.Options{MultiError: true, AuthenticationFunc: bearerPresent},
 		})
 	}
 
@@ -160,6 +160,23 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s %s answered %d does not follow the OpenAPI document: %w", req.Method, req.URL.RequestURI(), status, errors.Join(errs...))
+	}
+	return nil
+}
+
+// bearerPresent checks a request against the document's security
+// requirements as far as a document can: an http bearer scheme needs an
+// Authorization: Bearer header with a credential. Whether the credential is
+// valid only the service knows; a request without one that the service
+// answers 2xx fails the exchange.
+func bearerPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	s := in.SecurityScheme
+	if s.Type != "http" || !strings.EqualFold(s.Scheme, "bearer") {
+		return fmt.Errorf("apitest checks http bearer schemes only, not %s %s", s.Type, s.Scheme)
+	}
+	scheme, token, ok := strings.Cut(in.RequestValidationInput.Request.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return errors.New("no Authorization: Bearer credential")
 	}
 	return nil
 }

@@ -2,6 +2,11 @@
 // refund a payment — and the ports they need. It knows nothing of HTTP or SQL:
 // the repository port hides the transaction in which a change and its outbox
 // rows are committed together.
+//
+// Every use case takes the access.Principal it acts as and applies the
+// scoping rule: a merchant key acts for its merchant only, the platform's
+// key for any. Another merchant's payment is reported as not found, exactly
+// like a payment that does not exist.
 package payments
 
 import (
@@ -14,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -32,10 +38,13 @@ var (
 // MaxKeyLen bounds an Idempotency-Key.
 const MaxKeyLen = 255
 
-// IdempotencyKey identifies a client's retries of one request. Fingerprint is
-// derived from the request, so that the same key with another request can be
-// told apart from a retry.
+// IdempotencyKey identifies a client's retries of one request. Keys are
+// scoped to Merchant, the merchant the request acts for: two merchants may
+// use the same Key without colliding, and neither ever sees the other's
+// replay. Fingerprint is derived from the request, so that the same key with
+// another request can be told apart from a retry.
 type IdempotencyKey struct {
+	Merchant    string
 	Key         string
 	Fingerprint string
 }
@@ -84,6 +93,10 @@ func NewService(repo Repository, now func() time.Time, newID func() string) *Ser
 
 // CreatePayment is the input of Create.
 type CreatePayment struct {
+	// Principal is who asks. A merchant creates payments to itself: an
+	// empty MerchantID means its own, and another is refused. The platform
+	// names the merchant.
+	Principal   access.Principal
 	Amount      int64
 	Currency    string
 	PayerID     string
@@ -94,10 +107,26 @@ type CreatePayment struct {
 }
 
 // Create creates a payment, or replays the outcome of an earlier request with
-// the same idempotency key. Errors: payment.ErrInvalid (a
-// *payment.ValidationError), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight.
+// the same idempotency key by the same merchant. Errors: payment.ErrInvalid
+// (a *payment.ValidationError, which names merchant_id when a merchant key
+// names another merchant), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
+// access.ErrUnauthenticated.
 func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) {
-	key, err := idempotencyKey(c.IdempotencyKey, "create", strconv.FormatInt(c.Amount, 10),
+	if !c.Principal.Valid() {
+		return Outcome{}, access.ErrUnauthenticated
+	}
+	if !c.Principal.IsPlatform() {
+		switch c.MerchantID {
+		case "":
+			c.MerchantID = c.Principal.Merchant()
+		case c.Principal.Merchant():
+		default:
+			return Outcome{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+				{Field: "merchant_id", Detail: "must be the API key's own merchant, or left out"},
+			}}
+		}
+	}
+	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, "create", strconv.FormatInt(c.Amount, 10),
 		strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description)
 	if err != nil {
 		return Outcome{}, err
@@ -134,15 +163,28 @@ func moneyProblems(minor int64, currency string) []payment.FieldProblem {
 	return out
 }
 
-// Get returns the payment with id. Errors: payment.ErrNotFound.
-func (s *Service) Get(ctx context.Context, id payment.ID) (*payment.Payment, error) {
-	return s.repo.Get(ctx, id)
+// Get returns the payment with id if who may see it. Errors:
+// payment.ErrNotFound, for another merchant's payment too,
+// access.ErrUnauthenticated.
+func (s *Service) Get(ctx context.Context, who access.Principal, id payment.ID) (*payment.Payment, error) {
+	if !who.Valid() {
+		return nil, access.ErrUnauthenticated
+	}
+	p, err := s.repo.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !who.ActsFor(p.MerchantID()) {
+		return nil, fmt.Errorf("%w: %s", payment.ErrNotFound, id)
+	}
+	return p, nil
 }
 
 // RefundPayment is the input of Refund. It is named for the command, as
 // CreatePayment is, so it is not mistaken for payment.Refund, the refund a
 // payment records.
 type RefundPayment struct {
+	Principal      access.Principal
 	PaymentID      payment.ID
 	Amount         int64
 	IdempotencyKey string
@@ -150,10 +192,26 @@ type RefundPayment struct {
 
 // Refund refunds part or all of a payment. The repository holds the payment's
 // row lock while the domain checks the refundable amount, so concurrent
-// refunds can never exceed it. Errors: payment.ErrNotFound,
-// payment.ErrRefundExceedsAmount, payment.ErrInvalid, the key errors.
+// refunds can never exceed it. A merchant can refund only its own payments;
+// the idempotency key is scoped to the payment's merchant. Errors:
+// payment.ErrNotFound (for another merchant's payment too),
+// payment.ErrRefundExceedsAmount, payment.ErrInvalid, the key errors,
+// access.ErrUnauthenticated.
 func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) {
-	key, err := idempotencyKey(c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
+	if !c.Principal.Valid() {
+		return Outcome{}, access.ErrUnauthenticated
+	}
+	merchant := c.Principal.Merchant()
+	if c.Principal.IsPlatform() && c.IdempotencyKey != "" {
+		// The platform's key is scoped to the payment's merchant, which only
+		// the payment knows; it never changes, so reading it first is safe.
+		p, err := s.repo.Get(ctx, c.PaymentID)
+		if err != nil {
+			return Outcome{}, err
+		}
+		merchant = p.MerchantID()
+	}
+	key, err := idempotencyKey(merchant, c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -165,6 +223,9 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) 
 	refundID := payment.RefundID(s.newID())
 	now := s.now()
 	return s.repo.Update(ctx, c.PaymentID, key, func(p *payment.Payment) error {
+		if !c.Principal.ActsFor(p.MerchantID()) {
+			return fmt.Errorf("%w: %s", payment.ErrNotFound, p.ID())
+		}
 		amount, err := payment.NewMoney(c.Amount, p.Amount().Currency())
 		if err != nil {
 			return err
@@ -174,9 +235,9 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) 
 	})
 }
 
-// idempotencyKey validates key and fingerprints the request parts; an empty
-// key means the request is not idempotent and yields nil.
-func idempotencyKey(key string, parts ...string) (*IdempotencyKey, error) {
+// idempotencyKey validates merchant's key and fingerprints the request parts;
+// an empty key means the request is not idempotent and yields nil.
+func idempotencyKey(merchant, key string, parts ...string) (*IdempotencyKey, error) {
 	if key == "" {
 		return nil, nil
 	}
@@ -193,7 +254,7 @@ func idempotencyKey(key string, parts ...string) (*IdempotencyKey, error) {
 		// Length-prefix each part so ("ab","c") and ("a","bc") differ.
 		fmt.Fprintf(h, "%d:%s|", len(p), p)
 	}
-	return &IdempotencyKey{Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
+	return &IdempotencyKey{Merchant: merchant, Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // ErrUnavailable means a dependency (the database) could not be reached in

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -30,7 +31,14 @@ func newService() (*payments.Service, *paymentstest.FakeRepository) {
 	return payments.NewService(repo, func() time.Time { return t0 }, newID), repo
 }
 
-var valid = payments.CreatePayment{Amount: 1050, Currency: "brl", PayerID: "cus_1", MerchantID: "mer_1"}
+// The principals the tests act as.
+var (
+	platform = access.PlatformPrincipal("platkey")
+	mer1     = access.MerchantPrincipal("key1", "mer_1")
+	mer2     = access.MerchantPrincipal("key2", "mer_2")
+)
+
+var valid = payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "brl", PayerID: "cus_1", MerchantID: "mer_1"}
 
 func TestCreate(t *testing.T) {
 	svc, repo := newService()
@@ -50,7 +58,7 @@ func TestCreate(t *testing.T) {
 
 func TestCreateValidationListsEveryField(t *testing.T) {
 	svc, repo := newService()
-	_, err := svc.Create(context.Background(), payments.CreatePayment{Amount: -5, Currency: "XYZ", MerchantID: "m"})
+	_, err := svc.Create(context.Background(), payments.CreatePayment{Principal: platform, Amount: -5, Currency: "XYZ", MerchantID: "m"})
 	var v *payment.ValidationError
 	if !errors.As(err, &v) {
 		t.Fatalf("err = %v, want *payment.ValidationError", err)
@@ -115,23 +123,23 @@ func TestRefund(t *testing.T) {
 	}
 	id := created.Payment.ID()
 
-	out, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 50})
+	out, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: id, Amount: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Refund == nil || out.Refund.Amount.Minor() != 50 || out.Payment.Status() != payment.StatusPartiallyRefunded {
 		t.Fatalf("outcome = %+v %+v", out.Payment.Snapshot(), out.Refund)
 	}
-	if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 1001}); !errors.Is(err, payment.ErrRefundExceedsAmount) {
+	if _, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: id, Amount: 1001}); !errors.Is(err, payment.ErrRefundExceedsAmount) {
 		t.Errorf("over-refund: err = %v, want ErrRefundExceedsAmount", err)
 	}
-	if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 0}); !errors.Is(err, payment.ErrInvalid) {
+	if _, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: id, Amount: 0}); !errors.Is(err, payment.ErrInvalid) {
 		t.Errorf("zero refund: err = %v, want ErrInvalid", err)
 	}
-	if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: "00000000-0000-4000-8000-999999999999", Amount: 1}); !errors.Is(err, payment.ErrNotFound) {
+	if _, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: "00000000-0000-4000-8000-999999999999", Amount: 1}); !errors.Is(err, payment.ErrNotFound) {
 		t.Errorf("unknown payment: err = %v, want ErrNotFound", err)
 	}
-	out, err = svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 1000})
+	out, err = svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: id, Amount: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +158,7 @@ func TestRefund(t *testing.T) {
 func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	svc, _ := newService()
 	ctx := context.Background()
-	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	created, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +167,7 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	ok := 0
 	for range 20 {
 		wg.Go(func() {
-			if _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 100}); err == nil {
+			if _, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 100}); err == nil {
 				mu.Lock()
 				ok++
 				mu.Unlock()
@@ -169,5 +177,89 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	wg.Wait()
 	if ok != 10 {
 		t.Errorf("%d refunds succeeded, want 10", ok)
+	}
+}
+
+// TestAMerchantActsForItselfOnly: the scoping rule, in the use cases.
+func TestAMerchantActsForItselfOnly(t *testing.T) {
+	svc, repo := newService()
+	ctx := context.Background()
+
+	// Create: the merchant is the key's when left out; another is refused.
+	own := payments.CreatePayment{Principal: mer1, Amount: 100, Currency: "BRL", PayerID: "cus_1"}
+	out, err := svc.Create(ctx, own)
+	if err != nil || out.Payment.MerchantID() != "mer_1" {
+		t.Fatalf("create without a merchant as mer_1: %v, %v", out.Payment, err)
+	}
+	id := out.Payment.ID()
+	other := own
+	other.MerchantID = "mer_2"
+	var v *payment.ValidationError
+	if _, err := svc.Create(ctx, other); !errors.As(err, &v) || v.Problems[0].Field != "merchant_id" {
+		t.Errorf("mer_1 creating for mer_2: err = %v, want a validation error on merchant_id", err)
+	}
+	noMerchant := own
+	noMerchant.Principal = platform
+	if _, err := svc.Create(ctx, noMerchant); !errors.As(err, &v) {
+		t.Errorf("the platform without a merchant: err = %v, want a validation error", err)
+	}
+
+	// Get and Refund: another merchant's payment is not found.
+	if _, err := svc.Get(ctx, mer2, id); !errors.Is(err, payment.ErrNotFound) {
+		t.Errorf("mer_2 reads mer_1's payment: err = %v, want ErrNotFound", err)
+	}
+	for _, key := range []string{"", "r-1"} {
+		if _, err := svc.Refund(ctx, payments.RefundPayment{Principal: mer2, PaymentID: id, Amount: 10, IdempotencyKey: key}); !errors.Is(err, payment.ErrNotFound) {
+			t.Errorf("mer_2 refunds mer_1's payment (key %q): err = %v, want ErrNotFound", key, err)
+		}
+	}
+	for _, who := range []access.Principal{mer1, platform} {
+		if _, err := svc.Get(ctx, who, id); err != nil {
+			t.Errorf("%+v reads mer_1's payment: %v", who, err)
+		}
+	}
+	if _, err := svc.Refund(ctx, payments.RefundPayment{Principal: mer1, PaymentID: id, Amount: 10}); err != nil {
+		t.Errorf("mer_1 refunds its payment: %v", err)
+	}
+
+	// No principal: refused, never served unscoped.
+	for name, err := range map[string]error{
+		"create": func() error {
+			_, err := svc.Create(ctx, payments.CreatePayment{Amount: 1, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+			return err
+		}(),
+		"get":    func() error { _, err := svc.Get(ctx, access.Principal{}, id); return err }(),
+		"refund": func() error { _, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: id, Amount: 1}); return err }(),
+	} {
+		if !errors.Is(err, access.ErrUnauthenticated) {
+			t.Errorf("%s without a principal: err = %v, want ErrUnauthenticated", name, err)
+		}
+	}
+	if got := len(repo.Events()); got != 2 {
+		t.Errorf("%d events, want 2 (mer_1's payment and its refund)", got)
+	}
+}
+
+// TestIdempotencyKeysArePerMerchant: the same key used by two merchants
+// makes two payments; the platform acting for a merchant shares its scope.
+func TestIdempotencyKeysArePerMerchant(t *testing.T) {
+	svc, _ := newService()
+	ctx := context.Background()
+	req := payments.CreatePayment{Amount: 100, Currency: "BRL", PayerID: "cus_1", IdempotencyKey: "order-1"}
+	a, b := req, req
+	a.Principal, b.Principal = mer1, mer2
+	first, err := svc.Create(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := svc.Create(ctx, b)
+	if err != nil || second.Replayed || second.Payment.ID() == first.Payment.ID() {
+		t.Fatalf("mer_2 with mer_1's key: %+v, %v; want a payment of its own", second, err)
+	}
+	viaPlatform := req
+	viaPlatform.Principal, viaPlatform.MerchantID = platform, "mer_1"
+	replay, err := svc.Create(ctx, viaPlatform)
+	if err != nil || !replay.Replayed || replay.Payment.ID() != first.Payment.ID() {
+		t.Errorf("the platform retrying mer_1's request: %+v, %v; want mer_1's replay", replay, err)
 	}
 }

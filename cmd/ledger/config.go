@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
@@ -15,6 +18,7 @@ import (
 type config struct {
 	DatabaseURL    string
 	HTTPAddr       string
+	OpsAddr        string // /healthz, /readyz, /metrics: never the public port
 	AWSRegion      string
 	AWSEndpointURL string // empty: real AWS
 	LogLevel       slog.Level
@@ -27,6 +31,10 @@ type config struct {
 
 	ShutdownTimeout time.Duration
 	DLQPollInterval time.Duration
+
+	// APITokens are the operator tokens the read API accepts
+	// (LEDGER_API_TOKENS); only their hashes are kept.
+	APITokens access.Tokens
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -37,6 +45,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	cfg := config{
 		DatabaseURL:     e.Required("DATABASE_URL"),
 		HTTPAddr:        e.String("HTTP_ADDR", ":8081"),
+		OpsAddr:         e.String("OPS_ADDR", ":9091"),
 		AWSRegion:       e.String("AWS_REGION", "us-east-1"),
 		AWSEndpointURL:  e.String("AWS_ENDPOINT_URL", ""),
 		LogLevel:        e.Level("LOG_LEVEL", slog.LevelInfo),
@@ -47,6 +56,14 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
 	}
+	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
+		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
+	}
+	tokens, err := access.NewTokens(getenv("LEDGER_API_TOKENS"))
+	if err != nil {
+		e.Fail(fmt.Errorf("LEDGER_API_TOKENS: %w", err))
+	}
+	cfg.APITokens = tokens
 	if needQueues {
 		cfg.QueueURL = e.Required("LEDGER_QUEUE_URL")
 		cfg.DLQURL = e.Required("LEDGER_DLQ_URL")

@@ -2,7 +2,8 @@
 // through an inbox, posts them as balanced double-entry transactions exactly
 // once, and serves balances and entries over HTTP.
 //
-//	ledger                 serve (the default): consumer + HTTP API on HTTP_ADDR
+//	ledger                 serve (the default): consumer + HTTP API on HTTP_ADDR,
+//	                       health, readiness and metrics on OPS_ADDR
 //	ledger migrate         apply the embedded migrations and exit
 //	ledger dlq redrive     move the DLQ's messages back to the queue
 //	ledger reconcile       compare the ledger with the payments database;
@@ -72,10 +73,14 @@ func main() {
 // one divergence, so the process exits with status 1.
 var errDivergence = errors.New("the ledger diverges from the payments database")
 
+// addrs are the addresses serve listens on: the API's and the operational
+// endpoints'.
+type addrs struct{ API, Ops string }
+
 // run is the whole program, callable from tests with their own arguments and
-// environment. When listening is not nil it receives the HTTP address once
+// environment. When listening is not nil it receives the addresses once
 // serving.
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	err := dispatch(ctx, args, getenv, out, listening)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // -h or --help: the command printed its usage, as asked
@@ -83,7 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	return err
 }
 
-func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
@@ -121,7 +126,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	case "reconcile":
 		return reconcile(ctx, args, getenv, out)
 	case "healthcheck":
-		if err := noArgs("ledger healthcheck", "Exit 0 if the server on HTTP_ADDR is ready (the container's healthcheck)."); err != nil {
+		if err := noArgs("ledger healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck)."); err != nil {
 			return err
 		}
 		return healthcheck(ctx, getenv)
@@ -159,7 +164,7 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 	return nil
 }
 
-func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- string) error {
+func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	cfg, err := loadConfig(getenv, true)
 	if err != nil {
 		return err
@@ -210,39 +215,48 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: metrics,
 	})
 
-	srv := &http.Server{
-		Handler: ledgerapi.NewHandler(ledgerapi.Config{
-			Queries: svc, Ready: store.Ping, Log: log,
-			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      15 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	httpMetrics := httpserver.NewMetrics(reg)
+	api := newServer(ledgerapi.NewHandler(ledgerapi.Config{
+		Queries: svc, Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics,
+	}), log)
+	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
+		Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg,
+	}), log)
+	apiLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	log.InfoContext(ctx, "listening", "addr", ln.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL)
+	opsLn, err := net.Listen("tcp", cfg.OpsAddr)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
+	}
+	log.InfoContext(ctx, "listening", "addr", apiLn.Addr().String(), "ops_addr", opsLn.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL)
+	if cfg.APITokens.Len() == 0 {
+		log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
+	}
 	if listening != nil {
-		listening <- ln.Addr().String()
+		listening <- addrs{API: apiLn.Addr().String(), Ops: opsLn.Addr().String()}
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
+	for _, s := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{api, apiLn}, {ops, opsLn}} {
+		g.Go(func() error {
+			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done() // a signal arrived, or another part failed
 		log.Info("shutting down: no new receives; applying what the receives in flight return", "wait_time", cfg.WaitTime, "shutdown_timeout", cfg.ShutdownTimeout)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		return errors.Join(api.Shutdown(sctx), ops.Shutdown(sctx))
 	})
 	// The consumer stops receiving when gctx is cancelled and returns once the
 	// receives in flight have returned and every batch in hand is committed
@@ -320,8 +334,20 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	return nil
 }
 
-// healthcheck asks the server on HTTP_ADDR whether it is ready: the
-// container's healthcheck.
+// newServer is an http.Server with the timeouts both listeners need.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// healthcheck asks the server's ops listener (OPS_ADDR) whether it is
+// ready: the container's healthcheck.
 func healthcheck(ctx context.Context, getenv func(string) string) error {
-	return probe.Ready(ctx, envconfig.New(getenv).String("HTTP_ADDR", ":8081"))
+	return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", ":9091"))
 }

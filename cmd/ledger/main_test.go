@@ -49,6 +49,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"wait past the SQS maximum", "LEDGER_WAIT_TIME", "25s"},
 		{"wait not in whole seconds", "LEDGER_WAIT_TIME", "1500ms"},
 		{"bad shutdown timeout", "SHUTDOWN_TIMEOUT", "soon"},
+		{"short operator token", "LEDGER_API_TOKENS", "letmein"},
+		{"ops on the public port", "OPS_ADDR", ":8081"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,23 +143,25 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 	t.Parallel()
 	tq := awstest.NewTopicQueue(t)
 	env := map[string]string{
-		"DATABASE_URL":     pgtest.NewDatabase(t),
-		"HTTP_ADDR":        "127.0.0.1:0",
-		"AWS_ENDPOINT_URL": awstest.Endpoint(t),
-		"AWS_REGION":       tq.Config.Region,
-		"LEDGER_QUEUE_URL": tq.QueueURL,
-		"LEDGER_DLQ_URL":   tq.DLQURL,
-		"LEDGER_WORKERS":   "2",
-		"LEDGER_WAIT_TIME": "1s", // a stop waits for the long polls in flight
-		"LOG_LEVEL":        "debug",
+		"DATABASE_URL":      pgtest.NewDatabase(t),
+		"HTTP_ADDR":         "127.0.0.1:0",
+		"OPS_ADDR":          "127.0.0.1:0",
+		"LEDGER_API_TOKENS": operatorToken,
+		"AWS_ENDPOINT_URL":  awstest.Endpoint(t),
+		"AWS_REGION":        tq.Config.Region,
+		"LEDGER_QUEUE_URL":  tq.QueueURL,
+		"LEDGER_DLQ_URL":    tq.DLQURL,
+		"LEDGER_WORKERS":    "2",
+		"LEDGER_WAIT_TIME":  "1s", // a stop waits for the long polls in flight
+		"LOG_LEVEL":         "debug",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	listening := make(chan string, 1)
+	listening := make(chan addrs, 1)
 	done := make(chan error, 1)
 	logs := &syncBuffer{}
 	go func() { done <- run(ctx, nil, getenvFrom(env), logs, listening) }()
-	var addr string
+	var addr addrs
 	select {
 	case addr = <-listening:
 	case err := <-done:
@@ -165,8 +169,10 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the server did not start")
 	}
-	base := "http://" + addr
-	client := apitest.New(t, apidoc.Ledger()).Client(t) // every exchange checked against the API's document
+	base := "http://" + addr.API
+	// Every exchange is checked against the API's document, and carries the
+	// operator token.
+	client := &http.Client{Transport: bearer(operatorToken, apitest.New(t, apidoc.Ledger()).Transport(t, nil))}
 
 	paymentID, merchant := uuid.NewString(), "mer_"+uuid.NewString()[:8]
 	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
@@ -200,19 +206,37 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 	if len(balance.Balances) != 1 || balance.Balances[0].Balance != 1050 || balance.Balances[0].Currency != "BRL" {
 		t.Errorf("balance: got %+v, want 1050 BRL", balance)
 	}
-	for path, want := range map[string]string{
-		"/payments/" + paymentID + "/entries": `"amount":-1050`,
-		"/metrics":                            `ledger_messages_processed_total{outcome="applied"} 1`,
-		"/readyz":                             `ready`,
+	ops := apitest.New(t, apidoc.Ops()).Client(t)
+	for url, want := range map[string]string{
+		base + "/payments/" + paymentID + "/entries": `"amount":-1050`,
+		"http://" + addr.Ops + "/metrics":            `ledger_messages_processed_total{outcome="applied"} 1`,
+		"http://" + addr.Ops + "/readyz":             `ready`,
 	} {
-		res, err := client.Get(base + path)
+		c := client
+		if !strings.HasPrefix(url, base) {
+			c = ops
+		}
+		res, err := c.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 || !strings.Contains(string(b), want) {
-			t.Errorf("GET %s: got %d %s, want 200 containing %s", path, res.StatusCode, b, want)
+			t.Errorf("GET %s: got %d %s, want 200 containing %s", url, res.StatusCode, b, want)
+		}
+	}
+	// The public port has no operational endpoints, and the read API
+	// refuses a request without the token.
+	anonymous := apitest.New(t, apidoc.Ledger()).Client(t)
+	for path, want := range map[string]int{"/metrics": 404, "/readyz": 404, "/accounts/" + merchant + "/balance": 401} {
+		res, err := anonymous.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("GET %s on the public port without a token: %d, want %d", path, res.StatusCode, want)
 		}
 	}
 
@@ -225,7 +249,26 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("run did not return after cancellation")
 	}
+	if strings.Contains(logs.String(), operatorToken) {
+		t.Error("the operator token is in the logs")
+	}
 }
+
+// operatorToken is the read API's token in these tests.
+const operatorToken = "test-operator-token-0123456789abcdef"
+
+// bearer sends every request with Authorization: Bearer token.
+func bearer(token string, next http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+		return next.RoundTrip(r)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestServeRefusesAShortInboxRetention(t *testing.T) {
 	t.Parallel()

@@ -207,56 +207,109 @@ func TestDockerfileMountsTheGoCaches(t *testing.T) {
 	}
 }
 
-// hostPorts are the published ports, the variable that moves each one, and
-// its default (the port the services listen on inside the network).
-var hostPorts = map[string]struct {
-	variable string
-	port     string
-}{
-	"postgres":   {"POSTGRES_HOST_PORT", "5432"},
-	"localstack": {"LOCALSTACK_HOST_PORT", "4566"},
-	"payments":   {"PAYMENTS_HOST_PORT", "8080"},
-	"ledger":     {"LEDGER_HOST_PORT", "8081"},
+// hostPort is one published port: the variable that moves it, and its
+// default (the port the service listens on inside the network).
+type hostPort struct{ variable, port string }
+
+// hostPorts are the ports each service publishes, API first.
+var hostPorts = map[string][]hostPort{
+	"postgres":   {{"POSTGRES_HOST_PORT", "5432"}},
+	"localstack": {{"LOCALSTACK_HOST_PORT", "4566"}},
+	"payments":   {{"PAYMENTS_HOST_PORT", "8080"}, {"PAYMENTS_OPS_HOST_PORT", "9090"}},
+	"ledger":     {{"LEDGER_HOST_PORT", "8081"}, {"LEDGER_OPS_HOST_PORT", "9091"}},
 }
 
 // Every port is published on loopback only (the demo's Postgres password is
-// "postgres"), on today's port by default and on another when its variable
-// says so: a developer whose own Postgres holds 5432 can still start the stack.
+// "postgres", the ops listeners ask for no credentials), on today's port by
+// default and on another when its variable says so: a developer whose own
+// Postgres holds 5432 can still start the stack.
 func TestComposePortsAreLoopbackAndMovable(t *testing.T) {
 	var env []string
 	moved := map[string]string{}
-	for name, hp := range hostPorts {
-		moved[name] = "1" + hp.port
-		env = append(env, hp.variable+"="+moved[name])
+	for _, hps := range hostPorts {
+		for _, hp := range hps {
+			moved[hp.variable] = "1" + hp.port
+			env = append(env, hp.variable+"="+moved[hp.variable])
+		}
 	}
 	for _, tc := range []struct {
 		env  []string
-		want func(service string) string
+		want func(hostPort) string
 	}{
-		{nil, func(s string) string { return hostPorts[s].port }},
-		{env, func(s string) string { return moved[s] }},
+		{nil, func(hp hostPort) string { return hp.port }},
+		{env, func(hp hostPort) string { return moved[hp.variable] }},
 	} {
 		p := loadCompose(t, tc.env...)
 		for name, s := range p.Services {
-			hp, ok := hostPorts[name]
-			if !ok {
-				if len(s.Ports) > 0 {
-					t.Errorf("service %s publishes ports; give it a *_HOST_PORT variable here and in the README", name)
+			hps := hostPorts[name]
+			if len(s.Ports) != len(hps) {
+				t.Errorf("service %s publishes %d ports, want %d; give each a *_HOST_PORT variable here and in the README", name, len(s.Ports), len(hps))
+				continue
+			}
+			for i, port := range s.Ports {
+				hp := hps[i]
+				if port.HostIP != "127.0.0.1" {
+					t.Errorf("service %s publishes on %q, want 127.0.0.1 only", name, port.HostIP)
 				}
-				continue
-			}
-			if len(s.Ports) != 1 {
-				t.Errorf("service %s publishes %d ports, want 1", name, len(s.Ports))
-				continue
-			}
-			port := s.Ports[0]
-			if port.HostIP != "127.0.0.1" {
-				t.Errorf("service %s publishes on %q, want 127.0.0.1 only", name, port.HostIP)
-			}
-			if want := tc.want(name); port.Published != want || strconv.Itoa(int(port.Target)) != hp.port {
-				t.Errorf("service %s (env %v) publishes %s:%d, want %s:%s", name, tc.env, port.Published, port.Target, want, hp.port)
+				if want := tc.want(hp); port.Published != want || strconv.Itoa(int(port.Target)) != hp.port {
+					t.Errorf("service %s (env %v) publishes %s:%d, want %s:%s", name, tc.env, port.Published, port.Target, want, hp.port)
+				}
 			}
 		}
+	}
+}
+
+// The services' healthchecks ask the ops listener (OPS_ADDR), which compose
+// publishes apart from the API's port.
+func TestComposeHealthchecksUseTheOpsListener(t *testing.T) {
+	p := loadCompose(t)
+	for name, port := range map[string]string{"payments": "9090", "ledger": "9091"} {
+		s := p.Services[name]
+		if got := s.Environment["OPS_ADDR"]; got == nil || *got != ":"+port {
+			t.Errorf("%s: OPS_ADDR = %v, want :%s", name, got, port)
+		}
+		if hc := s.HealthCheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/usr/local/bin/" + name, "healthcheck"}) {
+			t.Errorf("%s: healthcheck %v, want the binary's healthcheck (which asks OPS_ADDR)", name, hc)
+		}
+	}
+}
+
+// A one-shot job (a service without a healthcheck that exits) must be a
+// service_completed_successfully dependency of another service: otherwise
+// `docker compose up --wait` counts its exit 0 as a failure. And the demo's
+// key is stored before payments serves, once the schema exists.
+func TestComposeOneShotJobsAreAwaited(t *testing.T) {
+	p := loadCompose(t)
+	awaited := map[string]bool{}
+	for _, s := range p.Services {
+		for dep, d := range s.DependsOn {
+			if d.Condition == types.ServiceConditionCompletedSuccessfully {
+				awaited[dep] = true
+			}
+		}
+	}
+	jobs := 0
+	for name, s := range p.Services {
+		if s.HealthCheck != nil || s.Restart != "no" {
+			continue
+		}
+		jobs++
+		if !awaited[name] {
+			t.Errorf("the one-shot %s is no service's service_completed_successfully dependency: up --wait would fail on its exit", name)
+		}
+	}
+	if jobs != 2 {
+		t.Errorf("%d one-shot jobs, want 2 (payments-migrate, demo-key)", jobs)
+	}
+	demo := p.Services["demo-key"]
+	if !slices.Equal(demo.Command[:2], []string{"apikey", "create"}) || !slices.Contains(demo.Command, "--key") {
+		t.Errorf("demo-key runs %v, want payments apikey create --key …", demo.Command)
+	}
+	if d := demo.DependsOn["payments-migrate"]; d.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("demo-key must wait for payments-migrate to complete, got %+v", d)
+	}
+	if got := p.Services["payments-migrate"].Command; !slices.Equal(got, []string{"migrate"}) {
+		t.Errorf("payments-migrate runs %v, want [migrate]", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -13,6 +14,7 @@ import (
 type config struct {
 	DatabaseURL    string
 	HTTPAddr       string
+	OpsAddr        string // /healthz, /readyz, /metrics: never the public port
 	AWSRegion      string
 	AWSEndpointURL string // empty: real AWS
 	LogLevel       slog.Level
@@ -25,6 +27,10 @@ type config struct {
 	OutboxNotify       bool
 	OutboxRetention    time.Duration
 
+	// APIRateLimit is the requests per second each API key may make on
+	// each replica; 0 turns the limit off.
+	APIRateLimit int
+
 	ShutdownTimeout time.Duration
 }
 
@@ -36,6 +42,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	cfg := config{
 		DatabaseURL:        e.Required("DATABASE_URL"),
 		HTTPAddr:           e.String("HTTP_ADDR", ":8080"),
+		OpsAddr:            e.String("OPS_ADDR", ":9090"),
 		AWSRegion:          e.String("AWS_REGION", "us-east-1"),
 		AWSEndpointURL:     e.String("AWS_ENDPOINT_URL", ""),
 		LogLevel:           e.Level("LOG_LEVEL", slog.LevelInfo),
@@ -47,6 +54,10 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		OutboxNotify:       e.Bool("OUTBOX_NOTIFY", true),
 		OutboxRetention:    e.Duration("OUTBOX_RETENTION", 168*time.Hour),
 		ShutdownTimeout:    e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
+		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
+	}
+	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
+		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
 	}
 	if requireTopic && cfg.TopicARN == "" {
 		e.Fail(errors.New("PAYMENTS_TOPIC_ARN is required (the SNS topic the outbox relay publishes to)"))

@@ -21,6 +21,10 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		{[]string{"outbox"}, "usage: payments outbox stats | requeue --id ID | --all", nil},
 		{[]string{"outbox", "stats"}, "usage: payments outbox stats", nil},
 		{[]string{"outbox", "requeue"}, "usage: payments outbox requeue --id ID | --all", []string{"-id string", "-all"}},
+		{[]string{"apikey"}, "usage: payments apikey create | list | revoke", nil},
+		{[]string{"apikey", "create"}, "usage: payments apikey create --merchant ID | --platform --name NAME [--key KEY]", []string{"-merchant string", "-platform", "-name string", "-key string"}},
+		{[]string{"apikey", "list"}, "usage: payments apikey list", nil},
+		{[]string{"apikey", "revoke"}, "usage: payments apikey revoke --id ID", []string{"-id string"}},
 		{[]string{"healthcheck"}, "usage: payments healthcheck", nil},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@
 //	payments migrate         apply the embedded migrations and exit
 //	payments outbox stats    pending and dead rows, oldest pending age
 //	payments outbox requeue  --id ID | --all: DEAD rows back to PENDING
+//	payments apikey          create | list | revoke API keys
 //	payments healthcheck     exit 0 if the local server is ready (for Docker)
 package main
 
@@ -32,7 +33,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -47,6 +50,10 @@ const usage = `usage: payments [command]
   outbox stats             pending and dead rows, oldest pending age
   outbox requeue --id ID | --all
                            DEAD rows back to PENDING
+  apikey create --merchant ID | --platform --name NAME [--key KEY]
+                           make an API key and print it, once
+  apikey list              the keys' prefixes and ids, never the keys
+  apikey revoke --id ID    refuse a key from now on
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'payments COMMAND -h' prints a command's usage. Configuration is read from
@@ -63,9 +70,13 @@ func main() {
 	}
 }
 
+// addrs are the addresses serve listens on: the API's and the operational
+// endpoints'.
+type addrs struct{ API, Ops string }
+
 // run is the whole program, callable from tests with their own environment.
-// When listening is not nil it receives the HTTP address once serving.
-func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+// When listening is not nil it receives the addresses once serving.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	err := dispatch(ctx, args, getenv, out, listening)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil // -h or --help: the command printed its usage, as asked
@@ -73,7 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	return err
 }
 
-func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- string) error {
+func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	cmd := "serve"
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
@@ -98,8 +109,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 		return migrate(ctx, getenv, out)
 	case "outbox":
 		return runOutbox(ctx, getenv, args, out)
+	case "apikey":
+		return runAPIKey(ctx, getenv, args, out)
 	case "healthcheck":
-		if err := noArgs("payments healthcheck", "Exit 0 if the server on HTTP_ADDR is ready (the container's healthcheck)."); err != nil {
+		if err := noArgs("payments healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck)."); err != nil {
 			return err
 		}
 		return healthcheck(ctx, getenv)
@@ -138,7 +151,7 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 	return nil
 }
 
-func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- string) error {
+func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	cfg, err := loadConfig(getenv, true)
 	if err != nil {
 		return err
@@ -162,6 +175,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	httpMetrics := httpserver.NewMetrics(reg)
 	// The NOTIFY that wakes the relays is sent after the writes commit, by
 	// one goroutine, not inside each write transaction: paymentstore.Notifier.
 	var notifier *paymentstore.Notifier
@@ -173,24 +187,25 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() },
 	)
-	srv := &http.Server{
-		Handler: paymentsapi.NewHandler(paymentsapi.Config{
-			Service: svc, Ready: pool.Ping, Status: b.status, Log: log,
-			Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      15 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
+	api := newServer(paymentsapi.NewHandler(paymentsapi.Config{
+		Service: svc, Authenticator: auth, RateLimit: cfg.APIRateLimit, Log: log, Metrics: httpMetrics,
+	}), log)
+	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
+		Log: log, Ready: pool.Ping, Status: b.status, Metrics: httpMetrics, Gatherer: reg,
+	}), log)
+	apiLn, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	log.InfoContext(ctx, "listening", "addr", ln.Addr().String())
+	opsLn, err := net.Listen("tcp", cfg.OpsAddr)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
+	}
+	log.InfoContext(ctx, "listening", "addr", apiLn.Addr().String(), "ops_addr", opsLn.Addr().String(), "api_rate_limit", cfg.APIRateLimit)
 	if listening != nil {
-		listening <- ln.Addr().String()
+		listening <- addrs{API: apiLn.Addr().String(), Ops: opsLn.Addr().String()}
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -199,18 +214,27 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if notifier != nil {
 		g.Go(func() error { return notifier.Run(gctx) })
 	}
-	g.Go(func() error {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
+	g.Go(func() error { return auth.Run(gctx, log) })
+	for _, s := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{api, apiLn}, {ops, opsLn}} {
+		g.Go(func() error {
+			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done() // a signal arrived, or another part failed
 		log.Info("shutting down")
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
 		defer cancel()
-		return srv.Shutdown(sctx) // in-flight requests finish; their transactions commit or roll back
+		// In-flight requests finish; their transactions commit or roll
+		// back. The ops listener stops with the API, not before, so the
+		// orchestrator sees the replica until it is gone.
+		return errors.Join(api.Shutdown(sctx), ops.Shutdown(sctx))
 	})
 	if err := startBackground(gctx, g, cfg, pool, b, log, reg); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
@@ -220,8 +244,20 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	return g.Wait()
 }
 
-// healthcheck asks the server on HTTP_ADDR whether it is ready: the
-// container's healthcheck.
+// newServer is an http.Server with the timeouts both listeners need.
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// healthcheck asks the server's ops listener (OPS_ADDR) whether it is
+// ready: the container's healthcheck.
 func healthcheck(ctx context.Context, getenv func(string) string) error {
-	return probe.Ready(ctx, envconfig.New(getenv).String("HTTP_ADDR", ":8080"))
+	return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", ":9090"))
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/application/access"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -36,6 +38,9 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"bad notify", "OUTBOX_NOTIFY", "maybe", "OUTBOX_NOTIFY"},
 		{"bad migrate", "MIGRATE_ON_START", "yes please", "MIGRATE_ON_START"},
 		{"bad level", "LOG_LEVEL", "loud", "LOG_LEVEL"},
+		{"bad rate limit", "API_RATE_LIMIT", "lots", "API_RATE_LIMIT"},
+		{"negative rate limit", "API_RATE_LIMIT", "-1", "API_RATE_LIMIT"},
+		{"ops on the public port", "OPS_ADDR", ":8080", "OPS_ADDR"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +59,7 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8080" || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
+	if cfg.HTTPAddr != ":8080" || cfg.OpsAddr != ":9090" || cfg.APIRateLimit != 100 || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
 		cfg.OutboxMaxAttempts != 10 || !cfg.OutboxNotify || cfg.OutboxRetention != 168*time.Hour || !cfg.MigrateOnStart || cfg.AWSRegion != "us-east-1" {
 		t.Errorf("defaults = %+v", cfg)
 	}
@@ -67,16 +72,18 @@ func TestServeAndShutDown(t *testing.T) {
 	env := map[string]string{
 		"DATABASE_URL":         dbURL,
 		"HTTP_ADDR":            "127.0.0.1:0",
+		"OPS_ADDR":             "127.0.0.1:0",
 		"PAYMENTS_TOPIC_ARN":   "arn:aws:sns:us-east-1:000000000000:unused",
 		"AWS_ENDPOINT_URL":     "http://127.0.0.1:1", // nothing listens: publishing just fails and retries
 		"OUTBOX_POLL_INTERVAL": "1h",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	listening := make(chan string, 1)
+	listening := make(chan addrs, 1)
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, envOf(env), io.Discard, listening) }()
-	var addr string
+	logs := &syncBuffer{}
+	go func() { done <- run(ctx, nil, envOf(env), logs, listening) }()
+	var addr addrs
 	select {
 	case addr = <-listening:
 	case err := <-done:
@@ -84,15 +91,30 @@ func TestServeAndShutDown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not serving after 30s")
 	}
+	key := createKey(t, dbURL, "--merchant", "mer_1", "--name", "test")
 	client := apitest.New(t, apidoc.Payments()).Client(t) // every exchange checked against the API's document
-	res, err := client.Post("http://"+addr+"/payments", "application/json",
-		strings.NewReader(`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`))
-	if err != nil {
-		t.Fatal(err)
+	post := func(key string) int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr.API+"/payments",
+			strings.NewReader(`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
 	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusCreated {
-		t.Fatalf("create: status %d", res.StatusCode)
+	if status := post(""); status != http.StatusUnauthorized {
+		t.Errorf("create without a key: status %d, want 401", status)
+	}
+	if status := post(key); status != http.StatusCreated {
+		t.Fatalf("create: status %d", status)
 	}
 	// The broker is unreachable, so the event waits in the outbox, counted.
 	var stats strings.Builder
@@ -104,10 +126,34 @@ func TestServeAndShutDown(t *testing.T) {
 	}
 	// /readyz reports the broker it could not reach, and stays ready: the
 	// outbox holds the events until the broker answers.
-	if status, body := get(t, "http://"+addr+"/readyz"); status != http.StatusOK || !strings.Contains(body, `"sns_topic":"unreachable"`) {
+	if status, body := get(t, "http://"+addr.Ops+"/readyz"); status != http.StatusOK || !strings.Contains(body, `"sns_topic":"unreachable"`) {
 		t.Errorf("/readyz = %d %s, want 200 reporting sns_topic unreachable", status, body)
 	}
-	hc := map[string]string{"HTTP_ADDR": addr}
+	// The operational endpoints are on OPS_ADDR only.
+	for _, path := range []string{"/metrics", "/readyz", "/healthz"} {
+		res, err := client.Get("http://" + addr.API + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("GET %s on the public port: %d, want 404", path, res.StatusCode)
+		}
+	}
+	// A revoked key is refused once the replica's cache forgets it.
+	id := keyID(t, key)
+	var out strings.Builder
+	if err := run(ctx, []string{"apikey", "revoke", "--id", id}, envOf(map[string]string{"DATABASE_URL": dbURL}), &out, nil); err != nil {
+		t.Fatalf("apikey revoke: %v", err)
+	}
+	deadline := time.Now().Add(access.CacheTTL + 5*time.Second)
+	for post(key) != http.StatusUnauthorized {
+		if time.Now().After(deadline) {
+			t.Fatalf("a revoked key still works %s after the revocation, want at most %s", access.CacheTTL+5*time.Second, access.CacheTTL)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	hc := map[string]string{"OPS_ADDR": addr.Ops}
 	if err := run(ctx, []string{"healthcheck"}, envOf(hc), io.Discard, nil); err != nil {
 		t.Errorf("healthcheck against a ready server: %v", err)
 	}
@@ -120,6 +166,58 @@ func TestServeAndShutDown(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not return within 30s of shutdown")
 	}
+	if strings.Contains(logs.String(), key) || strings.Contains(logs.String(), key[len(key)-52:]) {
+		t.Error("the API key is in the logs")
+	}
+	var list strings.Builder
+	if err := run(context.Background(), []string{"apikey", "list"}, envOf(map[string]string{"DATABASE_URL": dbURL}), &list, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(list.String(), id) || strings.Contains(list.String(), key) {
+		t.Errorf("apikey list =\n%s\nwant the key's id, never the key", list.String())
+	}
+}
+
+// createKey runs `payments apikey create` with args and returns the key it
+// printed.
+func createKey(t *testing.T, dbURL string, args ...string) string {
+	t.Helper()
+	var out strings.Builder
+	if err := run(context.Background(), append([]string{"apikey", "create"}, args...), envOf(map[string]string{"DATABASE_URL": dbURL}), &out, nil); err != nil {
+		t.Fatalf("apikey create: %v", err)
+	}
+	key, _, _ := strings.Cut(out.String(), "\n")
+	if _, err := access.ParseKey(key); err != nil {
+		t.Fatalf("apikey create printed %q first, not a key", out.String())
+	}
+	return key
+}
+
+func keyID(t *testing.T, key string) string {
+	t.Helper()
+	k, err := access.ParseKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.ID
+}
+
+// syncBuffer is an io.Writer the server's logger and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func TestMigrateCommand(t *testing.T) {
@@ -140,10 +238,11 @@ func TestMigrateCommand(t *testing.T) {
 	}
 }
 
-// get fetches url, the exchange checked against the API's document.
+// get fetches url on the ops listener, the exchange checked against its
+// document.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	res, err := apitest.New(t, apidoc.Payments()).Client(t).Get(url)
+	res, err := apitest.New(t, apidoc.Ops()).Client(t).Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,6 +263,7 @@ func TestStartChecksTheTopic(t *testing.T) {
 	env := map[string]string{
 		"DATABASE_URL":          pgtest.NewDatabase(t),
 		"HTTP_ADDR":             "127.0.0.1:0",
+		"OPS_ADDR":              "127.0.0.1:0",
 		"AWS_ENDPOINT_URL":      awstest.Endpoint(t),
 		"AWS_ACCESS_KEY_ID":     "test",
 		"AWS_SECRET_ACCESS_KEY": "test",
@@ -180,7 +280,7 @@ func TestStartChecksTheTopic(t *testing.T) {
 
 	missing := tq.TopicARN + "-missing"
 	env["PAYMENTS_TOPIC_ARN"] = missing
-	listening := make(chan string, 1)
+	listening := make(chan addrs, 1)
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, getenv, io.Discard, listening) }()
 	select {
@@ -200,7 +300,7 @@ func TestStartChecksTheTopic(t *testing.T) {
 	go func() { done <- run(ctx, nil, getenv, io.Discard, listening) }()
 	select {
 	case addr := <-listening:
-		if status, body := get(t, "http://"+addr+"/readyz"); status != http.StatusOK || !strings.Contains(body, `"sns_topic":"ok"`) {
+		if status, body := get(t, "http://"+addr.Ops+"/readyz"); status != http.StatusOK || !strings.Contains(body, `"sns_topic":"ok"`) {
 			t.Errorf("/readyz = %d %s, want 200 reporting sns_topic ok", status, body)
 		}
 	case err := <-done:

@@ -54,7 +54,7 @@ func (s *scraper) scrapeAll(ctx context.Context) {
 			continue
 		}
 		key := fmt.Sprintf("%s#%d", p.Name(), p.Gen())
-		vals, err := s.scrape(ctx, p.Addr())
+		vals, err := s.scrape(ctx, p.OpsAddr())
 		if err != nil {
 			continue
 		}

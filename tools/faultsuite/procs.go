@@ -4,7 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"testing"
+	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
@@ -28,4 +33,21 @@ func newReplica(name, bin, logDir string, env map[string]string) (*proc.Process,
 		vars = append(vars, k+"="+v)
 	}
 	return proc.New(name, bin, filepath.Join(logDir, name+".log"), vars)
+}
+
+// platformKey issues the platform's API key the suite's clients send, through
+// the project's own key store, on the payments database (dbURL) that a
+// started payments replica has migrated.
+func platformKey(ctx context.Context, t testing.TB, dbURL string) string {
+	t.Helper()
+	pool, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("platform key: %v", err)
+	}
+	defer pool.Close()
+	key, _, err := access.NewKeys(apikeystore.New(pool), time.Now).Issue(ctx, access.Issue{Env: access.EnvTest, Platform: true, Name: "faultsuite"})
+	if err != nil {
+		t.Fatalf("platform key: %v", err)
+	}
+	return key
 }

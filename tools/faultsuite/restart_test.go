@@ -139,7 +139,7 @@ func TestRestartsNeverDeadLetterAGoodMessage(t *testing.T) {
 		// closes at once), while those polls are still open.
 		stopped := make(chan error, 1)
 		go func() { stopped <- led.Stop() }()
-		waitUnreachable(t, led.Addr())
+		waitUnreachable(t, led.OpsAddr())
 		publish(fmt.Sprintf("while stop %d drains", round))
 		if err := <-stopped; err != nil {
 			t.Fatalf("stop %d: %v\n%s", round, err, led.Tail(30))

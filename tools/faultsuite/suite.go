@@ -183,7 +183,8 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	defer func() { stopScraper(); scrDone.Wait() }()
 
 	// Traffic.
-	cl := newClient([]string{pays[0].Addr(), pays[1].Addr()})
+	key := platformKey(ctx, t, payDB)
+	cl := newClient([]string{pays[0].Addr(), pays[1].Addr()}, key)
 	acc := &accepted{payments: map[string]int64{}, refunds: map[string]int64{}}
 	trafficDone, faultsDone := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -298,7 +299,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	pgLed.Cut()
 	fault(fmt.Sprintf("Postgres cut for %s (both services)", p.DBCut))
 	cutEnd := time.Now().Add(p.DBCut)
-	rep.Probe = probeDuringCut(ctx, pays, name, rep)
+	rep.Probe = probeDuringCut(ctx, pays, key, name, rep)
 	time.Sleep(time.Until(cutEnd)) // the length of the outage is the fault
 	pgPay.Restore()
 	pgLed.Restore()
@@ -406,8 +407,8 @@ func editedEvent(edit func(doc map[string]any) error) (string, error) {
 // probeDuringCut sends one new payment to each replica while Postgres is
 // unreachable and describes the answers; anything but a 503 with
 // Retry-After is a failure.
-func probeDuringCut(ctx context.Context, pays []*proc.Process, run string, rep *report) string {
-	c := newClient(nil)
+func probeDuringCut(ctx context.Context, pays []*proc.Process, key, run string, rep *report) string {
+	c := newClient(nil, key)
 	var parts []string
 	for i, pr := range pays {
 		body := fmt.Appendf(nil, `{"amount": 1, "currency": "BRL", "payer_id": "probe", "merchant_id": "probe", "description": "%s probe %d"}`, run, i)

@@ -21,6 +21,7 @@ import (
 type client struct {
 	http   *http.Client
 	addrs  []string
+	key    string // the platform's API key
 	giveUp time.Duration
 
 	attempts   atomic.Int64
@@ -38,10 +39,11 @@ type client struct {
 // that reaches it hung, which the API promises never to do.
 const clientTimeout = 20 * time.Second
 
-func newClient(addrs []string) *client {
+func newClient(addrs []string, key string) *client {
 	return &client{
 		http:   &http.Client{Timeout: clientTimeout},
 		addrs:  addrs,
+		key:    key,
 		giveUp: 90 * time.Second,
 	}
 }
@@ -118,6 +120,7 @@ func (c *client) do(ctx context.Context, addr, path, key string, body []byte) (i
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Authorization", "Bearer "+c.key)
 	res, err := c.http.Do(req)
 	if err != nil {
 		return 0, nil, nil, err

@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
+	"github.com/payments-outbox/payments-outbox/application/access"
 )
 
 // createDatabase creates a fresh database for one phase on the admin
@@ -133,3 +135,20 @@ func gitRevision(ctx context.Context) string {
 	}
 	return rev
 }
+
+// platformKey issues the platform's API key the load is sent with, through
+// the project's own key store: every request is authenticated, as in
+// production.
+func platformKey(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	key, _, err := access.NewKeys(apikeystore.New(pool), time.Now).Issue(ctx,
+		access.Issue{Env: access.EnvTest, Platform: true, Name: "loadgen"})
+	if err != nil {
+		return "", fmt.Errorf("issue the platform's API key: %w", err)
+	}
+	return key, nil
+}
+
+// noRateLimit lifts the API's rate limit far above any load this tool makes
+// with its one key: the limiter still runs on every request, and its cost is
+// measured, but it never refuses one.
+const noRateLimit = "API_RATE_LIMIT=1000000"

@@ -26,6 +26,7 @@ type poster struct {
 	addr string // host:port
 	host string // the Host header
 	path string
+	key  string // the API key, sent as Authorization: Bearer
 
 	conn net.Conn
 	r    *bufio.Reader
@@ -36,7 +37,7 @@ type poster struct {
 // the operation instead of hanging the phase.
 const requestTimeout = 30 * time.Second
 
-func newPoster(rawURL string) (*poster, error) {
+func newPoster(rawURL, key string) (*poster, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func newPoster(rawURL string) (*poster, error) {
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
-	return &poster{addr: addr, host: u.Host, path: u.RequestURI()}, nil
+	return &poster{addr: addr, host: u.Host, path: u.RequestURI(), key: key}, nil
 }
 
 // post sends body and returns the response's status code; the body is read
@@ -65,6 +66,10 @@ func (p *poster) post(body []byte) (int, error) {
 	p.buf = append(p.buf, p.path...)
 	p.buf = append(p.buf, " HTTP/1.1\r\nHost: "...)
 	p.buf = append(p.buf, p.host...)
+	if p.key != "" {
+		p.buf = append(p.buf, "\r\nAuthorization: Bearer "...)
+		p.buf = append(p.buf, p.key...)
+	}
 	p.buf = append(p.buf, "\r\nContent-Type: application/json\r\nContent-Length: "...)
 	p.buf = strconv.AppendInt(p.buf, int64(len(body)), 10)
 	p.buf = append(p.buf, "\r\n\r\n"...)

@@ -28,12 +28,12 @@ func TestPosterKeepsOneConnectionAlive(t *testing.T) {
 	var got []string
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type")+" "+string(body))
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization")+" "+r.Header.Get("Content-Type")+" "+string(body))
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write([]byte(`{"id":"x"}`))
 	})
 
-	p, err := newPoster(srv.URL + "/payments")
+	p, err := newPoster(srv.URL+"/payments", "pk_test_k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestPosterKeepsOneConnectionAlive(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections for 3 requests, want 1 kept alive", n)
 	}
-	if want := `POST /payments application/json {"n":1}`; len(got) != 3 || got[2] != want {
+	if want := `POST /payments Bearer pk_test_k application/json {"n":1}`; len(got) != 3 || got[2] != want {
 		t.Errorf("server saw %q, want 3 × %q", got, want)
 	}
 }
@@ -61,7 +61,7 @@ func TestPosterRedialsAfterConnectionCloseAndReadsChunkedBodies(t *testing.T) {
 		_, _ = w.Write([]byte("second part"))
 	})
 
-	p, err := newPoster(srv.URL + "/payments")
+	p, err := newPoster(srv.URL+"/payments", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestPosterRedialsAfterConnectionCloseAndReadsChunkedBodies(t *testing.T) {
 
 func TestPosterReportsADeadServer(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
-	p, err := newPoster(srv.URL + "/payments")
+	p, err := newPoster(srv.URL+"/payments", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestPosterReportsADeadServer(t *testing.T) {
 	if _, err := p.post([]byte(`{}`)); err == nil {
 		t.Fatal("post to a closed server succeeded")
 	}
-	if _, err := newPoster("https://example.test/payments"); err == nil {
+	if _, err := newPoster("https://example.test/payments", ""); err == nil {
 		t.Error("newPoster accepted https, which it cannot speak")
 	}
 }

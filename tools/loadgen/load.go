@@ -173,10 +173,10 @@ type paymentClient struct {
 	posters []*poster
 }
 
-func newPaymentClient(baseURL string, workers int) (*paymentClient, error) {
+func newPaymentClient(baseURL, key string, workers int) (*paymentClient, error) {
 	c := &paymentClient{posters: make([]*poster, workers)}
 	for i := range c.posters {
-		p, err := newPoster(baseURL + "/payments")
+		p, err := newPoster(baseURL+"/payments", key)
 		if err != nil {
 			return nil, err
 		}

@@ -75,6 +75,7 @@ type options struct {
 	PaymentsEnv   []string
 	Report        string
 	Keep          bool
+	APIKey        string
 }
 
 var scenarios = []string{"ceiling", "api", "relay", "e2e"}
@@ -100,11 +101,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&env, "payments-env", "", "extra KEY=VALUE,… for the payments binary, e.g. LOG_LEVEL=warn")
 	fs.StringVar(&o.Report, "report", "", "write the table into this Markdown file's \"Whole path\" section (e.g. docs/BENCHMARKS.md)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the benchmark databases")
+	fs.StringVar(&o.APIKey, "api-key", getenv("LOADGEN_API_KEY"), "the API key to send to -url (default $LOADGEN_API_KEY); without -url loadgen issues a platform key itself")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.DatabaseURL == "" {
 		return o, errors.New("-database-url or DATABASE_URL is required")
+	}
+	if o.URL != "" && o.APIKey == "" {
+		return o, errors.New("-url needs -api-key (or LOADGEN_API_KEY): every route of the payments API needs a key")
 	}
 	if o.Concurrency <= 0 || o.Runs <= 0 || o.Backlog <= 0 || o.Duration <= 0 || o.E2ERate <= 0 {
 		return o, errors.New("-c, -runs, -backlog, -d and -e2e-rate must be positive")
@@ -269,6 +274,7 @@ func (b *bench) writePath(ctx context.Context) error {
 			"AWS_ENDPOINT_URL=http://127.0.0.1:1",
 			"PAYMENTS_TOPIC_ARN=arn:aws:sns:us-east-1:000000000000:loadgen-unused",
 			"OUTBOX_NOTIFY=false", "OUTBOX_POLL_INTERVAL=1h",
+			noRateLimit,
 		}, o.PaymentsEnv...))
 		if err != nil {
 			return err
@@ -279,7 +285,13 @@ func (b *bench) writePath(ctx context.Context) error {
 
 	var client *paymentClient
 	if o.Only["api"] {
-		if client, err = newPaymentClient(baseURL, o.Concurrency); err != nil {
+		key := o.APIKey
+		if srv != nil {
+			if key, err = platformKey(ctx, pool); err != nil {
+				return err
+			}
+		}
+		if client, err = newPaymentClient(baseURL, key, o.Concurrency); err != nil {
 			return err
 		}
 		defer client.Close()
@@ -449,7 +461,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 		return err
 	}
 	pay, err := startService(ctx, b.dir, payBin, append(append([]string{
-		"DATABASE_URL=" + withParams(payURL, o.PaymentsDBArg), "OUTBOX_NOTIFY=true",
+		"DATABASE_URL=" + withParams(payURL, o.PaymentsDBArg), "OUTBOX_NOTIFY=true", noRateLimit,
 	}, awsEnv...), o.PaymentsEnv...))
 	if err != nil {
 		return err
@@ -460,7 +472,11 @@ func (b *bench) endToEnd(ctx context.Context) error {
 		return err
 	}
 	defer led.Stop()
-	client, err := newPaymentClient("http://"+pay.Addr(), o.Concurrency)
+	key, err := platformKey(ctx, payDB)
+	if err != nil {
+		return err
+	}
+	client, err := newPaymentClient("http://"+pay.Addr(), key, o.Concurrency)
 	if err != nil {
 		return err
 	}

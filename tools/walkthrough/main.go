@@ -3,6 +3,11 @@
 // service answered. `make demo` runs it against `docker compose up`.
 //
 //	go run ./tools/walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
+//	    [-payments-ops http://localhost:9090] [-api-key KEY] [-ledger-token TOKEN]
+//
+// Its defaults are docker-compose.yml's: the API key the demo-key job stores
+// for mer_1 and the ledger's operator token, both demo secrets published in
+// that file.
 //
 // The ledger applies events asynchronously, so the steps that read it poll
 // until the expected change arrives (within -wait) instead of sleeping. Its
@@ -37,12 +42,20 @@ func main() {
 }
 
 type walk struct {
-	payments, ledger string // base URLs
-	key              string
-	wait             time.Duration
-	out              io.Writer
-	client           *http.Client
+	payments, ledger, paymentsOps string // base URLs
+	key                           string // the payment's Idempotency-Key
+	apiKey, ledgerToken           string
+	wait                          time.Duration
+	out                           io.Writer
+	client                        *http.Client
 }
+
+// The demo's credentials, as docker-compose.yml publishes them (a test keeps
+// them equal): mer_1's API key and the ledger's operator token.
+const (
+	demoAPIKey      = "pk_test_demodemodemodemo_apublicdemokeyfromdockercomposeyamlneveruseitforreal"
+	demoLedgerToken = "demo-operator-token-of-docker-compose-not-a-secret"
+)
 
 // run runs the walkthrough with client; its test passes one that checks every
 // exchange against the services' OpenAPI documents.
@@ -51,6 +64,9 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 	w := &walk{out: out, client: client}
 	fs.StringVar(&w.payments, "payments", "http://localhost:8080", "payments service base URL")
 	fs.StringVar(&w.ledger, "ledger", "http://localhost:8081", "ledger service base URL")
+	fs.StringVar(&w.paymentsOps, "payments-ops", "http://localhost:9090", "payments service's operational endpoints (OPS_ADDR)")
+	fs.StringVar(&w.apiKey, "api-key", demoAPIKey, "mer_1's API key (default: the demo key docker-compose.yml stores)")
+	fs.StringVar(&w.ledgerToken, "ledger-token", demoLedgerToken, "the ledger's operator token (default: docker-compose.yml's demo token)")
 	fs.StringVar(&w.key, "key", "order-"+time.Now().UTC().Format("20060102150405"), "Idempotency-Key of the payment")
 	fs.DurationVar(&w.wait, "wait", 30*time.Second, "how long to wait for the ledger to catch up")
 	if err := fs.Parse(args); err != nil {
@@ -59,7 +75,7 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 	return w.run(ctx)
 }
 
-const createBody = `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1", "description": "coffee"}`
+const createBody = `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "description": "coffee"}`
 
 func (w *walk) run(ctx context.Context) error {
 	// Balances before, so the ledger steps can wait for this walkthrough's
@@ -73,7 +89,10 @@ func (w *walk) run(ctx context.Context) error {
 		return err
 	}
 
-	w.say("Create a payment. Amounts are integers of the currency's minor unit; the `Idempotency-Key` makes a retry safe:")
+	w.say("Every request carries a credential: the payments API takes a merchant's API key, the ledger an operator token. These two are the demo's, published in `docker-compose.yml`, whose `demo-key` job stores the key for merchant `mer_1`:")
+	w.printf("```console\n$ export API_KEY=%s\n$ export LEDGER_TOKEN=%s\n```\n\n", w.apiKey, w.ledgerToken)
+
+	w.say("Create a payment. The merchant is the key's; amounts are integers of the currency's minor unit; the `Idempotency-Key` makes a retry safe:")
 	created, err := w.curl(ctx, "POST", w.payments, "/payments", createBody, w.key, http.StatusCreated)
 	if err != nil {
 		return err
@@ -90,6 +109,11 @@ func (w *walk) run(ctx context.Context) error {
 
 	w.say("Read it back:")
 	if _, err := w.curl(ctx, "GET", w.payments, "/payments/"+p.ID, "", "", http.StatusOK); err != nil {
+		return err
+	}
+
+	w.say("Without the key, nothing (another merchant's key would get `404`, as for a payment that does not exist):")
+	if _, err := w.curlAs(ctx, "", "GET", w.payments, "/payments/"+p.ID, "", "", http.StatusUnauthorized); err != nil {
 		return err
 	}
 
@@ -122,17 +146,17 @@ func (w *walk) run(ctx context.Context) error {
 	}
 
 	w.say("Retry the first request with the same key: the first response comes back (same status, same body) and nothing new is created:")
-	again, err := w.request(ctx, "POST", w.payments+"/payments", createBody, w.key)
+	again, err := w.request(ctx, "POST", w.payments+"/payments", createBody, w.key, w.auth(w.payments))
 	if err != nil {
 		return err
 	}
-	w.printf("```console\n$ curl -si -X POST %s/payments -H 'Content-Type: application/json' \\\n    -H 'Idempotency-Key: %s' -d '%s' | grep -E '^HTTP|Replayed'\n", w.payments, w.key, createBody)
+	w.printf("```console\n$ curl -si -X POST %s/payments %s -H 'Content-Type: application/json' \\\n    -H 'Idempotency-Key: %s' -d '%s' | grep -E '^HTTP|Replayed'\n", w.payments, authFlag(true), w.key, createBody)
 	w.printf("HTTP/1.1 %s\nIdempotent-Replayed: %s\n```\n\n", again.status, again.header.Get("Idempotent-Replayed"))
 	if again.code != http.StatusCreated || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, created.body) {
 		return fmt.Errorf("retry with the same key: %s replayed=%q, want the first response replayed", again.status, again.header.Get("Idempotent-Replayed"))
 	}
 
-	w.say("Nothing is left in the outbox, and its age — the signal to alert on — is zero:")
+	w.say("Nothing is left in the outbox, and its age — the signal to alert on — is zero. The metrics are on the operational port, `OPS_ADDR`, which needs no key and must face operators only:")
 	return w.outboxMetrics(ctx)
 }
 
@@ -143,10 +167,34 @@ type response struct {
 	body   []byte
 }
 
-func (w *walk) request(ctx context.Context, method, url, body, key string) (response, error) {
+// auth is the Authorization header for the service at base: the API key
+// for payments, the operator token for the ledger.
+func (w *walk) auth(base string) string {
+	switch base {
+	case w.payments:
+		return "Bearer " + w.apiKey
+	case w.ledger:
+		return "Bearer " + w.ledgerToken
+	}
+	return ""
+}
+
+// authFlag is the curl option that sends the credential, as the README's
+// reader types it: through the variables the first step exports.
+func authFlag(payments bool) string {
+	if payments {
+		return `-H "Authorization: Bearer $API_KEY"`
+	}
+	return `-H "Authorization: Bearer $LEDGER_TOKEN"`
+}
+
+func (w *walk) request(ctx context.Context, method, url, body, key, auth string) (response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
 		return response{}, err
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -166,10 +214,15 @@ func (w *walk) request(ctx context.Context, method, url, body, key string) (resp
 	return response{res.StatusCode, res.Status, res.Header, bytes.TrimSpace(b)}, nil
 }
 
-// curl performs the request, prints it as a curl command with its answer, and
-// fails unless the status is want.
+// curl performs the request with the service's credential, prints it as a
+// curl command with its answer, and fails unless the status is want.
 func (w *walk) curl(ctx context.Context, method, base, path, body, key string, want int) (response, error) {
-	res, err := w.request(ctx, method, base+path, body, key)
+	return w.curlAs(ctx, w.auth(base), method, base, path, body, key, want)
+}
+
+// curlAs is curl with the Authorization header auth ("" for none).
+func (w *walk) curlAs(ctx context.Context, auth, method, base, path, body, key string, want int) (response, error) {
+	res, err := w.request(ctx, method, base+path, body, key, auth)
 	if err != nil {
 		return res, err
 	}
@@ -178,6 +231,9 @@ func (w *walk) curl(ctx context.Context, method, base, path, body, key string, w
 		cmd += " -X " + method
 	}
 	cmd += " " + base + path
+	if auth != "" {
+		cmd += " " + authFlag(base == w.payments)
+	}
 	if body != "" {
 		cmd += " -H 'Content-Type: application/json'"
 	}
@@ -196,7 +252,7 @@ func (w *walk) curl(ctx context.Context, method, base, path, body, key string, w
 
 // balance returns the account's BRL balance, 0 for an account never posted to.
 func (w *walk) balance(ctx context.Context, account string) (int64, error) {
-	res, err := w.request(ctx, "GET", w.ledger+"/accounts/"+account+"/balance", "", "")
+	res, err := w.request(ctx, "GET", w.ledger+"/accounts/"+account+"/balance", "", "", w.auth(w.ledger))
 	if err != nil {
 		return 0, err
 	}
@@ -252,7 +308,7 @@ func (w *walk) outboxMetrics(ctx context.Context) error {
 	want := []string{"outbox_oldest_pending_age_seconds", "outbox_pending_rows", "outbox_dead_rows"}
 	deadline := time.Now().Add(w.wait)
 	for {
-		res, err := w.request(ctx, "GET", w.payments+"/metrics", "", "")
+		res, err := w.request(ctx, "GET", w.paymentsOps+"/metrics", "", "", "")
 		if err != nil {
 			return err
 		}
@@ -267,7 +323,7 @@ func (w *walk) outboxMetrics(ctx context.Context) error {
 			}
 		}
 		if len(lines) == len(want) && empty {
-			w.printf("```console\n$ curl -s %s/metrics | grep -E '^outbox_(oldest_pending_age_seconds|pending_rows|dead_rows) '\n%s\n```\n", w.payments, strings.Join(lines, "\n"))
+			w.printf("```console\n$ curl -s %s/metrics | grep -E '^outbox_(oldest_pending_age_seconds|pending_rows|dead_rows) '\n%s\n```\n", w.paymentsOps, strings.Join(lines, "\n"))
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	fixture := awstest.NewTopicQueue(t)
 	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 
-	env := composeEnv(t)
+	env, jobs := composeEnv(t)
 	swapHosts := func(v string) string {
 		v = strings.ReplaceAll(v, "postgres:postgres@postgres:5432", dbServer.User.String()+"@"+dbServer.Host)
 		return strings.ReplaceAll(v, "http://localstack:4566", endpoint)
@@ -62,20 +64,29 @@ func TestReadmeWalkthrough(t *testing.T) {
 	env["ledger"]["LEDGER_QUEUE_URL"] = fixture.QueueURL
 	env["ledger"]["LEDGER_DLQ_URL"] = fixture.DLQURL
 
+	// The one-shot jobs compose runs before payments (the schema, the demo's
+	// key), with their command and environment as compose gives them.
 	dir := t.TempDir()
-	payAddr := start(t, dir, "payments", env["payments"]).Addr()
+	for _, job := range []string{"payments-migrate", "demo-key"} {
+		runJob(t, dir, jobs[job], paymentsDB)
+	}
+	pay := start(t, dir, "payments", env["payments"])
+	payAddr, payOps := pay.Addr(), pay.OpsAddr()
 	ledAddr := start(t, dir, "ledger", env["ledger"]).Addr()
 
 	// Every exchange of the walkthrough is checked against its service's
 	// OpenAPI document: what the README shows is what the documents promise.
 	toPayments := apitest.New(t, apidoc.Payments()).Transport(t, nil)
 	toLedger := apitest.New(t, apidoc.Ledger()).Transport(t, nil)
+	toOps := apitest.New(t, apidoc.Ops()).Transport(t, nil)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
 		switch r.URL.Host {
 		case payAddr:
 			return toPayments.RoundTrip(r)
 		case ledAddr:
 			return toLedger.RoundTrip(r)
+		case payOps:
+			return toOps.RoundTrip(r)
 		}
 		return nil, fmt.Errorf("the walkthrough called %s, neither service", r.URL.Host)
 	})}
@@ -83,10 +94,13 @@ func TestReadmeWalkthrough(t *testing.T) {
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := run(ctx, []string{"-payments", "http://" + payAddr, "-ledger", "http://" + ledAddr, "-key", "order-1001"}, &out, client); err != nil {
+	// The walkthrough's default credentials are the demo's: compose's
+	// demo-key job stored the key, and the ledger got compose's token.
+	if err := run(ctx, []string{"-payments", "http://" + payAddr, "-ledger", "http://" + ledAddr, "-payments-ops", "http://" + payOps, "-key", "order-1001"}, &out, client); err != nil {
 		t.Fatalf("walkthrough: %v\n%s", err, out.String())
 	}
-	got := strings.NewReplacer("http://"+payAddr, "http://localhost:8080", "http://"+ledAddr, "http://localhost:8081").Replace(out.String())
+	got := strings.NewReplacer("http://"+payAddr, "http://localhost:8080", "http://"+ledAddr, "http://localhost:8081",
+		"http://"+payOps, "http://localhost:9090").Replace(out.String())
 
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -116,8 +130,9 @@ func normalize(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// composeEnv returns the environment docker-compose.yml gives each service.
-func composeEnv(t *testing.T) map[string]map[string]string {
+// composeEnv returns the environment docker-compose.yml gives each service,
+// and its one-shot jobs.
+func composeEnv(t *testing.T) (map[string]map[string]string, map[string]job) {
 	t.Helper()
 	opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"},
 		cli.WithWorkingDirectory("../.."), cli.WithEnv([]string{}), cli.WithName("payments-outbox"))
@@ -128,16 +143,70 @@ func composeEnv(t *testing.T) map[string]map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]map[string]string{}
-	for _, name := range []string{"payments", "ledger"} {
-		out[name] = map[string]string{}
+	envOf := func(name string) map[string]string {
+		out := map[string]string{}
 		for k, v := range p.Services[name].Environment {
 			if v != nil {
-				out[name][k] = *v
+				out[k] = *v
 			}
 		}
+		return out
 	}
-	return out
+	out := map[string]map[string]string{}
+	for _, name := range []string{"payments", "ledger"} {
+		out[name] = envOf(name)
+	}
+	jobs := map[string]job{}
+	for _, name := range []string{"payments-migrate", "demo-key"} {
+		s, ok := p.Services[name]
+		if !ok || s.Build == nil || s.Build.Target != "payments" {
+			t.Fatalf("docker-compose.yml has no job %s running the payments image", name)
+		}
+		jobs[name] = job{name: name, args: s.Command, env: envOf(name)}
+	}
+	return out, jobs
+}
+
+// job is a one-shot service of the compose file: the payments binary with
+// args.
+type job struct {
+	name string
+	args []string
+	env  map[string]string
+}
+
+// runJob runs j with the payments binary on the test's payments database,
+// and requires it to succeed.
+func runJob(t *testing.T, dir string, j job, dbURL string) {
+	t.Helper()
+	bin, err := proc.Build(t.Context(), dir, "payments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, j.args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range j.env {
+		if k == "DATABASE_URL" {
+			v = dbURL
+		}
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("compose job %s: %v\n%s", j.name, err, out)
+	}
+}
+
+// TestDemoCredentialsAreComposes: the walkthrough's defaults, which `make
+// demo` uses, are the key compose's demo-key job stores and the ledger's
+// token.
+func TestDemoCredentialsAreComposes(t *testing.T) {
+	env, jobs := composeEnv(t)
+	if args := jobs["demo-key"].args; !slices.Contains(args, demoAPIKey) {
+		t.Errorf("demo-key stores %v, the walkthrough sends %s", args, demoAPIKey)
+	}
+	if got := env["ledger"]["LEDGER_API_TOKENS"]; got != demoLedgerToken {
+		t.Errorf("compose's LEDGER_API_TOKENS = %q, the walkthrough sends %q", got, demoLedgerToken)
+	}
 }
 
 // start builds cmd/<name>, runs it with env (and PATH and HOME only) on a

@@ -16,8 +16,8 @@ var _ retention.DeleteFunc = (*Repository)(nil).DeleteKeysBefore
 // must stay well past any client's retry window (clients are promised at
 // least 24 hours: docs/RUNBOOK.md, Retention).
 func (r *Repository) DeleteKeysBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	tag, err := r.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE key IN (
-		SELECT key FROM idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
+	tag, err := r.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (
+		SELECT merchant_id, key FROM idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
 	}

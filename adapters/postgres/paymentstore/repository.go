@@ -165,8 +165,8 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		if err != nil {
 			return nil, fmt.Errorf("encode idempotent outcome: %w", err)
 		}
-		b.Queue(`INSERT INTO idempotency_keys (key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4)`,
-			key.Key, key.Fingerprint, string(p.ID()), result)
+		b.Queue(`INSERT INTO idempotency_keys (merchant_id, key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4, $5)`,
+			key.Merchant, key.Key, key.Fingerprint, string(p.ID()), result)
 	}
 	return refund, nil
 }
@@ -176,12 +176,17 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 // held, a committed row with the key means a retry: its stored outcome is
 // returned with done set, or ErrKeyReused if the request differs. The lock is
 // taken before the read so the read's snapshot sees any twin that committed.
+//
+// The lock is on a 64-bit hash of the merchant and the key. Two different
+// pairs that collide — about one chance in 2^64 for two requests in flight at
+// once — cost the later one a 409 its retry gets past; they can never share a
+// row, since the row's primary key is the pair itself.
 func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
 	if key == nil {
 		return payments.Outcome{}, false, nil
 	}
 	var locked bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, key.Key).Scan(&locked); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, LockName(key)).Scan(&locked); err != nil {
 		return payments.Outcome{}, false, fmt.Errorf("lock idempotency key: %w", err)
 	}
 	if !locked {
@@ -189,7 +194,8 @@ func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (pay
 	}
 	var fingerprint string
 	var raw []byte
-	err := tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys WHERE key = $1`, key.Key).Scan(&fingerprint, &raw)
+	err := tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
+		key.Merchant, key.Key).Scan(&fingerprint, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return payments.Outcome{}, false, nil
 	}
@@ -209,6 +215,12 @@ func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (pay
 	}
 	return payments.Outcome{Payment: p, Refund: refund, Replayed: true}, true, nil
 }
+
+// LockName is the text whose hash names key's advisory lock: the merchant
+// and the key, joined by a separator neither can hold (merchant ids have no
+// control characters, keys are printable ASCII), so that different pairs
+// never make the same text.
+func LockName(key *payments.IdempotencyKey) string { return key.Merchant + "\x1f" + key.Key }
 
 // Get implements payments.Repository.
 func (r *Repository) Get(ctx context.Context, id payment.ID) (*payment.Payment, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -78,7 +79,7 @@ func TestCreateWritesPaymentAndOutboxRow(t *testing.T) {
 	t.Parallel()
 	svc, pool := newService(t)
 	ctx := context.Background()
-	out, err := svc.Create(ctx, payments.CreatePayment{Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1", Description: "x"})
+	out, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1", Description: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +119,11 @@ func TestRefundWritesRefundAndOutboxRow(t *testing.T) {
 	t.Parallel()
 	svc, pool := newService(t)
 	ctx := context.Background()
-	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "USD", PayerID: "a", MerchantID: "b"})
+	created, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1000, Currency: "USD", PayerID: "a", MerchantID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 250})
+	out, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 250})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestFailedOutboxInsertRollsBackTheState(t *testing.T) {
 	t.Parallel()
 	svc, pool := newService(t)
 	ctx := context.Background()
-	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	created, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,21 +159,21 @@ func TestFailedOutboxInsertRollsBackTheState(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ALTER TABLE outbox ADD CONSTRAINT fail_inserts CHECK (false) NOT VALID`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.Create(ctx, payments.CreatePayment{Amount: 777, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	_, err = svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 777, Currency: "BRL", PayerID: "a", MerchantID: "b"})
 	if err == nil {
 		t.Fatal("create succeeded although its outbox insert must fail")
 	}
 	if n := count(t, pool, `SELECT count(*) FROM payments WHERE amount = 777`); n != 0 {
 		t.Errorf("payment row exists without its outbox row")
 	}
-	_, err = svc.Create(ctx, payments.CreatePayment{Amount: 778, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: "k-fail"})
+	_, err = svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 778, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: "k-fail"})
 	if err == nil {
 		t.Fatal("create with a key succeeded although its outbox insert must fail")
 	}
 	if n := count(t, pool, `SELECT (SELECT count(*) FROM payments WHERE amount = 778) + (SELECT count(*) FROM idempotency_keys)`); n != 0 {
 		t.Errorf("payment or idempotency key committed without the outbox row")
 	}
-	_, err = svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 100})
+	_, err = svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 100})
 	if err == nil {
 		t.Fatal("refund succeeded although its outbox insert must fail")
 	}
@@ -191,7 +192,7 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	t.Parallel()
 	svc, pool := newService(t)
 	ctx := context.Background()
-	created, err := svc.Create(ctx, payments.CreatePayment{Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
+	created, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1000, Currency: "BRL", PayerID: "a", MerchantID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	errs := make(chan error, 20)
 	for range 20 {
 		wg.Go(func() {
-			_, err := svc.Refund(ctx, payments.RefundPayment{PaymentID: created.Payment.ID(), Amount: 100})
+			_, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 100})
 			errs <- err
 		})
 	}
@@ -217,7 +218,7 @@ func TestConcurrentRefundsNeverExceedTheAmount(t *testing.T) {
 	if ok != 10 {
 		t.Errorf("%d refunds succeeded, want 10", ok)
 	}
-	p, err := svc.Get(ctx, created.Payment.ID())
+	p, err := svc.Get(ctx, platform, created.Payment.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +237,7 @@ func TestConcurrentRequestsWithOneKeyCreateOnePayment(t *testing.T) {
 	t.Parallel()
 	svc, pool := newService(t)
 	ctx := context.Background()
-	req := payments.CreatePayment{Amount: 500, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: "same-key"}
+	req := payments.CreatePayment{Principal: platform, Amount: 500, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: "same-key"}
 	var wg sync.WaitGroup
 	results := make(chan error, 20)
 	ids := make(chan payment.ID, 20)
@@ -285,7 +286,7 @@ func TestDeleteKeysBefore(t *testing.T) {
 	svc, pool := newService(t)
 	ctx := context.Background()
 	for _, k := range []string{"old-1", "old-2", "old-3", "new-1"} {
-		if _, err := svc.Create(ctx, payments.CreatePayment{Amount: 1, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: k}); err != nil {
+		if _, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1, Currency: "BRL", PayerID: "a", MerchantID: "b", IdempotencyKey: k}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -343,7 +344,7 @@ func TestNotifierWakesListenersAfterCommit(t *testing.T) {
 
 	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{Notifier: n}), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() })
-	if _, err := svc.Create(ctx, payments.CreatePayment{Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {
+	if _, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := listener.Conn().WaitForNotification(ctx); err != nil {
@@ -357,3 +358,7 @@ func TestNotifierWakesListenersAfterCommit(t *testing.T) {
 		t.Errorf("when the NOTIFY arrived the listener saw %d pending outbox rows, want 1", pending)
 	}
 }
+
+// platform is who the use cases act as in these tests: the platform's key,
+// which may name any merchant.
+var platform = access.PlatformPrincipal("platkey")

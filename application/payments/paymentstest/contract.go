@@ -121,7 +121,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 
 	t.Run("idempotency key replays the first outcome", func(t *testing.T) {
 		repo := newRepo(t)
-		key := &payments.IdempotencyKey{Key: "k-" + newID(), Fingerprint: "f1"}
+		key := &payments.IdempotencyKey{Merchant: "mer_1", Key: "k-" + newID(), Fingerprint: "f1"}
 		p := newPayment(t, 1000)
 		first, err := repo.Create(ctx, p, key)
 		if err != nil {
@@ -134,14 +134,14 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 		if !again.Replayed || again.Payment.Snapshot() != first.Payment.Snapshot() {
 			t.Fatalf("retry = %+v, want replay of %+v", again.Payment.Snapshot(), first.Payment.Snapshot())
 		}
-		other := &payments.IdempotencyKey{Key: key.Key, Fingerprint: "f2"}
+		other := &payments.IdempotencyKey{Merchant: "mer_1", Key: key.Key, Fingerprint: "f2"}
 		if _, err := repo.Create(ctx, newPayment(t, 1000), other); !errors.Is(err, payments.ErrKeyReused) {
 			t.Errorf("same key, other request: err = %v, want ErrKeyReused", err)
 		}
 
 		// A refund's replay shows the payment as that refund left it, even
 		// after later refunds changed it.
-		rkey := &payments.IdempotencyKey{Key: "r-" + newID(), Fingerprint: "r1"}
+		rkey := &payments.IdempotencyKey{Merchant: "mer_1", Key: "r-" + newID(), Fingerprint: "r1"}
 		rid, fn := refund(100)
 		firstRefund, err := repo.Update(ctx, p.ID(), rkey, fn)
 		if err != nil {
@@ -166,6 +166,27 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 		}
 		if got.RefundedMinor() != 300 {
 			t.Errorf("refunded = %d after a replayed refund, want 300 (the replay must not refund again)", got.RefundedMinor())
+		}
+	})
+
+	t.Run("idempotency keys are per merchant", func(t *testing.T) {
+		repo := newRepo(t)
+		k1 := &payments.IdempotencyKey{Merchant: "mer_1", Key: "order-1", Fingerprint: "f1"}
+		k2 := &payments.IdempotencyKey{Merchant: "mer_2", Key: "order-1", Fingerprint: "f2"}
+		first, err := repo.Create(ctx, newPayment(t, 100), k1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, err := repo.Create(ctx, newPayment(t, 200), k2)
+		if err != nil {
+			t.Fatalf("the same key for another merchant: %v, want a new payment", err)
+		}
+		if second.Replayed || second.Payment.ID() == first.Payment.ID() {
+			t.Errorf("the other merchant's request got %+v, want its own new payment", second)
+		}
+		again, err := repo.Create(ctx, newPayment(t, 100), k1)
+		if err != nil || !again.Replayed || again.Payment.ID() != first.Payment.ID() {
+			t.Errorf("the first merchant's retry: %+v %v, want its own replay", again, err)
 		}
 	})
 }

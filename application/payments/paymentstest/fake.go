@@ -88,7 +88,7 @@ func (r *FakeRepository) commit(p *payment.Payment, key *payments.IdempotencyKey
 		r.events = append(r.events, e)
 	}
 	if key != nil {
-		r.keys[key.Key] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: refund}
+		r.keys[scoped(key)] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: refund}
 	}
 	return refund
 }
@@ -97,7 +97,7 @@ func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Outcome,
 	if key == nil {
 		return payments.Outcome{}, false, nil
 	}
-	k, ok := r.keys[key.Key]
+	k, ok := r.keys[scoped(key)]
 	if !ok {
 		return payments.Outcome{}, false, nil
 	}
@@ -110,6 +110,10 @@ func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Outcome,
 	}
 	return payments.Outcome{Payment: p, Refund: k.refund, Replayed: true}, true, nil
 }
+
+// scoped is a key's identity: its merchant and itself. Merchant ids have no
+// control characters, so the separator cannot occur in either.
+func scoped(key *payments.IdempotencyKey) string { return key.Merchant + "\x1f" + key.Key }
 
 // Get implements payments.Repository.
 func (r *FakeRepository) Get(_ context.Context, id payment.ID) (*payment.Payment, error) {

@@ -1,6 +1,7 @@
 // Package probe is the binaries' own container healthcheck (`payments
 // healthcheck`, `ledger healthcheck`): the distroless runtime image has no
-// curl, so the binary asks its running twin whether it is ready.
+// curl, so the binary asks its running twin's operational listener whether
+// it is ready.
 package probe
 
 import (
@@ -11,12 +12,12 @@ import (
 	"time"
 )
 
-// Ready asks the server listening on httpAddr (as in HTTP_ADDR, e.g. ":8080")
-// for GET /readyz and returns nil only for 200 OK.
-func Ready(ctx context.Context, httpAddr string) error {
-	host, port, err := net.SplitHostPort(httpAddr)
+// Ready asks the server listening on addr (the value of the variable name,
+// e.g. OPS_ADDR=":9090") for GET /readyz and returns nil only for 200 OK.
+func Ready(ctx context.Context, name, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("HTTP_ADDR=%q is invalid: %w", httpAddr, err)
+		return fmt.Errorf("%s=%q is invalid: %w", name, addr, err)
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"

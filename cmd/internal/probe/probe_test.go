@@ -20,14 +20,14 @@ func TestReady(t *testing.T) {
 	defer srv.Close()
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	ctx := context.Background()
-	if err := Ready(ctx, addr); err != nil {
+	if err := Ready(ctx, "OPS_ADDR", addr); err != nil {
 		t.Errorf("ready server: %v", err)
 	}
 	status = http.StatusServiceUnavailable
-	if err := Ready(ctx, addr); err == nil {
+	if err := Ready(ctx, "OPS_ADDR", addr); err == nil {
 		t.Error("a 503 /readyz passed the healthcheck")
 	}
-	if err := Ready(ctx, "no-port"); err == nil || !strings.Contains(err.Error(), "HTTP_ADDR") {
-		t.Errorf("bad address: err = %v, want one naming HTTP_ADDR", err)
+	if err := Ready(ctx, "OPS_ADDR", "no-port"); err == nil || !strings.Contains(err.Error(), "OPS_ADDR") {
+		t.Errorf("bad address: err = %v, want one naming OPS_ADDR", err)
 	}
 }

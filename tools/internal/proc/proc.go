@@ -45,8 +45,9 @@ func Build(ctx context.Context, dir, name string) (string, error) {
 type Process struct {
 	name string
 	bin  string
-	env  []string // ends with HTTP_ADDR=addr
+	env  []string // ends with HTTP_ADDR=addr, OPS_ADDR=ops
 	addr string
+	ops  string
 	log  string
 
 	mu  sync.Mutex
@@ -62,18 +63,22 @@ type incarnation struct {
 }
 
 // New prepares bin to run as name with env, a complete environment as in
-// exec.Cmd.Env (pass os.Environ() to inherit), to which it adds HTTP_ADDR on
-// a free loopback port. Every incarnation appends its stdout and stderr to the
-// file log. Nothing runs until Start.
+// exec.Cmd.Env (pass os.Environ() to inherit), to which it adds HTTP_ADDR and
+// OPS_ADDR, each on a free loopback port. Every incarnation appends its
+// stdout and stderr to the file log. Nothing runs until Start.
 func New(name, bin, log string, env []string) (*Process, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
+	ops, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	// Clip, so that appending cannot write into the caller's array; exec
-	// uses the last value of a repeated variable, so this HTTP_ADDR wins.
-	env = append(slices.Clip(env), "HTTP_ADDR="+addr)
-	return &Process{name: name, bin: bin, env: env, addr: addr, log: log}, nil
+	// uses the last value of a repeated variable, so these win.
+	env = append(slices.Clip(env), "HTTP_ADDR="+addr, "OPS_ADDR="+ops)
+	return &Process{name: name, bin: bin, env: env, addr: addr, ops: ops, log: log}, nil
 }
 
 func freeAddr() (string, error) {
@@ -88,9 +93,13 @@ func freeAddr() (string, error) {
 // Name is the name given to New; it labels errors and log lines.
 func (p *Process) Name() string { return p.name }
 
-// Addr is the host:port the process serves HTTP on, the same for every
+// Addr is the host:port the process serves its API on, the same for every
 // incarnation.
 func (p *Process) Addr() string { return p.addr }
+
+// OpsAddr is the host:port of its operational endpoints (/readyz,
+// /metrics), the same for every incarnation.
+func (p *Process) OpsAddr() string { return p.ops }
 
 // Log is the path of the file that collects the output of every incarnation.
 func (p *Process) Log() string { return p.log }
@@ -169,7 +178,7 @@ func (p *Process) waitReady(ctx context.Context, inc *incarnation) error {
 	defer timeout.Stop()
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		err := get(ctx, client, "http://"+p.addr+"/readyz")
+		err := get(ctx, client, "http://"+p.ops+"/readyz")
 		if err == nil {
 			return nil
 		}

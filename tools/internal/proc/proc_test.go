@@ -30,19 +30,24 @@ func TestMain(m *testing.M) {
 	os.Exit(2)
 }
 
-// serve is a stand-in service on HTTP_ADDR: /readyz answers 503 for its first
-// 300ms, as a service does while it connects and migrates, then 200; /spin
-// burns CPU for 300ms. It exits 0 on SIGTERM and says so on stdout.
+// serve is a stand-in service: on OPS_ADDR, /readyz answers 503 for its
+// first 300ms, as a service does while it connects and migrates, then 200;
+// on HTTP_ADDR, /spin burns CPU for 300ms. It exits 0 on SIGTERM and says so
+// on stdout.
 func serve() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	readyAt := time.Now().Add(300 * time.Millisecond)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	ops := http.NewServeMux()
+	ops.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if time.Now().Before(readyAt) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	})
+	opsSrv := &http.Server{Addr: os.Getenv("OPS_ADDR"), Handler: ops}
+	go func() { _ = opsSrv.ListenAndServe() }() // closed below, before the exit
+	defer opsSrv.Close()
+	mux := http.NewServeMux()
 	mux.HandleFunc("/spin", func(w http.ResponseWriter, r *http.Request) {
 		n := 0
 		for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
@@ -78,7 +83,7 @@ func helper(t *testing.T, mode string) *Process {
 }
 
 func readyz(p *Process) (int, error) {
-	res, err := http.Get("http://" + p.Addr() + "/readyz")
+	res, err := http.Get("http://" + p.OpsAddr() + "/readyz")
 	if err != nil {
 		return 0, err
 	}

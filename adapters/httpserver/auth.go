@@ -1,0 +1,85 @@
+package httpserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// The ways a request fails to authenticate. WriteError answers each 401 with
+// a WWW-Authenticate challenge (RFC 6750) and its own problem type; a
+// service's verifier wraps its own errors in them.
+var (
+	// ErrNoCredentials: the request has no Authorization header.
+	ErrNoCredentials = errors.New("no credentials")
+	// ErrMalformedCredentials: the header is not "Bearer <token>", or the
+	// token is not of the service's form.
+	ErrMalformedCredentials = errors.New("malformed credentials")
+	// ErrInvalidCredentials: the token is of the right form, but unknown
+	// or revoked.
+	ErrInvalidCredentials = errors.New("invalid credentials")
+)
+
+// ParseBearer returns the token of an Authorization header of the Bearer
+// scheme (RFC 6750 section 2.1): the scheme, case-insensitive, one or more
+// spaces, and a b64token — letters, digits and -._~+/, then any "=". Errors:
+// ErrNoCredentials for an empty header, ErrMalformedCredentials for anything
+// else that is not that form. The error never holds the header.
+func ParseBearer(header string) (string, error) {
+	if header == "" {
+		return "", ErrNoCredentials
+	}
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", ErrMalformedCredentials
+	}
+	token = strings.TrimLeft(token, " ")
+	if !isB64Token(token) {
+		return "", ErrMalformedCredentials
+	}
+	return token, nil
+}
+
+func isB64Token(s string) bool {
+	body := strings.TrimRight(s, "=")
+	if body == "" {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-', c == '.', c == '_', c == '~', c == '+', c == '/':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// RequireBearer returns middleware that lets a request through only with an
+// Authorization: Bearer token that verify accepts. verify returns the
+// context the request goes on with (carrying who it is) or an error, which
+// onError answers — the API's writeError, which hands the three errors above
+// to WriteError: verify wraps its "malformed" and "unknown" in
+// ErrMalformedCredentials and ErrInvalidCredentials, and returns an outage
+// as the service's unavailable error, answered 503. The middleware parses
+// the header and nothing more: the decision is verify's.
+func RequireBearer(verify func(ctx context.Context, token string) (context.Context, error), onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, err := ParseBearer(r.Header.Get("Authorization"))
+			if err != nil {
+				onError(w, r, err)
+				return
+			}
+			ctx, err := verify(r.Context(), token)
+			if err != nil {
+				onError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
+}

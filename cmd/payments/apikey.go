@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
+	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+)
+
+// runAPIKey runs the API key commands:
+//
+//	payments apikey create --merchant ID --name NAME [--key KEY]
+//	payments apikey create --platform --name NAME
+//	payments apikey list
+//	payments apikey revoke --id ID
+//
+// create prints the key once; the database keeps its hash only. The
+// arguments are read before the configuration, so -h needs none.
+func runAPIKey(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs := cli.NewFlagSet("payments apikey create | list | revoke", "Create, list or revoke API keys.", out)
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("apikey: %w", err)
+		}
+		return errors.New("apikey: want a subcommand: create, list or revoke")
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "create":
+		fs := cli.NewFlagSet("payments apikey create --merchant ID | --platform --name NAME [--key KEY]",
+			"Create an API key and print it: this once, never again (the database keeps its hash only).\n"+
+				"A merchant's key acts for that merchant only; the platform's key acts for every merchant.\n"+
+				"The key is pk_test_… or pk_live_… as API_KEY_ENV says (default test).", out)
+		merchant := fs.String("merchant", "", "the merchant the key acts for")
+		platform := fs.Bool("platform", false, "a platform key, which acts for every merchant")
+		name := fs.String("name", "", "what the key is for, shown by apikey list")
+		key := fs.String("key", "", "store this key instead of making one (the compose demo's fixed key); rerunning it is a no-op")
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("apikey create: %w", err)
+		}
+		env, err := access.ParseEnv(envOr(getenv, "API_KEY_ENV", "test"))
+		if err != nil {
+			return fmt.Errorf("API_KEY_ENV: %w", err)
+		}
+		keys, done, err := openKeys(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		whole, sk, err := keys.Issue(ctx, access.Issue{Env: env, Platform: *platform, MerchantID: *merchant, Name: *name, Import: *key})
+		if err != nil {
+			return fmt.Errorf("apikey create: %w", err)
+		}
+		if *key != "" {
+			fmt.Fprintf(out, "stored %s (%s)\n", sk.Prefix(), owner(sk))
+			return nil
+		}
+		fmt.Fprintf(out, "%s\n\nThe key for %s, id %s. Keep it now: it is not shown again.\n", whole, owner(sk), sk.ID)
+		return nil
+	case "list":
+		if err := cli.Parse(cli.NewFlagSet("payments apikey list", "List the API keys: their public prefix and id, never the key.", out), args); err != nil {
+			return fmt.Errorf("apikey list: %w", err)
+		}
+		keys, done, err := openKeys(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		list, err := keys.List(ctx)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tPREFIX\tFOR\tNAME\tCREATED\tLAST USED\tREVOKED")
+		for _, k := range list {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix(), owner(k), k.Name, when(k.CreatedAt), when(k.LastUsedAt), when(k.RevokedAt))
+		}
+		return w.Flush()
+	case "revoke":
+		fs := cli.NewFlagSet("payments apikey revoke --id ID",
+			"Revoke an API key. Running replicas refuse it within "+access.CacheTTL.String()+", the time they trust a verified key.", out)
+		id := fs.String("id", "", "the key's id, as apikey list shows it")
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("apikey revoke: %w", err)
+		}
+		if *id == "" {
+			return errors.New("apikey revoke: --id is required")
+		}
+		keys, done, err := openKeys(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if err := keys.Revoke(ctx, *id); err != nil {
+			return fmt.Errorf("apikey revoke: %w", err)
+		}
+		fmt.Fprintf(out, "revoked %s\n", *id)
+		return nil
+	default:
+		return fmt.Errorf("apikey: unknown subcommand %q (want create, list or revoke)", sub)
+	}
+}
+
+func openKeys(ctx context.Context, getenv func(string) string) (*access.Keys, func(), error) {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return access.NewKeys(apikeystore.New(pool), time.Now), pool.Close, nil
+}
+
+func owner(k access.StoredKey) string {
+	if k.Platform {
+		return "the platform"
+	}
+	return "merchant " + k.MerchantID
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func envOr(getenv func(string) string, name, def string) string {
+	if v := strings.TrimSpace(getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
