@@ -14,14 +14,15 @@ import (
 //
 // It reads the AWS JSON protocol the SDK speaks to SQS, where a message's
 // body is a JSON string, so the CloudEvents id of an event appears as
-// \"id\":\"<uuid>\". Only ReceiveMessage replies carry bodies.
+// \"id\":\"<uuid>\" — with a space after the colon when the body went
+// through the outbox's jsonb column. Only ReceiveMessage replies carry bodies.
 type deliveries struct {
 	mu     sync.Mutex
 	counts map[string]int
 	total  int
 }
 
-var eventIDInReply = regexp.MustCompile(`\\"id\\":\\"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\\"`)
+var eventIDInReply = regexp.MustCompile(`\\"id\\":\s*\\"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\\"`)
 
 // tailKeep is longer than one match, so that an id split between two reads
 // is found in the second.

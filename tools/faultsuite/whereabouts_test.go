@@ -57,12 +57,13 @@ func TestJudgeDLQ(t *testing.T) {
 }
 
 // TestDeliveriesFindIDsSplitAcrossReads feeds a ReceiveMessage reply in
-// pieces, cut inside an id: each id is counted once per reply, per
-// connection.
+// pieces, cut inside an id: each event id is counted once per reply, per
+// connection, in compact JSON and as Postgres renders jsonb, and an id in
+// the event's data is no event id.
 func TestDeliveriesFindIDsSplitAcrossReads(t *testing.T) {
 	const a, b = "0192f0d2-6a3b-7c4d-8e5f-00000000000a", "0192f0d2-6a3b-7c4d-8e5f-00000000000b"
 	reply := `{"Messages":[{"Body":"{\"specversion\":\"1.0\",\"id\":\"` + a + `\",\"type\":\"payment.created\"}"},` +
-		`{"Body":"{\"specversion\":\"1.0\",\"id\":\"` + b + `\",\"type\":\"payment.refunded\"}"}]}`
+		`{"Body":"{\"id\": \"` + b + `\", \"data\": {\"payment_id\": \"` + a + `\"}, \"type\": \"payment.refunded\"}"}]}` // as jsonb renders it
 	d := newDeliveries()
 	for _, size := range []int{1, 7, 40, len(reply)} {
 		read := d.reader() // one connection
