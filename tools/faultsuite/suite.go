@@ -497,6 +497,13 @@ type drainState struct {
 	err                   error
 }
 
+// String shows the error's text: fmt prints an unexported error field as a
+// pointer.
+func (s drainState) String() string {
+	return fmt.Sprintf("{events:%d notPublished:%d facts:%d posted:%d queued:%d inflight:%d dlq:%d err:%v}",
+		s.events, s.notPublished, s.facts, s.posted, s.queued, s.inflight, s.dlq, s.err)
+}
+
 // drained says whether nothing is left to do. The DLQ holding more than the
 // poison does not keep the run waiting: with the queue empty nothing more can
 // reach it, and the DLQ's contents are judged message by message afterwards.
