@@ -17,6 +17,7 @@ type proxy struct {
 	mu      sync.Mutex
 	mode    proxyMode
 	latency time.Duration
+	tap     func() func([]byte) // makes each connection's reader of the replies
 	conns   map[net.Conn]struct{}
 	closed  bool
 
@@ -78,6 +79,10 @@ func (p *proxy) serve(client net.Conn) {
 	}
 	p.conns[client] = struct{}{}
 	p.conns[server] = struct{}{}
+	var tap func([]byte)
+	if p.tap != nil {
+		tap = p.tap()
+	}
 	p.mu.Unlock()
 
 	var once sync.Once
@@ -113,6 +118,9 @@ func (p *proxy) serve(client net.Conn) {
 		for {
 			n, err := server.Read(buf)
 			if n > 0 {
+				if tap != nil {
+					tap(buf[:n])
+				}
 				p.mu.Lock()
 				mode, delay := p.mode, p.latency
 				p.mu.Unlock()
@@ -155,6 +163,15 @@ func (p *proxy) DropReplies() { p.set(dropReplies) }
 func (p *proxy) SetLatency(d time.Duration) {
 	p.mu.Lock()
 	p.latency = d
+	p.mu.Unlock()
+}
+
+// TapReplies shows every reply byte read from the target, also those a
+// fault then drops, to a reader that newReader makes for each connection
+// opened from now on.
+func (p *proxy) TapReplies(newReader func() func([]byte)) {
+	p.mu.Lock()
+	p.tap = newReader
 	p.mu.Unlock()
 }
 
