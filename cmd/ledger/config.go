@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
@@ -35,6 +36,10 @@ type config struct {
 	// APITokens are the operator tokens the read API accepts
 	// (LEDGER_API_TOKENS); only their hashes are kept.
 	APITokens access.Tokens
+
+	// Tracing is whether the OTEL_* variables configure a trace exporter
+	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
+	Tracing bool
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -55,6 +60,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		InboxRetention:  e.Duration("INBOX_RETENTION", 360*time.Hour),
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
+		Tracing:         tracing.Configured(getenv),
 	}
 	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
 		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
@@ -32,6 +33,10 @@ type config struct {
 	APIRateLimit int
 
 	ShutdownTimeout time.Duration
+
+	// Tracing is whether the OTEL_* variables configure a trace exporter
+	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
+	Tracing bool
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -55,6 +60,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		OutboxRetention:    e.Duration("OUTBOX_RETENTION", 168*time.Hour),
 		ShutdownTimeout:    e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
+		Tracing:            tracing.Configured(getenv),
 	}
 	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
 		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))

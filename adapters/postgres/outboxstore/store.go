@@ -60,7 +60,7 @@ func New(pool *pgxpool.Pool) *Store {
 // retrying row waits behind its backoff and never in front of new rows. SKIP LOCKED
 // makes concurrent claimers take disjoint batches instead of queueing on each other.
 const claimSQL = `
-SELECT id, type, payload, attempts, created_at
+SELECT id, type, payload, attempts, created_at, traceparent, tracestate
 FROM outbox
 WHERE status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at
@@ -125,7 +125,7 @@ func claim(ctx context.Context, tx *postgres.Tx, limit int) ([]relay.Message, er
 	}
 	msgs := make([]relay.Message, 0, limit)
 	var m relay.Message
-	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.TraceParent, &m.TraceState}, func() error {
 		msgs = append(msgs, m)
 		m.Payload = nil // the next Scan must not write into this message's bytes
 		return nil
