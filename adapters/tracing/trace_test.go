@@ -34,6 +34,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/posting"
@@ -185,7 +187,9 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer any")
-	res, err := http.DefaultClient.Do(req)
+	// Through the client that holds every exchange to the API's document,
+	// which must give the traceparent header.
+	res, err := apitest.New(t, apidoc.Payments()).Client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
