@@ -31,11 +31,12 @@ func Relay(store relay.Store, tp trace.TracerProvider, topic string) relay.Store
 	if tp == nil {
 		return store
 	}
-	return tracedStore{next: store, tracer: Tracer(tp), topic: topic}
+	return tracedStore{Store: store, tracer: Tracer(tp), topic: topic}
 }
 
+// tracedStore traces ClaimBatch; the store's other methods pass through.
 type tracedStore struct {
-	next   relay.Store
+	relay.Store
 	tracer trace.Tracer
 	topic  string
 }
@@ -43,7 +44,7 @@ type tracedStore struct {
 func (s tracedStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
 	start := time.Now()
 	var batch trace.Span
-	n, err := s.next.ClaimBatch(ctx, limit, func(msgs []relay.Message) (relay.Outcome, error) {
+	n, err := s.Store.ClaimBatch(ctx, limit, func(msgs []relay.Message) (relay.Outcome, error) {
 		links := make([]trace.Link, 0, len(msgs))
 		for _, m := range msgs {
 			if sc := SpanContext(m.TraceParent, m.TraceState); sc.IsValid() {
