@@ -43,7 +43,7 @@ type tracedStore struct {
 
 func (s tracedStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
 	start := time.Now()
-	var batch trace.Span
+	var batches []trace.Span // one per call of fn, ended once the claim committed
 	n, err := s.Store.ClaimBatch(ctx, limit, func(msgs []relay.Message) (relay.Outcome, error) {
 		links := make([]trace.Link, 0, len(msgs))
 		for _, m := range msgs {
@@ -51,8 +51,7 @@ func (s tracedStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.
 				links = append(links, trace.Link{SpanContext: sc})
 			}
 		}
-		var bctx context.Context
-		bctx, batch = s.tracer.Start(ctx, "outbox claim",
+		bctx, batch := s.tracer.Start(ctx, "outbox claim",
 			trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithLinks(links...),
 			trace.WithAttributes(attribute.Int("messaging.batch.message_count", len(msgs))))
 		sent := time.Now()
@@ -62,9 +61,10 @@ func (s tracedStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.
 			attribute.Int("outbox.published", len(out.Published)),
 			attribute.Int("outbox.retried", len(out.Retry)),
 			attribute.Int("outbox.dead", len(out.Dead)))
+		batches = append(batches, batch)
 		return out, err
 	})
-	if batch != nil {
+	for _, batch := range batches {
 		if err != nil {
 			batch.RecordError(err)
 			batch.SetStatus(codes.Error, "claim rolled back: the rows stay PENDING")
