@@ -210,6 +210,38 @@ func TestObservabilityTargetsAreComposeServices(t *testing.T) {
 	if !types["prometheus"] || !types["jaeger"] {
 		t.Errorf("Grafana's data sources are of types %v, want prometheus and jaeger", types)
 	}
+
+	// Grafana finds its provisioning where it looks, and the dashboards
+	// where the provider says; its home dashboard is one of them.
+	grafana := map[string]string{}
+	for _, v := range p.Services["grafana"].Volumes {
+		rel, _ := filepath.Rel(mustAbs(t, "../.."), v.Source)
+		grafana[v.Target] = rel
+	}
+	for _, dir := range []string{"datasources", "dashboards"} {
+		if got := grafana["/etc/grafana/provisioning/"+dir]; got != "observability/grafana/provisioning/"+dir {
+			t.Errorf("grafana mounts %q at /etc/grafana/provisioning/%s, want observability/grafana/provisioning/%s", got, dir, dir)
+		}
+	}
+	var providers struct {
+		Providers []struct {
+			Options struct{ Path string } `yaml:"options"`
+		} `yaml:"providers"`
+	}
+	readYAML(t, "../../observability/grafana/provisioning/dashboards/dashboards.yml", &providers)
+	if len(providers.Providers) != 1 {
+		t.Fatalf("%d dashboard providers, want 1", len(providers.Providers))
+	}
+	dir := providers.Providers[0].Options.Path
+	if got := grafana[dir]; got != "observability/grafana/dashboards" {
+		t.Errorf("the dashboard provider reads %s, where grafana mounts %q, want observability/grafana/dashboards", dir, got)
+	}
+	home := composeEnv(p, "grafana")["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+	if rel, ok := strings.CutPrefix(home, dir+"/"); !ok {
+		t.Errorf("Grafana's home dashboard %q is not in %s", home, dir)
+	} else if _, err := os.Stat("../../observability/grafana/dashboards/" + rel); err != nil {
+		t.Errorf("Grafana's home dashboard: %v", err)
+	}
 }
 
 func readYAML(t *testing.T, path string, v any) {
