@@ -41,7 +41,9 @@ type Handler interface {
 type HandlerFunc func(ctx context.Context, body []byte) (posting.Result, error)
 
 // Apply calls f.
-func (f HandlerFunc) Apply(ctx context.Context, body []byte) (posting.Result, error) { return f(ctx, body) }
+func (f HandlerFunc) Apply(ctx context.Context, body []byte) (posting.Result, error) {
+	return f(ctx, body)
+}
 
 // BatchBudget is what a stop needs on top of the long-poll wait: once the
 // receives in flight have returned (within WaitTime), the batches in hand are
