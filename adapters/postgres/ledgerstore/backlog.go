@@ -114,19 +114,23 @@ func writeOutcome(ctx context.Context, tx pgx.Tx, out posting.BatchOutcome) erro
 	return nil
 }
 
-// InboxStats implements posting.InboxAdmin: one scan of the unprocessed rows
-// (the partial indexes) with the age measured on the database's clock.
+// InboxStats implements posting.InboxAdmin, with the age measured on the
+// database's clock. Each count's WHERE is the predicate of a partial index
+// (pending, parked), so it reads the backlog, never the applied rows that
+// wait for retention.
 func (s *Store) InboxStats(ctx context.Context, types []string) (posting.InboxStats, error) {
 	var (
 		st     posting.InboxStats
 		oldest float64
 	)
 	err := s.pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE parked_at IS NULL AND type = ANY($1::text[])),
-		       coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE parked_at IS NULL AND type = ANY($1::text[]))), 0)::float8,
-		       count(*) FILTER (WHERE parked_at IS NULL AND NOT type = ANY($1::text[])),
-		       count(*) FILTER (WHERE parked_at IS NOT NULL)
-		FROM inbox_messages WHERE processed_at IS NULL`, types).Scan(&st.Pending, &oldest, &st.Unhandled, &st.Parked)
+		SELECT p.pending, p.oldest, p.unhandled,
+		       (SELECT count(*) FROM inbox_messages WHERE parked_at IS NOT NULL)
+		FROM (SELECT count(*) FILTER (WHERE type = ANY($1::text[])) AS pending,
+		             coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE type = ANY($1::text[]))), 0)::float8 AS oldest,
+		             count(*) FILTER (WHERE NOT type = ANY($1::text[])) AS unhandled
+		      FROM inbox_messages WHERE processed_at IS NULL AND parked_at IS NULL) p`,
+		types).Scan(&st.Pending, &oldest, &st.Unhandled, &st.Parked)
 	if err != nil {
 		return posting.InboxStats{}, readErr(fmt.Errorf("inbox stats: %w", err))
 	}
