@@ -258,7 +258,7 @@ type batchResult struct {
 	out    BatchOutcome
 	posted []bool
 	ages   []time.Duration
-	errs   map[string]string // parked id → type, for the log
+	types  map[string]string // parked id → event type, for the log
 }
 
 // process applies each claimed row in its own savepoint.
@@ -318,10 +318,10 @@ func (p *Processor) fail(res *batchResult, m PendingMessage, err error) {
 	permanent := errors.Is(err, ErrMalformed) || errors.Is(err, ErrInvalidEvent)
 	if permanent || f.Attempts >= p.cfg.MaxAttempts {
 		res.out.Parked = append(res.out.Parked, f)
-		if res.errs == nil {
-			res.errs = map[string]string{}
+		if res.types == nil {
+			res.types = map[string]string{}
 		}
-		res.errs[m.ID] = m.Type
+		res.types[m.ID] = m.Type
 		return
 	}
 	f.NextAttemptAt = res.out.At.Add(p.sched.Delay(f.Attempts))
@@ -344,7 +344,7 @@ func (p *Processor) report(ctx context.Context, res batchResult) {
 	for _, f := range res.out.Parked {
 		p.metrics.Failed(true)
 		p.log.ErrorContext(ctx, "inbox message parked; `ledger inbox retry` applies it again once the cause is fixed",
-			"id", f.ID, "type", res.errs[f.ID], "attempts", f.Attempts, "err", f.Error)
+			"id", f.ID, "type", res.types[f.ID], "attempts", f.Attempts, "err", f.Error)
 	}
 }
 
