@@ -5,7 +5,10 @@
 // without waiting on each other, and both reschedule a failed row with
 // exponential backoff and jitter until a maximum of attempts sets it aside
 // (DEAD in the outbox, parked in the inbox). The SQL of each claim stays in
-// its store: the tables differ. What is the same is the schedule, here.
+// its store, and what a batch does in its processor: those differ. What is
+// the same is here: the retry schedule (Backoff, Schedule), the loop that
+// claims on wake-ups and polls and drains while batches come back full
+// (Loop), and how often to count a backlog for its gauges (StatsWait).
 package backlog
 
 import (

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/payments-outbox/payments-outbox/application/backlog"
 )
 
@@ -104,7 +102,7 @@ type Processor struct {
 	now     func() time.Time
 	types   []string
 	sched   *backlog.Schedule
-	wake    chan struct{}
+	loop    *backlog.Loop
 }
 
 // NewProcessor returns a Processor claiming from b and checking each event
@@ -114,63 +112,26 @@ func NewProcessor(cfg ProcessorConfig, b Backlog, schemas Schemas, log *slog.Log
 	if metrics == nil {
 		metrics = noProcessorMetrics{}
 	}
-	return &Processor{
+	p := &Processor{
 		cfg: cfg, backlog: b, schemas: schemas, log: log, metrics: metrics, now: now,
 		types: AppliedTypes(),
 		sched: backlog.NewSchedule(cfg.BackoffBase, cfg.BackoffMax),
-		wake:  make(chan struct{}, cfg.Workers),
 	}
+	p.loop = backlog.NewLoop(cfg.Workers, cfg.BatchSize, cfg.PollInterval, p.Step, func(ctx context.Context, err error) {
+		p.log.WarnContext(ctx, "inbox processor: claim failed; retrying at next poll", "err", err)
+	})
+	return p
 }
 
 // Wake asks an idle worker to claim now instead of at its next poll. It never
 // blocks; the consumer calls it after recording a message.
-func (p *Processor) Wake() {
-	select {
-	case p.wake <- struct{}{}:
-	default: // enough wake-ups pending
-	}
-}
+func (p *Processor) Wake() { p.loop.Wake() }
 
 // Run claims and applies until ctx ends, then returns nil. A failed claim (a
 // database outage) is logged and tried again at the next poll. On
 // cancellation each worker finishes its batch in hand (within BatchTimeout)
 // and claims no more; a batch cut short rolls back, its rows pending.
-func (p *Processor) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	for range p.cfg.Workers {
-		g.Go(func() error {
-			p.work(ctx)
-			return nil
-		})
-	}
-	return g.Wait()
-}
-
-func (p *Processor) work(ctx context.Context) {
-	poll := time.NewTimer(0) // claim once at start: rows may be waiting
-	defer poll.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.wake:
-		case <-poll.C:
-		}
-		// Drain while batches come back full, and wake another worker to help.
-		for ctx.Err() == nil {
-			n, err := p.Step(ctx)
-			if err != nil {
-				p.log.WarnContext(ctx, "inbox processor: claim failed; retrying at next poll", "err", err)
-				break
-			}
-			if n < p.cfg.BatchSize {
-				break
-			}
-			p.Wake()
-		}
-		poll.Reset(p.cfg.PollInterval)
-	}
-}
+func (p *Processor) Run(ctx context.Context) error { return p.loop.Run(ctx) }
 
 // Step claims one batch, applies it and commits. It returns how many rows it
 // claimed. Exported so that tests, benchmarks and `ledger inbox process
