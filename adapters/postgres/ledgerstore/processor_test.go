@@ -362,3 +362,39 @@ func TestRetentionKeepsWorkNotDone(t *testing.T) {
 		t.Errorf("unprocessed rows left: got %d, want 3 (pending, parked, unhandled)", left)
 	}
 }
+
+// TestFailingRowRollsBackAlone: a row whose posting fails at once (here a
+// test-only trigger refuses it) rolls back its savepoint only: the batch
+// commits with the other rows applied and the bad row charged one attempt,
+// its error kept, due again later.
+func TestFailingRowRollsBackAlone(t *testing.T) {
+	t.Parallel()
+	svc, store, pool := newService(t)
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE FUNCTION test_refuse_now() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				IF NEW.amount = 777 THEN RAISE EXCEPTION 'test: amount 777 refused' USING ERRCODE = 'check_violation'; END IF;
+				RETURN NEW;
+			END; $$`,
+		`CREATE TRIGGER test_refuse_now BEFORE INSERT ON ledger_transactions FOR EACH ROW EXECUTE FUNCTION test_refuse_now()`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad, good := newPayment(777, "cus_f", "mer_f"), newPayment(100, "cus_f", "mer_f")
+	record(t, svc, bad.body(), good.body())
+	if n, err := newProcessor(t, store, nil, posting.ProcessorConfig{}).Step(ctx); err != nil || n != 2 {
+		t.Fatalf("Step: got %d, %v; want 2 claimed", n, err)
+	}
+	if r := row(t, pool, good.id); !r.processed {
+		t.Errorf("good row: got %+v, want processed", r)
+	}
+	if r := row(t, pool, bad.id); r.processed || r.park || r.attempts != 1 || !r.nextAttemptIsSet || !strings.Contains(r.errText, "amount 777 refused") {
+		t.Errorf("bad row: got %+v, want 1 attempt, its error and a next attempt", r)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", n)
+	}
+}
