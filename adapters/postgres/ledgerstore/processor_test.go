@@ -79,7 +79,8 @@ func row(t *testing.T, pool *pgxpool.Pool, id string) inboxRow {
 
 // TestRecordAppliesNothingUntilProcessed: the async mode's transaction only
 // records, and the processor then posts exactly what the sync mode would
-// have; a redelivery before or after processing changes nothing.
+// have; a redelivery before or after processing, in either mode, changes
+// nothing.
 func TestRecordAppliesNothingUntilProcessed(t *testing.T) {
 	t.Parallel()
 	svc, store, pool := newService(t)
@@ -90,6 +91,11 @@ func TestRecordAppliesNothingUntilProcessed(t *testing.T) {
 	}
 	if r := row(t, pool, p.id); r.processed || r.park || r.attempts != 0 {
 		t.Fatalf("recorded row: got %+v, want pending", r)
+	}
+	// After a switch back to sync mode, the redelivery of a recorded message
+	// is a duplicate: the processor, not the consumer, applies the row.
+	if res, err := svc.Apply(context.Background(), p.body()); err != nil || res.Outcome != posting.Duplicate {
+		t.Fatalf("sync redelivery of a recorded message: got %v, %v; want duplicate", res.Outcome, err)
 	}
 	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
 	record(t, svc, p.body())
