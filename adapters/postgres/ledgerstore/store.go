@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -31,6 +32,8 @@ var (
 	_ posting.Transactor  = (*Store)(nil)
 	_ posting.Reader      = (*Store)(nil)
 	_ posting.LedgerFacts = (*Store)(nil)
+	_ posting.Backlog     = (*Store)(nil)
+	_ posting.InboxAdmin  = (*Store)(nil)
 
 	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
@@ -85,7 +88,7 @@ func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) (err
 		}()
 	}
 	return postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(posting.Repos{Inbox: inbox{tx, span}, Ledger: ledgerRepo{tx, span, s.tracer}})
+		return fn(posting.Repos{Inbox: inbox{tx: tx, span: span}, Ledger: ledgerRepo{tx: tx, span: span, tracer: s.tracer}})
 	})
 }
 
@@ -101,8 +104,14 @@ func inSpan(ctx context.Context, span trace.Span) context.Context {
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
+// execer is what the repositories write through: the consumer's
+// postgres.Tx, or a savepoint of the processor's claim transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
 type inbox struct {
-	tx   *postgres.Tx
+	tx   execer
 	span trace.Span // the transaction's; nil when tracing is off
 }
 
@@ -145,7 +154,7 @@ func (i inbox) Annotate(ctx context.Context, id, note string) error {
 }
 
 type ledgerRepo struct {
-	tx     *postgres.Tx
+	tx     execer
 	span   trace.Span   // the transaction's; nil when tracing is off
 	tracer trace.Tracer // nil when tracing is off
 }
@@ -292,12 +301,16 @@ func readErr(err error) error {
 }
 
 // DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
-// limit inbox rows received before cutoff, in one statement. Start-up checks
-// the cutoff lies past the broker's redelivery window (posting.CheckRetention).
+// limit processed inbox rows received before cutoff, in one statement.
+// Start-up checks the cutoff lies past the broker's redelivery window
+// (posting.CheckRetention). A row not processed — pending, parked, or of a
+// type this version does not handle — is never deleted: it is work not done,
+// and the inbox is the only place that still holds it.
 func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM inbox_messages WHERE id IN (
-			SELECT id FROM inbox_messages WHERE received_at < $1 LIMIT $2)`, cutoff, limit)
+			SELECT id FROM inbox_messages
+			WHERE received_at < $1 AND processed_at IS NOT NULL LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete inbox messages: %w", err)
 	}
