@@ -157,6 +157,11 @@ type ledgerRepo struct {
 	tx     execer
 	span   trace.Span   // the transaction's; nil when tracing is off
 	tracer trace.Tracer // nil when tracing is off
+	// parents, set in the inbox processor's claims, maps each claimed row's
+	// message id to the trace context its stored event carries, so that a
+	// posting made later continues the trace that wrote the payment. A row
+	// without one is not traced: it would start a trace of its own per row.
+	parents map[string]trace.SpanContext
 }
 
 // postSQL inserts the transaction and its entries in one statement (one
@@ -180,7 +185,13 @@ ORDER BY e.n`
 // id was already posted (the second layer of idempotency).
 func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
 	ctx = inSpan(ctx, l.span)
-	if l.tracer != nil {
+	traced := l.tracer != nil
+	if traced && l.parents != nil {
+		sc, ok := l.parents[tx.MessageID()]
+		traced = ok
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	if traced {
 		var span trace.Span
 		ctx, span = l.tracer.Start(ctx, "post ledger transaction")
 		defer func() {
