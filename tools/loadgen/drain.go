@@ -50,8 +50,8 @@ type countingStore struct {
 	once   *sync.Once
 }
 
-func (s countingStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
-	n, err := s.Store.ClaimBatch(ctx, limit, fn)
+func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+	n, err := s.Store.ClaimBatch(ctx, c, fn)
 	if err == nil && s.n.Add(int64(n)) >= s.target {
 		s.once.Do(func() { close(s.done) })
 	}
