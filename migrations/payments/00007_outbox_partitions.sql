@@ -67,9 +67,12 @@ INSERT INTO outbox_leases (partition) SELECT generate_series(0, 63);
 
 -- The relay replicas alive, each renewed by the same heartbeat: a replica's
 -- fair share of the partitions is the count divided by the replicas here.
+-- heartbeat_at tells a change of the partition count when every replica has
+-- read the new count.
 CREATE TABLE outbox_relays (
-    id         text PRIMARY KEY,
-    expires_at timestamptz NOT NULL
+    id           text PRIMARY KEY,
+    heartbeat_at timestamptz NOT NULL,
+    expires_at   timestamptz NOT NULL
 );
 
 -- +goose Down

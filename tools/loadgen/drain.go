@@ -115,6 +115,31 @@ func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
+// settleLeases heartbeats the relays in turn until each holds its fair share
+// of the partitions, as replicas that have been running for a while do: the
+// drain measures a settled deployment, not the first replica to start
+// taking every partition and the others waiting a heartbeat for their share.
+func settleLeases(ctx context.Context, relays []*relay.Relay) error {
+	members := make([]string, len(relays))
+	for i, r := range relays {
+		members[i] = r.Owner()
+	}
+	for range 10 {
+		settled := true
+		for _, r := range relays {
+			if err := r.Heartbeat(ctx); err != nil {
+				return err
+			}
+			n, owned := r.Owned()
+			settled = settled && len(owned) == relay.FairShare(n, members, r.Owner())
+		}
+		if settled {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d relays did not settle their leases in 10 rounds", len(relays))
+}
+
 // drain starts c.Replicas relays, each with its own pool as a separate
 // process would have, built from the project's own packages (relay.Relay on
 // outboxstore.Store, outboxstore.Listen for NOTIFY), and times how long they
@@ -156,6 +181,9 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 		pools = append(pools, pool)
 		store := countingStore{Store: outboxstore.New(pool), n: &published, target: int64(c.Backlog), done: done, once: &once}
 		relays[i] = relay.New(c.Relay, store, nullPublisher{latency: c.Latency}, log, nil, time.Now)
+	}
+	if err := settleLeases(ctx, relays); err != nil {
+		return summary{}, err
 	}
 	start := time.Now()
 	for i, r := range relays {

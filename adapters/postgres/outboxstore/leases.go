@@ -24,8 +24,8 @@ func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) 
 	ms := ttl.Milliseconds()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var b pgx.Batch
-		b.Queue(`INSERT INTO outbox_relays (id, expires_at) VALUES ($1, now() + $2 * interval '1 millisecond')
-ON CONFLICT (id) DO UPDATE SET expires_at = EXCLUDED.expires_at`, owner, ms)
+		b.Queue(`INSERT INTO outbox_relays (id, heartbeat_at, expires_at) VALUES ($1, now(), now() + $2 * interval '1 millisecond')
+ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, expires_at = EXCLUDED.expires_at`, owner, ms)
 		b.Queue(`DELETE FROM outbox_relays WHERE expires_at < now()`)
 		b.Queue(`SELECT partitions, ARRAY(SELECT id FROM outbox_relays) FROM outbox_partitioning`)
 		b.Queue(`UPDATE outbox_leases SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1 RETURNING partition`, owner, ms)

@@ -269,3 +269,100 @@ func TestStoppedReplicaReleasesItsPartitions(t *testing.T) {
 		return holds(o, b.r.Owner()) == len(o)
 	})
 }
+
+// ackLog records the order in which messages were acknowledged, per
+// aggregate.
+type ackLog struct {
+	mu    sync.Mutex
+	byAgg map[uuid.UUID][]uuid.UUID
+}
+
+func (l *ackLog) Publish(_ context.Context, msgs []relay.Message) []error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAgg == nil {
+		l.byAgg = map[uuid.UUID][]uuid.UUID{}
+	}
+	for _, m := range msgs {
+		l.byAgg[m.AggregateID] = append(l.byAgg[m.AggregateID], m.ID)
+	}
+	return make([]error, len(msgs))
+}
+
+// TestChangingThePartitionCount changes the count from 64 to 16 while two
+// ordered replicas publish and a writer commits: the new indexes replace the
+// old ones, the replicas divide the 16 new partitions, and every aggregate's
+// events are published once each, in order, across the switch.
+func TestChangingThePartitionCount(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	store := outboxstore.New(pool)
+	cfg := relay.Config{BatchSize: 20, Workers: 2, PollInterval: 10 * time.Millisecond, Ordered: true,
+		LeaseDuration: 2 * time.Second, Heartbeat: 50 * time.Millisecond}
+	pub := &ackLog{}
+	a := startReplica(t, pool, cfg, pub, false)
+	b := startReplica(t, pool, cfg, pub, false)
+
+	const aggregates, events = 30, 10
+	want := map[uuid.UUID][]uuid.UUID{}
+	aggs := make([]uuid.UUID, aggregates)
+	for i := range aggs {
+		aggs[i] = uuid.New()
+	}
+	written := make(chan struct{})
+	halfway := make(chan struct{})
+	go func() {
+		defer close(written)
+		for k := range events {
+			if k == events/2 {
+				close(halfway)
+			}
+			for _, agg := range aggs {
+				id := uuid.New()
+				want[agg] = append(want[agg], id)
+				if _, err := pool.Exec(context.Background(), `INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, 'payment.refunded', $2, '{}')`, id, agg); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	<-halfway
+	var steps []string
+	if err := store.SetPartitions(context.Background(), 16, func(s string) { steps = append(steps, s) }); err != nil {
+		t.Fatalf("SetPartitions: %v (steps %q)", err, steps)
+	}
+	<-written
+	waitFor(t, time.Minute, "all rows PUBLISHED", func() bool { return countStatus(t, pool, "PUBLISHED") == aggregates*events })
+
+	if n, err := store.Partitions(context.Background()); err != nil || n != 16 {
+		t.Errorf("partition count: %d, %v; want 16", n, err)
+	}
+	var indexes []string
+	rows, err := pool.Query(context.Background(), `SELECT indexname FROM pg_indexes WHERE tablename = 'outbox' AND indexname LIKE 'outbox_%_p%_idx' ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		indexes = append(indexes, s)
+	}
+	if !slices.Equal(indexes, []string{"outbox_ordered_p16_idx", "outbox_pending_p16_idx"}) {
+		t.Errorf("pending indexes after the change: %v, want those of 16 partitions only", indexes)
+	}
+	waitFor(t, 10*time.Second, "the replicas dividing the 16 partitions", func() bool {
+		o := owners(t, pool)
+		return len(o) == 16 && holds(o, a.r.Owner()) == 8 && holds(o, b.r.Owner()) == 8
+	})
+
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	for _, agg := range aggs {
+		if !slices.Equal(pub.byAgg[agg], want[agg]) {
+			t.Errorf("aggregate %s: published %v, want once each in order %v", agg, pub.byAgg[agg], want[agg])
+		}
+	}
+}
