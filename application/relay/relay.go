@@ -417,32 +417,50 @@ func (r *Relay) work(ctx context.Context, i int) {
 		case <-r.drain[i]:
 		case <-poll.C:
 		}
-		// Drain while batches come back full: a backlog is worked at once, not
-		// one batch per poll.
-		for ctx.Err() == nil {
-			partitions, parts := r.share(i)
-			if sweep {
-				partitions, parts = r.Owned()
-			}
-			if len(parts) == 0 {
-				break
-			}
+		// One claim over all the partitions in reach finds what a wake-up or
+		// a poll is about. A full batch means a backlog: then every worker
+		// (after a sweep) drains its own partitions, one at a time.
+		partitions, parts := r.share(i)
+		if sweep {
+			partitions, parts = r.Owned()
+		}
+		full := false
+		if len(parts) > 0 {
 			n, err := r.step(ctx, partitions, parts)
 			if err != nil {
 				r.log.WarnContext(ctx, "outbox relay: claim failed; retrying at next poll", "err", err)
-				break
 			}
-			if n < r.cfg.BatchSize {
-				break
-			}
+			full = err == nil && n >= r.cfg.BatchSize
+		}
+		if full {
 			if sweep {
-				// A backlog: every worker on its own partitions, this one too.
-				sweep = false
 				r.drainAll()
+			}
+			if err := r.drainShare(ctx, i); err != nil {
+				r.log.WarnContext(ctx, "outbox relay: claim failed; retrying at next poll", "err", err)
 			}
 		}
 		poll.Reset(r.cfg.PollInterval)
 	}
+}
+
+// drainShare claims from worker i's partitions, one partition at a time,
+// while batches come back full: a backlog is worked at once, not one batch
+// per poll, and each claim reads one partition's part of the index only.
+func (r *Relay) drainShare(ctx context.Context, i int) error {
+	partitions, parts := r.share(i)
+	for _, p := range parts {
+		for ctx.Err() == nil {
+			n, err := r.step(ctx, partitions, []int{p})
+			if err != nil {
+				return err
+			}
+			if n < r.cfg.BatchSize {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // Step claims one batch from the partitions this relay holds (taking its

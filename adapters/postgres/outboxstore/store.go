@@ -91,6 +91,31 @@ ORDER BY outbox_partition(aggregate_id, %[1]d), seq
 LIMIT $1
 FOR UPDATE OF outbox`
 
+// The same two for a single partition, the claim a worker drains a backlog
+// with: an equality on the partition leaves the index in the order of the
+// other columns, so the partition expression is not computed for each row
+// returned, as ORDER BY needs it to be across several partitions.
+const (
+	claimOneSQL = `
+SELECT id, aggregate_id, type, payload, attempts, created_at, true
+FROM outbox
+WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at <= now()
+ORDER BY next_attempt_at, created_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+	claimOneOrderedSQL = `
+WITH blocked AS (
+    SELECT DISTINCT aggregate_id FROM outbox
+    WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at > now())
+SELECT id, aggregate_id, type, payload, attempts, created_at, next_attempt_at <= now()
+FROM outbox
+WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING'
+    AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
+ORDER BY seq
+LIMIT $1
+FOR UPDATE OF outbox`
+)
+
 // The same two over every partition, for a Claim that names none (tests and
 // tools with a single relay): no partition index serves them, so they sort
 // the whole backlog.
@@ -120,6 +145,13 @@ func claimQuery(c relay.Claim) (string, []any) {
 			return claimAllOrderedSQL, []any{c.Limit}
 		}
 		return claimAllSQL, []any{c.Limit}
+	}
+	if len(c.Owned) == 1 {
+		q := claimOneSQL
+		if c.Ordered {
+			q = claimOneOrderedSQL
+		}
+		return fmt.Sprintf(q, c.Partitions), []any{c.Limit, int32(c.Owned[0])}
 	}
 	q := claimSQL
 	if c.Ordered {
