@@ -115,6 +115,9 @@ func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
+// settle lets the relays settle their leases before a measurement.
+func settle(ctx context.Context, relays []*relay.Relay) error { return settleLeases(ctx, relays) }
+
 // settleLeases heartbeats the relays in turn until each holds its fair share
 // of the partitions, as replicas that have been running for a while do: the
 // drain measures a settled deployment, not the first replica to start
@@ -182,7 +185,7 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 		store := countingStore{Store: outboxstore.New(pool), n: &published, target: int64(c.Backlog), done: done, once: &once}
 		relays[i] = relay.New(c.Relay, store, nullPublisher{latency: c.Latency}, log, nil, time.Now)
 	}
-	if err := settleLeases(ctx, relays); err != nil {
+	if err := settle(ctx, relays); err != nil {
 		return summary{}, err
 	}
 	start := time.Now()

@@ -1,7 +1,9 @@
 // Package outboxstore is the relay's view of the payments outbox table in
-// Postgres: claiming due rows for publication, recording what the broker
-// acknowledged, the operator's stats and requeue, cleanup of old PUBLISHED rows,
-// and the LISTEN loop that wakes the relay when the write side commits a row.
+// Postgres: claiming rows of the relay's partitions for publication, recording
+// what the broker acknowledged, the partition leases (outbox_leases) and the
+// partition count, the operator's stats and requeue, cleanup of old PUBLISHED
+// rows, and the LISTEN loop that wakes the relay when the write side commits a
+// row.
 //
 // The write side (paymentstore) inserts the rows; this package never does.
 package outboxstore
