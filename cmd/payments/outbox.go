@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -96,7 +97,9 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 		if err := cli.Parse(fs, args); err != nil {
 			return fmt.Errorf("outbox partitions: %w", err)
 		}
-		if *set != 0 && (*set < 1 || *set > outboxstore.MaxPartitions) {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "set" })
+		if given && (*set < 1 || *set > outboxstore.MaxPartitions) {
 			return fmt.Errorf("outbox partitions: --set %d: want 1 to %d", *set, outboxstore.MaxPartitions)
 		}
 		store, done, err := openOutbox(ctx, getenv)
@@ -104,7 +107,7 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 			return err
 		}
 		defer done()
-		if *set != 0 {
+		if given {
 			return store.SetPartitions(ctx, *set, func(msg string) { fmt.Fprintln(out, msg) })
 		}
 		return outboxPartitions(ctx, store, out)
