@@ -247,6 +247,8 @@ type Relay struct {
 	// drain[i] tells worker i to drain its own partitions: a sweep found a
 	// backlog, or the assignment changed.
 	drain []chan struct{}
+	// rebalance asks the heartbeat loop for a heartbeat now.
+	rebalance chan struct{}
 
 	mu  sync.Mutex
 	asg Assignment
@@ -270,15 +272,16 @@ func New(cfg Config, store Store, pub Publisher, log *slog.Logger, metrics Metri
 		metrics = noMetrics{}
 	}
 	r := &Relay{
-		cfg:     cfg,
-		store:   store,
-		pub:     pub,
-		log:     log,
-		metrics: metrics,
-		now:     now,
-		wake:    make(chan struct{}, cfg.Workers),
-		drain:   make([]chan struct{}, cfg.Workers),
-		rand:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		cfg:       cfg,
+		store:     store,
+		pub:       pub,
+		log:       log,
+		metrics:   metrics,
+		now:       now,
+		wake:      make(chan struct{}, cfg.Workers),
+		drain:     make([]chan struct{}, cfg.Workers),
+		rebalance: make(chan struct{}, 1),
+		rand:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	for i := range r.drain {
 		r.drain[i] = make(chan struct{}, 1)
@@ -295,6 +298,17 @@ func (r *Relay) Wake() {
 	select {
 	case r.wake <- struct{}{}:
 	default: // enough wake-ups already pending
+	}
+}
+
+// Rebalance asks for a lease heartbeat now instead of at the next interval:
+// another replica released partitions or lacks its share (a NOTIFY with the
+// store's rebalance payload says so). It never blocks; heartbeats it causes
+// are at least a tenth of Config.Heartbeat apart.
+func (r *Relay) Rebalance() {
+	select {
+	case r.rebalance <- struct{}{}:
+	default:
 	}
 }
 
@@ -362,12 +376,21 @@ func (r *Relay) Run(ctx context.Context) error {
 func (r *Relay) heartbeatLoop(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-r.rebalance:
+			if wait := r.cfg.Heartbeat/10 - time.Since(last); wait > 0 {
+				// Too soon after the last one: beat once the gap is kept
+				// (Reset drops any tick pending on t.C).
+				t.Reset(wait)
+				continue
+			}
 		}
+		last = time.Now()
 		if err := r.Heartbeat(ctx); err != nil && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "outbox relay: lease heartbeat failed; retrying", "err", err)
 		}

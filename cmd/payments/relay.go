@@ -104,7 +104,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	g.Go(func() error { return r.Run(ctx) })
 	g.Go(func() error { return b.topic.Run(ctx, topicCheckEvery) })
 	if cfg.OutboxNotify {
-		g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
+		g.Go(func() error { return outboxstore.ListenRebalance(ctx, pool, log, r.Wake, r.Rebalance) })
 	}
 	g.Go(func() error {
 		return retention.Run(ctx, retention.Job{

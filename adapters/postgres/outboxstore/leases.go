@@ -82,6 +82,15 @@ RETURNING partition`, owner, ms, a.Partitions, share-len(mine))
 			slices.Sort(mine)
 		}
 		a.Owned = mine
+		// Tell the other replicas now, rather than at their next heartbeat,
+		// when there is something for them to do: partitions this one gave
+		// up, or partitions it still lacks (others hold more than their
+		// share, or hold them on expired leases).
+		if a.Released > 0 || len(mine) < share {
+			if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, RebalancePayload); err != nil {
+				return fmt.Errorf("notify rebalance: %w", err)
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -96,6 +105,7 @@ func (s *Store) Release(ctx context.Context, owner string) error {
 		var b pgx.Batch
 		b.Queue(`UPDATE outbox_leases SET owner = NULL, expires_at = '-infinity' WHERE owner = $1`, owner)
 		b.Queue(`DELETE FROM outbox_relays WHERE id = $1`, owner)
+		b.Queue(`SELECT pg_notify($1, $2)`, Channel, RebalancePayload)
 		return tx.SendBatch(ctx, &b).Close()
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
@@ -81,7 +82,10 @@ func startReplica(t *testing.T, pool *pgxpool.Pool, cfg relay.Config, pub relay.
 	rp := &replica{r: relay.New(cfg, store, pub, discard(), nil, time.Now), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(rp.done)
-		if err := rp.r.Run(ctx); err != nil {
+		var g errgroup.Group
+		g.Go(func() error { return rp.r.Run(ctx) })
+		g.Go(func() error { return outboxstore.ListenRebalance(ctx, p, discard(), rp.r.Wake, rp.r.Rebalance) })
+		if err := g.Wait(); err != nil {
 			t.Errorf("relay %s: %v", rp.r.Owner(), err)
 		}
 	}()
@@ -247,24 +251,28 @@ func TestPartitionsAreTakenOverAfterLeaseExpiry(t *testing.T) {
 	}
 }
 
-// TestStoppedReplicaReleasesItsPartitions stops one of two replicas
-// gracefully: the other holds every partition long before the stopped
-// replica's leases would have expired.
+// TestStoppedReplicaReleasesItsPartitions: a replica that joins gets its
+// share, and one stopped gracefully hands its partitions over, both long
+// before the next heartbeat — the NOTIFY with the rebalance payload makes
+// the others heartbeat at once — and long before any lease expires.
 func TestStoppedReplicaReleasesItsPartitions(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	cfg := relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond,
-		LeaseDuration: time.Minute, Heartbeat: 100 * time.Millisecond}
+		LeaseDuration: 2 * time.Minute, Heartbeat: 40 * time.Second}
 	a := startReplica(t, pool, cfg, &partitionPublisher{}, false)
+	waitFor(t, 10*time.Second, "the first replica holding every partition", func() bool {
+		return holds(owners(t, pool), a.r.Owner()) == 64
+	})
 	b := startReplica(t, pool, cfg, &partitionPublisher{}, false)
-	waitFor(t, 30*time.Second, "the replicas splitting the partitions", func() bool {
+	// A quarter of the heartbeat interval: splitting by then means the
+	// rebalance was signalled, not found at the next heartbeat.
+	waitFor(t, cfg.Heartbeat/4, "the replicas splitting the partitions", func() bool {
 		o := owners(t, pool)
-		return holds(o, a.r.Owner()) > 0 && holds(o, a.r.Owner())+holds(o, b.r.Owner()) == len(o)
+		return holds(o, a.r.Owner()) == 32 && holds(o, b.r.Owner()) == 32
 	})
 	a.stop()
-	// Half the lease: holding everything by then means a's partitions were
-	// released, not left to expire.
-	waitFor(t, cfg.LeaseDuration/2, "the other replica holding every partition", func() bool {
+	waitFor(t, cfg.Heartbeat/4, "the other replica holding every partition", func() bool {
 		o := owners(t, pool)
 		return holds(o, b.r.Owner()) == len(o)
 	})
