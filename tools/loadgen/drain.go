@@ -188,6 +188,10 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 	if err := settle(ctx, relays); err != nil {
 		return summary{}, err
 	}
+	readsBefore, err := indexReads(ctx, db, false)
+	if err != nil {
+		return summary{}, err
+	}
 	start := time.Now()
 	for i, r := range relays {
 		g.Go(func() error { return r.Run(gctx) })
@@ -228,5 +232,13 @@ wait:
 	if left != 0 {
 		return summary{}, fmt.Errorf("%s: %d rows not PUBLISHED after the drain", c.name(), left)
 	}
-	return summary{N: int(published.Load()), Elapsed: elapsed}, nil
+	for _, p := range pools {
+		p.Close()
+	}
+	readsAfter, err := indexReads(ctx, db, true)
+	if err != nil {
+		return summary{}, err
+	}
+	return summary{N: int(published.Load()), Elapsed: elapsed,
+		IndexReadsPerRow: float64(readsAfter-readsBefore) / float64(published.Load())}, nil
 }

@@ -435,6 +435,12 @@ func (b *bench) relayDrain(ctx context.Context) error {
 		if one := base[v]; one > 0 && c.Replicas > 1 {
 			scale = fmt.Sprintf("; %.2f× one replica", rate.Median/one)
 		}
+		reads := make([]float64, len(runs[j]))
+		for k, s := range runs[j] {
+			reads[k] = s.IndexReadsPerRow
+		}
+		slices.Sort(reads)
+		scale += fmt.Sprintf("; %.1f index entries read per row", reads[len(reads)/2])
 		if c.Latency > 0 {
 			r.Limit = fmt.Sprintf("the publisher: ≤ %d rows in flight per replica%s", workers*100, scale)
 		} else {
