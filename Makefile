@@ -8,6 +8,7 @@ LOCALSTACK_HOST_PORT ?= 4566
 PAYMENTS_HOST_PORT   ?= 8080
 LEDGER_HOST_PORT     ?= 8081
 PAYMENTS_OPS_HOST_PORT ?= 9090
+GRAFANA_HOST_PORT    ?= 3000
 # Linters, pinned and built by go run: nothing to install, and they stay out
 # of go.mod, whose module graph they would otherwise join.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -23,9 +24,14 @@ help: ## list the targets
 up: ## docker compose up: Postgres, LocalStack, payments (:8080, ops :9090), ledger (:8081, ops :9091), on 127.0.0.1
 	docker compose up --build -d --wait
 
+.PHONY: up-observability
+up-observability: ## `make up` plus Prometheus (:9095), Grafana (:3000, the dashboard) and Jaeger (:16686), the services sending it their traces
+	OTLP_ENDPOINT=http://jaeger:4318 docker compose --profile observability up --build -d --wait
+	@echo "Grafana: http://localhost:$(GRAFANA_HOST_PORT)"
+
 .PHONY: down
-down: ## stop everything and remove its volumes
-	docker compose down -v
+down: ## stop everything, the observability profile too, and remove its volumes
+	docker compose --profile observability down -v
 
 .PHONY: logs
 logs: ## follow the services' logs

@@ -48,6 +48,9 @@ func TestComposeEnvironmentIsWhatLedgerReads(t *testing.T) {
 		"PAYMENTS_DATABASE_URL": true, // ledger reconcile
 		"AWS_ACCESS_KEY_ID":     true, // the SDK's default credential chain
 		"AWS_SECRET_ACCESS_KEY": true,
+		// OpenTelemetry's standard variables, read by its SDK.
+		"OTEL_EXPORTER_OTLP_ENDPOINT": true,
+		"OTEL_SERVICE_NAME":           true,
 	}
 	for k := range env {
 		if !read[k] && !otherReaders[k] {

@@ -28,8 +28,15 @@ import (
 
 func loadCompose(t *testing.T, env ...string) *types.Project {
 	t.Helper()
+	return loadComposeProfiles(t, nil, env...)
+}
+
+// loadComposeProfiles loads the compose file as `docker compose --profile …`
+// would, with profiles enabled.
+func loadComposeProfiles(t *testing.T, profiles []string, env ...string) *types.Project {
+	t.Helper()
 	opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"},
-		cli.WithWorkingDirectory("../.."), cli.WithEnv(env), cli.WithName("payments-outbox"))
+		cli.WithWorkingDirectory("../.."), cli.WithEnv(env), cli.WithName("payments-outbox"), cli.WithProfiles(profiles))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +130,10 @@ func mustAbs(t *testing.T, p string) string {
 // sdkVariables are read by the AWS SDK's default credential chain, not by our
 // loader (README, Configuration: AWS credentials come from the SDK's default
 // chain).
-var sdkVariables = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true}
+// The OTEL_* ones are OpenTelemetry's standard variables, which its SDK
+// reads.
+var sdkVariables = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
+	"OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_SERVICE_NAME": true}
 
 func TestComposeEnvironmentIsWhatPaymentsReads(t *testing.T) {
 	env := map[string]string{}
@@ -150,7 +160,7 @@ func TestComposeEnvironmentIsWhatPaymentsReads(t *testing.T) {
 var pinned = regexp.MustCompile(`^[a-z0-9./-]+:[A-Za-z0-9._-]+@sha256:[0-9a-f]{64}$`)
 
 func TestComposeImagesArePinned(t *testing.T) {
-	p := loadCompose(t)
+	p := loadComposeProfiles(t, []string{observability})
 	for name, s := range p.Services {
 		if s.Build == nil && !pinned.MatchString(s.Image) {
 			t.Errorf("service %s: image %q is not name:tag@sha256:digest", name, s.Image)
@@ -217,7 +227,15 @@ var hostPorts = map[string][]hostPort{
 	"localstack": {{"LOCALSTACK_HOST_PORT", "4566"}},
 	"payments":   {{"PAYMENTS_HOST_PORT", "8080"}, {"PAYMENTS_OPS_HOST_PORT", "9090"}},
 	"ledger":     {{"LEDGER_HOST_PORT", "8081"}, {"LEDGER_OPS_HOST_PORT", "9091"}},
+	// The observability profile's: Prometheus on 9095, not its own 9090,
+	// which payments' ops listener holds.
+	"prometheus": {{"PROMETHEUS_HOST_PORT", "9090"}},
+	"grafana":    {{"GRAFANA_HOST_PORT", "3000"}},
+	"jaeger":     {{"JAEGER_HOST_PORT", "16686"}},
 }
+
+// defaultHostPorts are the host ports that differ from the container's.
+var defaultHostPorts = map[string]string{"PROMETHEUS_HOST_PORT": "9095"}
 
 // Every port is published on loopback only (the demo's Postgres password is
 // "postgres", the ops listeners ask for no credentials), on today's port by
@@ -228,18 +246,25 @@ func TestComposePortsAreLoopbackAndMovable(t *testing.T) {
 	moved := map[string]string{}
 	for _, hps := range hostPorts {
 		for _, hp := range hps {
-			moved[hp.variable] = "1" + hp.port
+			moved[hp.variable] = strconv.Itoa(20000 + len(moved)) // each elsewhere, none twice
 			env = append(env, hp.variable+"="+moved[hp.variable])
 		}
+	}
+	byDefault := func(hp hostPort) string {
+		if p, ok := defaultHostPorts[hp.variable]; ok {
+			return p
+		}
+		return hp.port
 	}
 	for _, tc := range []struct {
 		env  []string
 		want func(hostPort) string
 	}{
-		{nil, func(hp hostPort) string { return hp.port }},
+		{nil, byDefault},
 		{env, func(hp hostPort) string { return moved[hp.variable] }},
 	} {
-		p := loadCompose(t, tc.env...)
+		p := loadComposeProfiles(t, []string{observability}, tc.env...)
+		published := map[string]string{}
 		for name, s := range p.Services {
 			hps := hostPorts[name]
 			if len(s.Ports) != len(hps) {
@@ -254,6 +279,10 @@ func TestComposePortsAreLoopbackAndMovable(t *testing.T) {
 				if want := tc.want(hp); port.Published != want || strconv.Itoa(int(port.Target)) != hp.port {
 					t.Errorf("service %s (env %v) publishes %s:%d, want %s:%s", name, tc.env, port.Published, port.Target, want, hp.port)
 				}
+				if other, taken := published[port.Published]; taken {
+					t.Errorf("services %s and %s both publish host port %s", other, name, port.Published)
+				}
+				published[port.Published] = name
 			}
 		}
 	}

@@ -80,7 +80,8 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	}
 	pay := start(t, dir, "payments", env["payments"])
 	payAddr, payOps := pay.Addr(), pay.OpsAddr()
-	ledAddr := start(t, dir, "ledger", env["ledger"]).Addr()
+	led := start(t, dir, "ledger", env["ledger"])
+	ledAddr := led.Addr()
 
 	// Every exchange of the walkthrough is checked against its service's
 	// OpenAPI document: what the README shows is what the documents promise.
@@ -121,6 +122,13 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	if normalize(got) != normalize(string(m[1])) {
 		t.Errorf("the walkthrough's output differs from README.md (ids and timestamps aside).\ngot:\n%s\nREADME:\n%s", got, m[1])
 	}
+
+	// The walkthrough has used every route and moved an event through the
+	// outbox and the ledger, so each service now exposes every series it
+	// ever will: the dashboard and the alert rules must read those.
+	t.Run("dashboard and alert rules read what the services expose", func(t *testing.T) {
+		checkQueries(t, map[string]string{"payments": payOps, "ledger": led.OpsAddr()})
+	})
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)
