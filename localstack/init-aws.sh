@@ -19,7 +19,8 @@
 # Resource names can be overridden (PAYMENTS_TOPIC_NAME, LEDGER_QUEUE_NAME,
 # LEDGER_DLQ_NAME) so shared dev endpoints can hold several copies side by side.
 #
-# PAYMENTS_FIFO=true creates FIFO resources instead (names ending in .fifo):
+# PAYMENTS_FIFO=true creates FIFO resources instead (.fifo appended to each name
+# that lacks it):
 # an SNS FIFO topic and SQS FIFO queue and DLQ, so each payment's events reach
 # the ledger in the order they were committed. The relay publishes to a FIFO
 # topic in ordered mode with MessageGroupId = the payment id and
@@ -37,24 +38,23 @@ case "${1:-}" in
 	;;
 esac
 
+topic_name="${PAYMENTS_TOPIC_NAME:-payments-events}"
+queue_name="${LEDGER_QUEUE_NAME:-ledger-queue}"
+dlq_name="${LEDGER_DLQ_NAME:-ledger-dlq}"
 fifo="${PAYMENTS_FIFO:-false}"
 case "$fifo" in
-true) suffix=.fifo ;;
-false) suffix= ;;
+true)
+	# SNS and SQS require FIFO names to end in .fifo.
+	for var in topic_name queue_name dlq_name; do
+		if [ "${!var%.fifo}" = "${!var}" ]; then printf -v "$var" '%s.fifo' "${!var}"; fi
+	done
+	;;
+false) ;;
 *)
 	echo "init-aws: PAYMENTS_FIFO=$fifo: want true or false" >&2
 	exit 2
 	;;
 esac
-topic_name="${PAYMENTS_TOPIC_NAME:-payments-events$suffix}"
-queue_name="${LEDGER_QUEUE_NAME:-ledger-queue$suffix}"
-dlq_name="${LEDGER_DLQ_NAME:-ledger-dlq$suffix}"
-for name in "$topic_name" "$queue_name" "$dlq_name"; do
-	if [ "$fifo" = true ] && [ "${name%.fifo}" = "$name" ]; then
-		echo "init-aws: PAYMENTS_FIFO=true but $name does not end in .fifo, which SNS and SQS require of FIFO names" >&2
-		exit 2
-	fi
-done
 # After this many receives without a delete a message moves to the DLQ instead of
 # looping. It is a budget (README, "The receive budget"): 1 for the delivery that
 # applies the message, 2 for crashes in a row (a killed ledger's open long polls and
