@@ -71,7 +71,7 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 		}),
 		partitionAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "outbox_partition_oldest_pending_age_seconds",
-			Help: "Age of the oldest PENDING outbox row per partition, for partitions that have one. One growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
+			Help: "Age of the oldest PENDING outbox row per partition; 0 when none. One growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
 		}, []string{"partition"}),
 		ownedPartitions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "outbox_relay_owned_partitions",
@@ -113,11 +113,17 @@ func (m *Relay) Backlog(s relay.Stats) {
 	m.pendingRows.Set(float64(s.Pending))
 	m.deadRows.Set(float64(s.Dead))
 	m.oldestPendingAge.Set(s.OldestPending.Seconds())
-	// Only partitions with a backlog have a series: a drained partition's
-	// disappears instead of keeping its last age.
+	// Every partition has a series, 0 when it has nothing pending, as the
+	// overall gauge is; a change of the partition count drops the old ones.
 	m.partitionAge.Reset()
+	age := make([]float64, s.Partitions)
 	for _, p := range s.ByPartition {
-		m.partitionAge.WithLabelValues(strconv.Itoa(p.Partition)).Set(p.OldestPending.Seconds())
+		if p.Partition >= 0 && p.Partition < len(age) {
+			age[p.Partition] = p.OldestPending.Seconds()
+		}
+	}
+	for p, a := range age {
+		m.partitionAge.WithLabelValues(strconv.Itoa(p)).Set(a)
 	}
 }
 

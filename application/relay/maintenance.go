@@ -13,6 +13,8 @@ type Stats struct {
 	Dead          int64
 	OldestPending time.Duration // age of the oldest PENDING row; 0 when none
 	ByType        []TypeStats   // sorted by type
+	// Partitions is the outbox's partition count.
+	Partitions int
 	// ByPartition has one entry per partition with PENDING rows, ascending:
 	// a stuck partition is one whose oldest pending age keeps growing.
 	ByPartition []PartitionStats

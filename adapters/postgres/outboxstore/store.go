@@ -305,6 +305,7 @@ FROM outbox
 WHERE status IN ('PENDING', 'DEAD')
 GROUP BY type, status
 ORDER BY type, status`)
+	b.Queue(`SELECT partitions FROM outbox_partitioning`)
 	b.Queue(`
 SELECT outbox_partition(o.aggregate_id, p.partitions), count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(o.created_at)), 0)::float8
 FROM outbox o, outbox_partitioning p
@@ -343,6 +344,9 @@ ORDER BY 1`)
 	})
 	if err != nil {
 		return relay.Stats{}, fmt.Errorf("outbox stats: %w", err)
+	}
+	if err := br.QueryRow().Scan(&st.Partitions); err != nil {
+		return relay.Stats{}, fmt.Errorf("outbox stats: partition count: %w", err)
 	}
 	rows, err = br.Query()
 	if err != nil {
