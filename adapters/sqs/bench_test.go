@@ -17,43 +17,52 @@ import (
 )
 
 // BenchmarkConsumerThroughBroker measures end-to-end consumer throughput
-// against the configured SQS endpoint: b.N messages are queued first, then
-// the clock runs from starting the consumer until all of them are applied
-// and deleted. With moto the broker, not the ledger, is the bottleneck.
+// against the configured SQS endpoint, in each inbox mode: b.N messages are
+// queued first, then the clock runs from starting the consumer until all of
+// them are applied (sync) or recorded (async) and deleted. With moto the
+// broker, not the ledger, is the bottleneck.
 //
 //	go test -run '^$' -bench ConsumerThroughBroker -benchtime 500x ./adapters/sqs/
 func BenchmarkConsumerThroughBroker(b *testing.B) {
-	for _, workers := range []int{4, 8} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			tq := awstest.NewTopicQueue(b)
-			pool := pgtest.New(b, ledgermigrations.FS)
-			store := ledgerstore.New(pool)
-			reg := prometheus.NewRegistry()
-			m := sqs.NewMetrics(reg)
-			bodies := make([][]byte, b.N)
-			for i := range bodies {
-				bodies[i] = newPayment(int64(1+i), "cus_b", "mer_b").body()
-			}
-			sendB(b, tq, bodies)
-			c := sqs.NewConsumer(tq.SQS, posting.NewService(store, store, schemas(b), time.Now), sqs.Config{
-				QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: quietLog(), Metrics: m,
-			})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			b.ResetTimer()
-			go func() { done <- c.Run(ctx) }()
-			deadline := time.Now().Add(5 * time.Minute)
-			for metricValue(b, reg, "ledger_messages_processed_total", "outcome", "applied") < float64(b.N) {
-				if time.Now().After(deadline) {
-					b.Fatal("timed out")
+	for _, mode := range []string{"sync", "async"} {
+		for _, workers := range []int{4, 8} {
+			b.Run(fmt.Sprintf("mode=%s/workers=%d", mode, workers), func(b *testing.B) {
+				tq := awstest.NewTopicQueue(b)
+				pool := pgtest.New(b, ledgermigrations.FS)
+				store := ledgerstore.New(pool)
+				reg := prometheus.NewRegistry()
+				m := sqs.NewMetrics(reg)
+				bodies := make([][]byte, b.N)
+				for i := range bodies {
+					bodies[i] = newPayment(int64(1+i), "cus_b", "mer_b").body()
 				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			b.StopTimer()
-			cancel()
-			<-done
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-		})
+				sendB(b, tq, bodies)
+				svc := posting.NewService(store, store, schemas(b), time.Now)
+				var h sqs.Handler = svc
+				outcome := "applied"
+				if mode == "async" {
+					h, outcome = sqs.HandlerFunc(svc.Record), "recorded"
+				}
+				c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
+					QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: quietLog(), Metrics: m,
+				})
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				b.ResetTimer()
+				go func() { done <- c.Run(ctx) }()
+				deadline := time.Now().Add(5 * time.Minute)
+				for metricValue(b, reg, "ledger_messages_processed_total", "outcome", outcome) < float64(b.N) {
+					if time.Now().After(deadline) {
+						b.Fatal("timed out")
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				b.StopTimer()
+				cancel()
+				<-done
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			})
+		}
 	}
 }
 

@@ -36,6 +36,15 @@ type Handler interface {
 	Apply(ctx context.Context, body []byte) (posting.Result, error)
 }
 
+// HandlerFunc adapts a function to Handler: the async inbox mode hands the
+// consumer (*posting.Service).Record, which commits the inbox row only.
+type HandlerFunc func(ctx context.Context, body []byte) (posting.Result, error)
+
+// Apply calls f.
+func (f HandlerFunc) Apply(ctx context.Context, body []byte) (posting.Result, error) {
+	return f(ctx, body)
+}
+
 // BatchBudget is what a stop needs on top of the long-poll wait: once the
 // receives in flight have returned (within WaitTime), the batches in hand are
 // applied and acknowledged. A ShutdownTimeout shorter than WaitTime +
@@ -279,6 +288,8 @@ func (c *Consumer) handle(cut context.Context, m types.Message) verdict {
 		log.DebugContext(cut, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
 	case posting.Ignored:
 		log.InfoContext(cut, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
+	case posting.Recorded:
+		log.DebugContext(cut, "recorded for the inbox processor", "event_id", res.MessageID, "type", res.Type)
 	case posting.Applied:
 		if !res.EventTime.IsZero() {
 			c.cfg.Metrics.eventAge.Observe(max(0, c.cfg.Now().Sub(res.EventTime).Seconds()))

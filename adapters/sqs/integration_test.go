@@ -33,13 +33,16 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // rig is one test's consumer: its own queue, DLQ, topic and database.
 type rig struct {
-	tq     *awstest.TopicQueue
-	pool   *pgxpool.Pool
-	svc    *posting.Service
-	reg    *prometheus.Registry
-	m      *sqs.Metrics
-	cancel context.CancelFunc
-	done   chan error
+	tq   *awstest.TopicQueue
+	pool *pgxpool.Pool
+	svc  *posting.Service
+	reg  *prometheus.Registry
+	m    *sqs.Metrics
+	// handler is what the consumer applies messages with: r.svc (the sync
+	// inbox) unless a test sets another.
+	handler sqs.Handler
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 func newRig(t *testing.T, opts ...awstest.Option) *rig {
@@ -58,7 +61,11 @@ func (r *rig) start(t *testing.T, api sqs.API, workers int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sqs.NewConsumer(api, r.svc, sqs.Config{
+	var h sqs.Handler = r.svc
+	if r.handler != nil {
+		h = r.handler
+	}
+	c := sqs.NewConsumer(api, h, sqs.Config{
 		QueueURL: r.tq.QueueURL, Workers: workers, WaitTime: 2 * time.Second,
 		VisibilityTimeout: attrs.VisibilityTimeout, Log: quietLog(), Metrics: r.m,
 	})

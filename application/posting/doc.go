@@ -1,10 +1,13 @@
 // Package posting holds the ledger service's use cases: apply one broker
-// message through the inbox, answer balance and entry queries, check the
-// inbox's retention against the broker's, and reconcile the ledger against the
-// payments database. (Deleting expired inbox rows is application/retention's.)
+// message through the inbox (Apply, the sync mode) or only record it there
+// (Record, the async mode), apply recorded messages later (Processor), answer
+// balance and entry queries, check the inbox's retention against the
+// broker's, and reconcile the ledger against the payments database. (Deleting
+// expired inbox rows is application/retention's.)
 //
 // The package declares the ports it needs (Transactor and the Repos it hands
-// to a transaction, Reader, and the two reconciliation sources); the
+// to a transaction, Reader, Backlog and InboxAdmin for the processor and the
+// operator, and the two reconciliation sources); the
 // Postgres adapter in adapters/postgres/ledgerstore implements them, and the
 // tests here use hand-written in-memory fakes. Nothing here knows about SQS,
 // HTTP or SQL: the SQS adapter passes a message body to Service.Apply and

@@ -24,6 +24,9 @@ const (
 	// the inbox, unapplied, so that a new event type never poisons an older
 	// consumer and a later version can still find it.
 	Ignored
+	// Recorded: the message was new and is recorded in the inbox, pending,
+	// for the inbox processor to apply (Record, the async mode).
+	Recorded
 )
 
 // String names the outcome, for logs and metric labels.
@@ -35,6 +38,8 @@ func (o Outcome) String() string {
 		return "duplicate"
 	case Ignored:
 		return "ignored"
+	case Recorded:
+		return "recorded"
 	default:
 		return "unknown"
 	}
@@ -68,12 +73,28 @@ func NewService(tx Transactor, reader Reader, schemas Schemas, now func() time.T
 // Apply processes one message body in one database transaction: it records
 // the message in the inbox and, if the inbox had not seen it, posts its
 // ledger transaction. It returns only after the commit, so the caller may
-// acknowledge the message exactly when err is nil.
+// acknowledge the message exactly when err is nil. This is the inbox's sync
+// mode (LEDGER_INBOX_MODE=sync).
 //
 // Errors: ErrMalformed or ErrInvalidEvent for a message that will never
 // apply, one its schema refuses included (leave it for the DLQ); anything
 // else is a transient failure (leave it for redelivery).
 func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
+	return s.receive(ctx, body, true)
+}
+
+// Record is Apply's async counterpart (LEDGER_INBOX_MODE=async): it checks
+// the message exactly as Apply does — so a message Apply would leave for the
+// DLQ is refused here too and leaves nothing behind — but its transaction
+// only records it in the inbox, pending, for the Processor to apply. It
+// returns after the commit: the message is durable and may be acknowledged.
+//
+// Errors: as Apply's.
+func (s *Service) Record(ctx context.Context, body []byte) (Result, error) {
+	return s.receive(ctx, body, false)
+}
+
+func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result, error) {
 	env, err := decodeEnvelope(body)
 	if err != nil {
 		return Result{}, err
@@ -92,9 +113,12 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 		if tx, err = env.transaction(r, s.schemas); err != nil {
 			return res, err
 		}
-		// The row is applied as of the commit that makes it visible, so it
-		// is written processed: one statement instead of insert + update.
-		msg.ProcessedAt = now
+		if apply {
+			// The row is applied as of the commit that makes it visible, so
+			// it is written processed: one statement instead of insert +
+			// update.
+			msg.ProcessedAt = now
+		}
 	case ignored[env.typ] != "":
 		msg.Error = fmt.Sprintf("event type %q is not posted: %s", env.typ, ignored[env.typ])
 	default:
@@ -113,6 +137,9 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 		case !known:
 			res.Outcome = Ignored
 			return nil
+		case !apply:
+			res.Outcome = Recorded
+			return nil
 		}
 		posted, err := r.Ledger.Post(ctx, tx, now)
 		if err != nil {
@@ -121,7 +148,7 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 		if !posted {
 			// Layer 2: the same business fact came under another message id.
 			res.Outcome = Duplicate
-			return r.Inbox.Annotate(ctx, env.id, "business key already posted by another message")
+			return r.Inbox.Annotate(ctx, env.id, noteAlreadyPosted)
 		}
 		res.Outcome = Applied
 		return nil
@@ -131,6 +158,10 @@ func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 	}
 	return res, nil
 }
+
+// noteAlreadyPosted is the inbox note of a message whose business fact was
+// posted under another message id.
+const noteAlreadyPosted = "business key already posted by another message"
 
 // Balances returns the balances of account id, one per currency.
 // Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound, ErrUnavailable.

@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/payments-outbox/payments-outbox/application/backlog"
 )
 
 // Message is one outbox row as the relay sees it. Payload is the complete
@@ -574,22 +576,5 @@ func (r *Relay) backoff(attempts int) time.Duration {
 	r.randMu.Lock()
 	f := r.rand.Float64()
 	r.randMu.Unlock()
-	return Backoff(attempts, r.cfg.BackoffBase, r.cfg.BackoffMax, f)
-}
-
-// Backoff is the delay before retry number attempts (1 after the first failure):
-// base doubled per earlier failure, capped at max, then "equal jitter" — half the
-// delay fixed, half scaled by rnd in [0,1) — so replicas that failed together
-// (a broker outage) do not retry together, yet every retry waits at least half
-// its step.
-func Backoff(attempts int, base, max time.Duration, rnd float64) time.Duration {
-	d := base
-	for i := 1; i < attempts && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	half := d / 2
-	return half + time.Duration(float64(d-half)*rnd)
+	return backlog.Backoff(attempts, r.cfg.BackoffBase, r.cfg.BackoffMax, f)
 }

@@ -208,30 +208,6 @@ func TestMissingResultIsNotAnAck(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	t.Parallel()
-	base, ceiling := time.Second, time.Minute
-	tests := []struct {
-		attempts int
-		rnd      float64
-		want     time.Duration
-	}{
-		{attempts: 1, rnd: 0, want: 500 * time.Millisecond},
-		{attempts: 1, rnd: 0.999999999, want: time.Second},
-		{attempts: 2, rnd: 0, want: time.Second},
-		{attempts: 3, rnd: 0.5, want: 3 * time.Second},
-		{attempts: 7, rnd: 0, want: 30 * time.Second},    // 64s capped to 60s
-		{attempts: 1000, rnd: 0, want: 30 * time.Second}, // no overflow
-		{attempts: 1000, rnd: 0.5, want: 45 * time.Second},
-	}
-	for _, tt := range tests {
-		got := relay.Backoff(tt.attempts, base, ceiling, tt.rnd)
-		if got.Round(time.Millisecond) != tt.want {
-			t.Errorf("Backoff(%d, rnd=%v): got %v, want %v", tt.attempts, tt.rnd, got, tt.want)
-		}
-	}
-}
-
 // waitFor polls cond until it holds or the deadline passes: tests synchronise on
 // state, never on sleeps.
 func waitFor(t *testing.T, what string, cond func() bool) {

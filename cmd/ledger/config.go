@@ -9,6 +9,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
@@ -31,6 +32,16 @@ type config struct {
 
 	ShutdownTimeout time.Duration
 	DLQPollInterval time.Duration
+
+	// InboxMode is sync (apply in the consumer's transaction) or async
+	// (record, acknowledge, and let the inbox processor apply).
+	InboxMode string
+	// InboxWorkers is the inbox processor's claim loops in this process; 0
+	// runs none here (the processor then runs as `ledger inbox process`).
+	InboxWorkers     int
+	InboxBatchSize   int
+	InboxMaxAttempts int
+	InboxPoll        time.Duration
 
 	// APITokens are the operator tokens the read API accepts
 	// (LEDGER_API_TOKENS); only their hashes are kept.
@@ -55,6 +66,15 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		InboxRetention:  e.Duration("INBOX_RETENTION", 360*time.Hour),
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
+
+		InboxMode:        e.String("LEDGER_INBOX_MODE", inboxSync),
+		InboxWorkers:     e.Int("LEDGER_INBOX_WORKERS", 2, 0, 64),
+		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", 100, 1, 1000),
+		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
+		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", time.Second),
+	}
+	if cfg.InboxMode != inboxSync && cfg.InboxMode != inboxAsync {
+		e.Fail(fmt.Errorf("LEDGER_INBOX_MODE=%q is invalid: want sync (apply each message in the transaction that records it) or async (record and acknowledge; the inbox processor applies)", cfg.InboxMode))
 	}
 	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
 		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
@@ -83,8 +103,24 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	return cfg, e.Err()
 }
 
+// The inbox modes (README, "Sync or async inbox").
+const (
+	inboxSync  = "sync"
+	inboxAsync = "async"
+)
+
+// processorConfig is the inbox processor's tuning.
+func (c config) processorConfig() posting.ProcessorConfig {
+	return posting.ProcessorConfig{
+		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,
+		// A batch in hand at a stop finishes within the stop's budget, or
+		// rolls back (its rows stay pending, nothing half done).
+		BatchTimeout: c.ShutdownTimeout,
+	}
+}
+
 // poolSize is the connection pool the consumer needs: one connection per
-// worker plus a few for the HTTP API and the background jobs (a URL that sets
-// pool_max_conns wins). pgx's default (the number of CPUs, at least 4) would
-// make workers queue for connections.
-func (c config) poolSize() int { return c.Workers + 4 }
+// worker and per inbox processor worker, plus a few for the HTTP API and the
+// background jobs (a URL that sets pool_max_conns wins). pgx's default (the
+// number of CPUs, at least 4) would make workers queue for connections.
+func (c config) poolSize() int { return c.Workers + c.InboxWorkers + 4 }

@@ -23,6 +23,10 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		{[]string{"dlq", "redrive"}, "usage: ledger dlq redrive", nil},
 		{[]string{"reconcile"}, "usage: ledger reconcile [--payments-database-url URL] [--grace 1m]", []string{"-payments-database-url string", "-grace duration"}},
 		{[]string{"healthcheck"}, "usage: ledger healthcheck", nil},
+		{[]string{"inbox"}, "usage: ledger inbox process [--once] | stats | retry --id ID | --all-parked", nil},
+		{[]string{"inbox", "process"}, "usage: ledger inbox process [--once]", []string{"-once"}},
+		{[]string{"inbox", "stats"}, "usage: ledger inbox stats", nil},
+		{[]string{"inbox", "retry"}, "usage: ledger inbox retry --id ID [--id ID ...] | --all-parked", []string{"-id value", "-all-parked"}},
 	}
 	for _, tt := range tests {
 		for _, help := range []string{"-h", "--help"} {

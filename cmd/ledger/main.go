@@ -9,6 +9,10 @@
 //	ledger reconcile       compare the ledger with the payments database;
 //	                       --payments-database-url (or PAYMENTS_DATABASE_URL),
 //	                       --grace (default 1m); exit status 1 on any divergence
+//	ledger inbox process   the inbox processor alone (the async inbox's
+//	                       separate process); --once applies what is due and exits
+//	ledger inbox stats     the inbox's backlog: pending, oldest age, parked
+//	ledger inbox retry     --id ID | --all-parked: parked rows back to pending
 //	ledger healthcheck     exit 0 if the local server is ready (for Docker)
 package main
 
@@ -34,6 +38,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
+	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
@@ -53,6 +58,10 @@ const usage = `usage: ledger [command]
   reconcile [--payments-database-url URL] [--grace 1m]
                            compare the ledger with the payments database;
                            exit status 1 on any divergence
+  inbox process [--once]   the inbox processor alone, until SIGTERM
+  inbox stats              the inbox's backlog: pending, oldest age, parked
+  inbox retry --id ID | --all-parked
+                           put parked inbox rows back to pending
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'ledger COMMAND -h' prints a command's usage. Configuration is read from the
@@ -102,7 +111,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 	switch cmd {
 	case "serve":
-		if err := noArgs("ledger [serve]", "Run the SQS consumer and the HTTP API until SIGTERM."); err != nil {
+		if err := noArgs("ledger [serve]", "Run the SQS consumer, the inbox processor (LEDGER_INBOX_WORKERS) and the HTTP API until SIGTERM."); err != nil {
 			return err
 		}
 		return serve(ctx, getenv, out, listening)
@@ -125,6 +134,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 		return errors.New("usage: ledger dlq redrive")
 	case "reconcile":
 		return reconcile(ctx, args, getenv, out)
+	case "inbox":
+		return runInbox(ctx, args, getenv, out, listening)
 	case "healthcheck":
 		if err := noArgs("ledger healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck)."); err != nil {
 			return err
@@ -201,18 +212,39 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := sqs.NewMetrics(reg)
+	consumerMetrics := sqs.NewMetrics(reg)
 	store := ledgerstore.New(pool)
 	schemas, err := eventschema.New()
 	if err != nil {
 		return fmt.Errorf("event schemas: %w", err)
 	}
 	svc := posting.NewService(store, store, schemas, time.Now)
+	inboxMetrics, err := metrics.NewInbox(reg)
+	if err != nil {
+		return err
+	}
+	// The processor runs in both modes: in sync mode it applies the rows of
+	// types an earlier version recorded without applying (and the backlog
+	// left by a switch from async).
+	proc := posting.NewProcessor(cfg.processorConfig(), store, schemas, log, inboxMetrics, time.Now)
+	var handler sqs.Handler = svc
+	if cfg.InboxMode == inboxAsync {
+		handler = sqs.HandlerFunc(func(ctx context.Context, body []byte) (posting.Result, error) {
+			res, err := svc.Record(ctx, body)
+			if err == nil && res.Outcome == posting.Recorded {
+				proc.Wake()
+			}
+			return res, err
+		})
+		if cfg.InboxWorkers == 0 {
+			log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")
+		}
+	}
 	// The consumer and the HTTP server stop side by side, each within
 	// SHUTDOWN_TIMEOUT of the signal.
-	consumer := sqs.NewConsumer(client, svc, sqs.Config{
+	consumer := sqs.NewConsumer(client, handler, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
-		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: metrics,
+		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics,
 	})
 
 	httpMetrics := httpserver.NewMetrics(reg)
@@ -231,7 +263,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		apiLn.Close()
 		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
 	}
-	log.InfoContext(ctx, "listening", "addr", apiLn.Addr().String(), "ops_addr", opsLn.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL)
+	log.InfoContext(ctx, "listening", "addr", apiLn.Addr().String(), "ops_addr", opsLn.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL,
+		"inbox_mode", cfg.InboxMode, "inbox_workers", cfg.InboxWorkers)
 	if cfg.APITokens.Len() == 0 {
 		log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
@@ -262,7 +295,13 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// receives in flight have returned and every batch in hand is committed
 	// and acknowledged, or released when SHUTDOWN_TIMEOUT runs out.
 	g.Go(func() error { return consumer.Run(gctx) })
-	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, metrics, log) })
+	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, consumerMetrics, log) })
+	// Like the consumer, the processor claims nothing once gctx is
+	// cancelled and finishes (or rolls back) the batch in hand.
+	if cfg.InboxWorkers > 0 {
+		g.Go(func() error { return proc.Run(gctx) })
+	}
+	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
 	g.Go(func() error {
 		return retention.Run(gctx, retention.Job{
 			Name: "inbox", Delete: store.DeleteInboxBefore,

@@ -51,6 +51,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"bad shutdown timeout", "SHUTDOWN_TIMEOUT", "soon"},
 		{"short operator token", "LEDGER_API_TOKENS", "letmein"},
 		{"ops on the public port", "OPS_ADDR", ":8081"},
+		{"unknown inbox mode", "LEDGER_INBOX_MODE", "later"},
+		{"negative inbox workers", "LEDGER_INBOX_WORKERS", "-1"},
+		{"empty inbox batch", "LEDGER_INBOX_BATCH_SIZE", "0"},
+		{"no inbox attempts", "LEDGER_INBOX_MAX_ATTEMPTS", "0"},
+		{"bad inbox poll", "LEDGER_INBOX_POLL_INTERVAL", "often"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,11 +118,12 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.WaitTime != 10*time.Second || cfg.ShutdownTimeout != 15*time.Second ||
-		cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart {
+		cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart ||
+		cfg.InboxMode != "sync" || cfg.InboxWorkers != 2 {
 		t.Errorf("defaults: got %+v", cfg)
 	}
-	if got := cfg.poolSize(); got != 8 {
-		t.Errorf("pool size: got %d, want 8 (4 workers + 4)", got)
+	if got := cfg.poolSize(); got != 10 {
+		t.Errorf("pool size: got %d, want 10 (4 workers + 2 inbox workers + 4)", got)
 	}
 }
 
@@ -139,8 +145,23 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// TestServeConsumesAndAnswers runs the whole service in each inbox mode: an
+// event published on the topic reaches the balance the API answers, and the
+// metrics say which path it took.
 func TestServeConsumesAndAnswers(t *testing.T) {
 	t.Parallel()
+	for mode, want := range map[string][]string{
+		"sync":  {`ledger_messages_processed_total{outcome="applied"} 1`},
+		"async": {`ledger_messages_processed_total{outcome="recorded"} 1`, `inbox_processed_total{outcome="applied"} 1`},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testServe(t, mode, want)
+		})
+	}
+}
+
+func testServe(t *testing.T, mode string, wantMetrics []string) {
 	tq := awstest.NewTopicQueue(t)
 	env := map[string]string{
 		"DATABASE_URL":      pgtest.NewDatabase(t),
@@ -154,6 +175,7 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 		"LEDGER_WORKERS":    "2",
 		"LEDGER_WAIT_TIME":  "1s", // a stop waits for the long polls in flight
 		"LOG_LEVEL":         "debug",
+		"LEDGER_INBOX_MODE": mode,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -207,11 +229,12 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 		t.Errorf("balance: got %+v, want 1050 BRL", balance)
 	}
 	ops := apitest.New(t, apidoc.Ops()).Client(t)
-	for url, want := range map[string]string{
-		base + "/payments/" + paymentID + "/entries": `"amount":-1050`,
-		"http://" + addr.Ops + "/metrics":            `ledger_messages_processed_total{outcome="applied"} 1`,
-		"http://" + addr.Ops + "/readyz":             `ready`,
-	} {
+	checks := map[string][]string{
+		base + "/payments/" + paymentID + "/entries": {`"amount":-1050`},
+		"http://" + addr.Ops + "/metrics":            wantMetrics,
+		"http://" + addr.Ops + "/readyz":             {`ready`},
+	}
+	for url, wants := range checks {
 		c := client
 		if !strings.HasPrefix(url, base) {
 			c = ops
@@ -222,8 +245,10 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode != 200 || !strings.Contains(string(b), want) {
-			t.Errorf("GET %s: got %d %s, want 200 containing %s", url, res.StatusCode, b, want)
+		for _, want := range wants {
+			if res.StatusCode != 200 || !strings.Contains(string(b), want) {
+				t.Errorf("GET %s: got %d %s, want 200 containing %s", url, res.StatusCode, b, want)
+			}
 		}
 	}
 	// The public port has no operational endpoints, and the read API

@@ -20,8 +20,21 @@ func TestMain(m *testing.M) {
 // TestFaultSuite is one shorter run of the suite, sized for CI (moto relays
 // from SNS to SQS slowly: docs/BENCHMARKS.md): payments at 8/s for as long as
 // the faults last (a couple of hundred) through every fault, then every
-// guarantee checked.
+// guarantee checked. It runs the ledger's sync inbox; TestFaultSuiteAsync
+// runs the async one.
 func TestFaultSuite(t *testing.T) {
+	runCI(t, params{Payments: 150, Rate: 8, BrokerCut: 10 * time.Second, DBCut: 3 * time.Second, SlowFor: 4 * time.Second})
+}
+
+// TestFaultSuiteAsync is the same run, every fault and every guarantee, with
+// the ledger's async inbox (LEDGER_INBOX_MODE=async): the SIGKILL mid-batch
+// then hits recording, acknowledging and processing. It is sized smaller, to
+// keep CI's time: every fault still happens, each a little shorter.
+func TestFaultSuiteAsync(t *testing.T) {
+	runCI(t, params{Payments: 80, Rate: 8, BrokerCut: 6 * time.Second, DBCut: 3 * time.Second, SlowFor: 3 * time.Second, InboxMode: "async"})
+}
+
+func runCI(t *testing.T, p params) {
 	if testing.Short() {
 		t.Skip("the fault suite runs the real binaries; skipped with -short")
 	}
@@ -37,10 +50,8 @@ func TestFaultSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep := runSuite(ctx, t, bins, "ci-"+time.Now().Format("150405"), params{
-		Payments: 150, Rate: 8, BrokerCut: 10 * time.Second, DBCut: 3 * time.Second, SlowFor: 4 * time.Second,
-		Progress: logWriter{t},
-	})
+	p.Progress = logWriter{t}
+	rep := runSuite(ctx, t, bins, "ci-"+p.InboxMode+time.Now().Format("150405"), p)
 	var table strings.Builder
 	printTable(&table, []*report{rep})
 	t.Log("\n" + table.String())

@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	fs.DurationVar(&p.BrokerCut, "broker-cut", 10*time.Second, "how long the SNS/SQS endpoint is cut")
 	fs.DurationVar(&p.DBCut, "db-cut", 4*time.Second, "how long Postgres is cut")
 	fs.DurationVar(&p.SlowFor, "slow", 5*time.Second, "how long the ledger handler is slower than the visibility timeout")
+	fs.StringVar(&p.InboxMode, "inbox-mode", "sync", "the ledger's LEDGER_INBOX_MODE: sync or async")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err

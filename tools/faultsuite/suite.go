@@ -24,6 +24,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
@@ -35,7 +36,10 @@ type params struct {
 	BrokerCut time.Duration // how long the SNS/SQS endpoint is unreachable
 	DBCut     time.Duration // how long Postgres is unreachable
 	SlowFor   time.Duration // how long the ledger's database is slow while the visibility timeout is 1s
-	Progress  io.Writer     // one line per step
+	// InboxMode is the ledger's LEDGER_INBOX_MODE: sync (the default) or
+	// async. The guarantees checked are the same.
+	InboxMode string
+	Progress  io.Writer // one line per step
 }
 
 // The queue's visibility timeout outside the slow-handler fault. Its
@@ -149,6 +153,11 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		env["LEDGER_WAIT_TIME"] = "2s"
 		env["SHUTDOWN_TIMEOUT"] = "7s" // the wait + sqs.BatchBudget
 		env["LEDGER_DLQ_POLL_INTERVAL"] = "1s"
+		if p.InboxMode != "" {
+			env["LEDGER_INBOX_MODE"] = p.InboxMode
+			// The processor polls the backlog the other replica records.
+			env["LEDGER_INBOX_POLL_INTERVAL"] = "200ms"
+		}
 		pr, err := newReplica(fmt.Sprintf("ledger-%d", i+1), bins.ledger, logDir, env)
 		if err != nil {
 			t.Fatalf("%v", err)
@@ -591,6 +600,18 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 	}
 	if pending != 0 || dead != 0 {
 		rep.fail("outbox: %d PENDING and %d DEAD rows after the drain", pending, dead)
+	}
+
+	// Nothing left behind in the inbox: every row of a type the ledger
+	// applies was applied, in either mode (async: by the processor), and
+	// none was parked. Rows of a type it does not apply stay, by design.
+	var inboxPending, inboxParked int
+	if err := led.QueryRow(ctx, `SELECT count(*) FILTER (WHERE parked_at IS NULL), count(*) FILTER (WHERE parked_at IS NOT NULL)
+		FROM inbox_messages WHERE processed_at IS NULL AND type = ANY($1)`, posting.AppliedTypes()).Scan(&inboxPending, &inboxParked); err != nil {
+		t.Fatalf("read inbox: %v", err)
+	}
+	if inboxPending != 0 || inboxParked != 0 {
+		rep.fail("inbox: %d pending and %d parked rows of applied types after the drain", inboxPending, inboxParked)
 	}
 
 	// Each currency's entries sum to zero.

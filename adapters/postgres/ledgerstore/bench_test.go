@@ -18,46 +18,77 @@ import (
 )
 
 // BenchmarkApply measures the consumer's handler called directly (no
-// broker) against Postgres: one message = one inbox insert plus one ledger
-// posting in one transaction. It reports messages/s at 4 and 8 concurrent
-// workers; docs/BENCHMARKS.md records the figures.
+// broker) against Postgres, in each inbox mode: sync, one message = one inbox
+// insert plus one ledger posting in one transaction (Service.Apply); async,
+// one message = the same checks and the inbox insert alone (Service.Record),
+// which is what the async mode ACKs after. It reports messages/s at 1, 4 and 8
+// concurrent workers; docs/BENCHMARKS.md records the figures.
 //
 //	go test -run '^$' -bench Apply -benchtime 20000x ./adapters/postgres/ledgerstore/
 func BenchmarkApply(b *testing.B) {
-	for _, workers := range []int{1, 4, 8} {
+	for _, mode := range []string{"sync", "async"} {
+		for _, workers := range []int{1, 4, 8} {
+			b.Run(fmt.Sprintf("mode=%s/workers=%d", mode, workers), func(b *testing.B) {
+				store := benchStore(b, workers)
+				svc := posting.NewService(store, store, schemas(b), time.Now)
+				handle, want := svc.Apply, posting.Applied
+				if mode == "async" {
+					handle, want = svc.Record, posting.Recorded
+				}
+				bodies := benchBodies(b.N)
+				var next atomic.Int64
+				b.ResetTimer()
+				g, ctx := errgroup.WithContext(context.Background())
+				for range workers {
+					g.Go(func() error {
+						for {
+							i := int(next.Add(1)) - 1
+							if i >= len(bodies) {
+								return nil
+							}
+							res, err := handle(ctx, bodies[i])
+							if err != nil {
+								return err
+							}
+							if res.Outcome != want {
+								return fmt.Errorf("outcome %s", res.Outcome)
+							}
+						}
+					})
+				}
+				if err := g.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			})
+		}
+	}
+}
+
+// BenchmarkProcessorDrain measures the inbox processor's drain rate: b.N
+// messages are recorded first (untimed), then the clock runs while one
+// processor with workers claim loops applies them all, in batches of 100.
+//
+//	go test -run '^$' -bench ProcessorDrain -benchtime 20000x ./adapters/postgres/ledgerstore/
+func BenchmarkProcessorDrain(b *testing.B) {
+	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			// One connection per worker, as cmd/ledger sizes its pool.
-			pool, err := postgres.Open(context.Background(), pgtest.NewDatabase(b)+"&pool_max_conns="+strconv.Itoa(workers))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			if _, err := postgres.Migrate(context.Background(), pool, ledgermigrations.FS); err != nil {
-				b.Fatal(err)
-			}
-			store := ledgerstore.New(pool)
+			store := benchStore(b, workers+1)
 			svc := posting.NewService(store, store, schemas(b), time.Now)
-			bodies := make([][]byte, b.N)
-			for i := range bodies {
-				p := newPayment(int64(1+i), fmt.Sprintf("cus_%d", i%1000), fmt.Sprintf("mer_%d", i%50))
-				bodies[i] = p.body()
+			for _, body := range benchBodies(b.N) {
+				if _, err := svc.Record(context.Background(), body); err != nil {
+					b.Fatal(err)
+				}
 			}
-			var next atomic.Int64
+			proc := posting.NewProcessor(posting.ProcessorConfig{Workers: workers, BatchSize: 100}, store, schemas(b), quiet, nil, time.Now)
 			b.ResetTimer()
-			g, ctx := errgroup.WithContext(context.Background())
+			var g errgroup.Group
 			for range workers {
 				g.Go(func() error {
 					for {
-						i := int(next.Add(1)) - 1
-						if i >= len(bodies) {
-							return nil
-						}
-						res, err := svc.Apply(ctx, bodies[i])
-						if err != nil {
+						n, err := proc.Step(context.Background())
+						if err != nil || n == 0 {
 							return err
-						}
-						if res.Outcome != posting.Applied {
-							return fmt.Errorf("outcome %s", res.Outcome)
 						}
 					}
 				})
@@ -65,7 +96,35 @@ func BenchmarkApply(b *testing.B) {
 			if err := g.Wait(); err != nil {
 				b.Fatal(err)
 			}
+			b.StopTimer()
+			st, err := store.InboxStats(context.Background(), posting.AppliedTypes())
+			if err != nil || st.Pending != 0 || st.Parked != 0 {
+				b.Fatalf("after the drain: %+v, %v", st, err)
+			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// benchStore is a store on a fresh database with one connection per worker,
+// as cmd/ledger sizes its pool.
+func benchStore(b *testing.B, conns int) *ledgerstore.Store {
+	pool, err := postgres.Open(context.Background(), pgtest.NewDatabase(b)+"&pool_max_conns="+strconv.Itoa(conns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	if _, err := postgres.Migrate(context.Background(), pool, ledgermigrations.FS); err != nil {
+		b.Fatal(err)
+	}
+	return ledgerstore.New(pool)
+}
+
+func benchBodies(n int) [][]byte {
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		p := newPayment(int64(1+i), fmt.Sprintf("cus_%d", i%1000), fmt.Sprintf("mer_%d", i%50))
+		bodies[i] = p.body()
+	}
+	return bodies
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
@@ -27,6 +28,8 @@ var (
 	_ posting.Transactor  = (*Store)(nil)
 	_ posting.Reader      = (*Store)(nil)
 	_ posting.LedgerFacts = (*Store)(nil)
+	_ posting.Backlog     = (*Store)(nil)
+	_ posting.InboxAdmin  = (*Store)(nil)
 
 	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
@@ -55,7 +58,13 @@ func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) erro
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-type inbox struct{ tx *postgres.Tx }
+// execer is what the repositories write through: the consumer's
+// postgres.Tx, or a savepoint of the processor's claim transaction.
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+type inbox struct{ tx execer }
 
 // Insert is the first layer of idempotency: the primary key on the message id
 // turns a redelivery into zero inserted rows.
@@ -87,7 +96,7 @@ func (i inbox) Annotate(ctx context.Context, id, note string) error {
 	return nil
 }
 
-type ledgerRepo struct{ tx *postgres.Tx }
+type ledgerRepo struct{ tx execer }
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
@@ -219,12 +228,16 @@ func readErr(err error) error {
 }
 
 // DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
-// limit inbox rows received before cutoff, in one statement. Start-up checks
-// the cutoff lies past the broker's redelivery window (posting.CheckRetention).
+// limit processed inbox rows received before cutoff, in one statement.
+// Start-up checks the cutoff lies past the broker's redelivery window
+// (posting.CheckRetention). A row not processed — pending, parked, or of a
+// type this version does not handle — is never deleted: it is work not done,
+// and the inbox is the only place that still holds it.
 func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM inbox_messages WHERE id IN (
-			SELECT id FROM inbox_messages WHERE received_at < $1 LIMIT $2)`, cutoff, limit)
+			SELECT id FROM inbox_messages
+			WHERE received_at < $1 AND processed_at IS NOT NULL LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete inbox messages: %w", err)
 	}

@@ -20,6 +20,8 @@ import (
 type Store interface {
 	posting.Transactor
 	posting.Reader
+	posting.Backlog
+	posting.InboxAdmin
 }
 
 // Fixed ids, so that a failure message is easy to read. Each subtest gets a
@@ -133,6 +135,8 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	runBacklogContract(t, open)
+
 	t.Run("reads", func(t *testing.T) {
 		s := open(t)
 		acc, _ := ledger.NewAccountID("cus_c")
@@ -165,6 +169,174 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		es := first.Entries()
 		if len(es) != 2 || es[0].Account().String() != "mer_c" || es[0].Amount() != -400 || es[1].Account().String() != "cus_c" || es[1].Amount() != 400 {
 			t.Errorf("refund entries: got %+v, want mer_c -400, cus_c +400", es)
+		}
+	})
+}
+
+func pendingMsg(id, typ string, received time.Time) posting.InboxMessage {
+	return posting.InboxMessage{ID: id, Type: typ, Payload: []byte(`{"k":1}`), ReceivedAt: received}
+}
+
+// claimIDs claims with c and returns the ids claimed, writing out whatever
+// fn makes of them (nothing when fn is nil).
+func claimIDs(t *testing.T, s Store, c posting.Claim, fn func([]posting.PendingMessage, posting.ApplyFunc) posting.BatchOutcome) []string {
+	t.Helper()
+	var ids []string
+	_, err := s.ClaimPending(context.Background(), c, func(_ context.Context, rows []posting.PendingMessage, apply posting.ApplyFunc) (posting.BatchOutcome, error) {
+		for _, r := range rows {
+			ids = append(ids, r.ID)
+		}
+		if fn == nil {
+			return posting.BatchOutcome{}, nil
+		}
+		return fn(rows, apply), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func insert(t *testing.T, s Store, msgs ...posting.InboxMessage) {
+	t.Helper()
+	err := s.Transact(context.Background(), func(r posting.Repos) error {
+		for _, m := range msgs {
+			if _, err := r.Inbox.Insert(context.Background(), m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runBacklogContract is the processor's side of the contract: claims,
+// savepoints, outcomes, stats and retries.
+func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
+	ctx := context.Background()
+	created := []string{posting.TypePaymentCreated}
+	const msg4 = "0190e7a0-0000-7000-8000-000000000004"
+
+	t.Run("claim takes the oldest due pending rows of the given types", func(t *testing.T) {
+		s := open(t)
+		insert(t, s,
+			pendingMsg(msg2, posting.TypePaymentCreated, at.Add(time.Second)),
+			pendingMsg(msg1, posting.TypePaymentCreated, at),
+			inboxMsg(msg3), // processed
+			pendingMsg(msg4, "payment.disputed", at.Add(-time.Hour)))
+		if got := claimIDs(t, s, posting.Claim{Limit: 1, Types: created}, nil); len(got) != 1 || got[0] != msg1 {
+			t.Errorf("limit 1: got %v, want [%s] (the oldest)", got, msg1)
+		}
+		if got := claimIDs(t, s, posting.Claim{Limit: 10, Types: created}, nil); len(got) != 2 || got[0] != msg1 || got[1] != msg2 {
+			t.Errorf("got %v, want [%s %s]: not the processed row, not the type not asked for", got, msg1, msg2)
+		}
+		if got := claimIDs(t, s, posting.Claim{Limit: 10, Types: created, IDs: []string{msg2, msg3}}, nil); len(got) != 1 || got[0] != msg2 {
+			t.Errorf("by id: got %v, want [%s]", got, msg2)
+		}
+		if got := claimIDs(t, s, posting.Claim{Limit: 10, Types: []string{"payment.disputed"}}, nil); len(got) != 1 || got[0] != msg4 {
+			t.Errorf("a type learned later: got %v, want [%s]", got, msg4)
+		}
+		st, err := s.InboxStats(ctx, created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Pending != 2 || st.Unhandled != 1 || st.Parked != 0 || st.OldestPending <= 0 {
+			t.Errorf("stats: got %+v, want 2 pending, 1 unhandled, none parked, an oldest age", st)
+		}
+	})
+
+	t.Run("outcomes: retry later, park, retry by the operator, processed", func(t *testing.T) {
+		s := open(t)
+		insert(t, s, pendingMsg(msg1, posting.TypePaymentCreated, at))
+		c := posting.Claim{Limit: 10, Types: created}
+		claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+			return posting.BatchOutcome{At: time.Now(), Retry: []posting.Failure{{ID: msg1, Error: "boom", Attempts: 1, NextAttemptAt: time.Now().Add(time.Hour)}}}
+		})
+		if got := claimIDs(t, s, c, nil); len(got) != 0 {
+			t.Fatalf("a row due in an hour was claimed: %v", got)
+		}
+		if st, _ := s.InboxStats(ctx, created); st.Pending != 1 {
+			t.Errorf("a row waiting for its retry is pending: got %+v", st)
+		}
+		if _, err := s.Retry(ctx, []string{msg1}); !errors.Is(err, posting.ErrUnknownMessage) {
+			t.Errorf("retry of a row that is not parked: got %v, want ErrUnknownMessage", err)
+		}
+
+		insert(t, s, pendingMsg(msg2, posting.TypePaymentCreated, at))
+		var attempts int
+		claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+			attempts = rows[0].Attempts
+			return posting.BatchOutcome{At: time.Now(), Retry: []posting.Failure{{ID: msg2, Error: "boom", Attempts: 1, NextAttemptAt: time.Now().Add(-time.Second)}}}
+		})
+		got := claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+			attempts = rows[0].Attempts
+			return posting.BatchOutcome{At: time.Now(), Parked: []posting.Failure{{ID: msg2, Error: "boom again", Attempts: 2}}}
+		})
+		if len(got) != 1 || got[0] != msg2 || attempts != 1 {
+			t.Fatalf("a row due again: got %v with %d attempts, want [%s] with 1", got, attempts, msg2)
+		}
+		if got := claimIDs(t, s, c, nil); len(got) != 0 {
+			t.Fatalf("a parked row was claimed: %v", got)
+		}
+		if st, _ := s.InboxStats(ctx, created); st.Parked != 1 || st.Pending != 1 {
+			t.Errorf("stats: got %+v, want 1 parked, 1 pending", st)
+		}
+		if n, err := s.Retry(ctx, nil); err != nil || n != 1 {
+			t.Fatalf("retry all parked: got %d, %v; want 1", n, err)
+		}
+		got = claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+			attempts = rows[0].Attempts
+			return posting.BatchOutcome{At: time.Now(), Processed: []posting.Processed{{ID: msg2}}}
+		})
+		if len(got) != 1 || attempts != 0 {
+			t.Fatalf("after retry: got %v with %d attempts, want [%s] with 0", got, attempts, msg2)
+		}
+		if st, _ := s.InboxStats(ctx, created); st.Parked != 0 || st.Pending != 1 {
+			t.Errorf("stats after processing: got %+v, want none parked, 1 pending (the row due in an hour)", st)
+		}
+	})
+
+	t.Run("a failed apply rolls back its savepoint only; a failed batch rolls back all", func(t *testing.T) {
+		s := open(t)
+		insert(t, s, pendingMsg(msg1, posting.TypePaymentCreated, at), pendingMsg(msg2, posting.TypePaymentCreated, at.Add(time.Second)))
+		boom := errors.New("boom")
+		c := posting.Claim{Limit: 10, Types: created}
+		_, err := s.ClaimPending(ctx, c, func(ctx context.Context, rows []posting.PendingMessage, apply posting.ApplyFunc) (posting.BatchOutcome, error) {
+			if err := apply(ctx, func(r posting.Repos) error { _, err := r.Ledger.Post(ctx, payment(t, msg1), at); return err }); err != nil {
+				return posting.BatchOutcome{}, err
+			}
+			return posting.BatchOutcome{}, boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("got %v, want %v", err, boom)
+		}
+		if _, err := s.PaymentTransactions(ctx, payment1); !errors.Is(err, ledger.ErrPaymentNotFound) {
+			t.Errorf("a failed batch kept its posting: %v", err)
+		}
+		claimIDs(t, s, c, func(rows []posting.PendingMessage, apply posting.ApplyFunc) posting.BatchOutcome {
+			err := apply(ctx, func(r posting.Repos) error { _, err := r.Ledger.Post(ctx, refund(t, msg2), at); return err })
+			if err != nil {
+				t.Error(err)
+			}
+			err = apply(ctx, func(r posting.Repos) error {
+				if _, err := r.Ledger.Post(ctx, payment(t, msg1), at); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Errorf("apply: got %v, want %v", err, boom)
+			}
+			return posting.BatchOutcome{At: time.Now(), Processed: []posting.Processed{{ID: msg2}}}
+		})
+		txs, err := s.PaymentTransactions(ctx, payment1)
+		if err != nil || len(txs) != 1 || txs[0].Kind() != "refund" {
+			t.Errorf("got %d transactions, %v; want only the refund, the failed savepoint's payment rolled back", len(txs), err)
+		}
+		if got := claimIDs(t, s, c, nil); len(got) != 1 || got[0] != msg1 {
+			t.Errorf("still pending: got %v, want [%s]", got, msg1)
 		}
 	})
 }

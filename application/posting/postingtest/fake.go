@@ -21,13 +21,24 @@ var _ Store = (*FakeStore)(nil)
 type FakeStore struct {
 	mu     sync.Mutex
 	inbox  map[string]posting.InboxMessage
+	retry  map[string]retryState // by message id; absent: never failed
 	txs    []ledger.Transaction
 	failTx error // returned by Transact instead of committing, when set
+	// failCommitOf makes a commit fail while it would commit a posting of
+	// this message id: a deferred check failing at COMMIT.
+	failCommitOf map[string]error
+}
+
+// retryState is the processor's bookkeeping on an inbox row.
+type retryState struct {
+	attempts int
+	next     time.Time // zero: due
+	parked   time.Time // zero: not parked
 }
 
 // NewFakeStore returns an empty FakeStore.
 func NewFakeStore() *FakeStore {
-	return &FakeStore{inbox: map[string]posting.InboxMessage{}}
+	return &FakeStore{inbox: map[string]posting.InboxMessage{}, retry: map[string]retryState{}, failCommitOf: map[string]error{}}
 }
 
 // FailCommits makes every Transact roll back and return err after fn
@@ -56,15 +67,53 @@ func (m *FakeStore) Transactions() []ledger.Transaction {
 func (m *FakeStore) Transact(ctx context.Context, fn func(posting.Repos) error) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	inbox, txs := maps.Clone(m.inbox), slices.Clone(m.txs)
+	undo := m.snapshot()
 	err := fn(posting.Repos{Inbox: memInbox{m}, Ledger: memLedger{m}})
 	if err == nil {
-		err = m.failTx
+		err = m.commitErr(len(undo.txs))
 	}
 	if err != nil {
-		m.inbox, m.txs = inbox, txs
+		m.restore(undo)
 	}
 	return err
+}
+
+// FailCommitsPosting makes every commit that would post message id fail with
+// err, as a deferred constraint does at COMMIT, until called with nil.
+func (m *FakeStore) FailCommitsPosting(id string, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		delete(m.failCommitOf, id)
+		return
+	}
+	m.failCommitOf[id] = err
+}
+
+type fakeState struct {
+	inbox map[string]posting.InboxMessage
+	retry map[string]retryState
+	txs   []ledger.Transaction
+}
+
+func (m *FakeStore) snapshot() fakeState {
+	return fakeState{maps.Clone(m.inbox), maps.Clone(m.retry), slices.Clone(m.txs)}
+}
+
+func (m *FakeStore) restore(s fakeState) { m.inbox, m.retry, m.txs = s.inbox, s.retry, s.txs }
+
+// commitErr is the error a commit fails with, given that the transaction
+// posted m.txs[from:].
+func (m *FakeStore) commitErr(from int) error {
+	if m.failTx != nil {
+		return m.failTx
+	}
+	for _, tx := range m.txs[from:] {
+		if err := m.failCommitOf[tx.MessageID()]; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type memInbox struct{ m *FakeStore }

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/metrics"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+)
+
+// gaugeInterval is how often the inbox gauges are counted (at most: the wait
+// grows when counting is slow).
+const gaugeInterval = 15 * time.Second
+
+// runInbox runs the inbox commands:
+//
+//	ledger inbox process [--once]           the inbox processor alone
+//	ledger inbox stats                      pending, oldest pending age, parked, unhandled
+//	ledger inbox retry --id ID | --all-parked
+//
+// They need the database only, not the broker. The arguments are read
+// before the configuration, so -h needs none.
+func runInbox(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs := cli.NewFlagSet("ledger inbox process [--once] | stats | retry --id ID | --all-parked",
+			"Run the inbox processor, inspect the inbox's backlog, or put parked rows back.", out)
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("inbox: %w", err)
+		}
+		return errors.New("inbox: want a subcommand: process, stats, or retry --id ID | --all-parked")
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "process":
+		fs := cli.NewFlagSet("ledger inbox process [--once]",
+			"Run the inbox processor alone until SIGTERM, with health and metrics on OPS_ADDR: the separate process of the async inbox (LEDGER_INBOX_WORKERS claim loops; several such processes share the work).", out)
+		once := fs.Bool("once", false, "apply what is due now, then exit (no listener)")
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("inbox process: %w", err)
+		}
+		return inboxProcess(ctx, getenv, out, *once, listening)
+	case "stats":
+		fs := cli.NewFlagSet("ledger inbox stats", "Print the inbox rows waiting to be applied, the oldest one's age, the parked rows and the rows of types this version does not apply.", out)
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("inbox stats: %w", err)
+		}
+		store, done, err := openLedger(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		return inboxStats(ctx, store, out)
+	case "retry":
+		fs := cli.NewFlagSet("ledger inbox retry --id ID [--id ID ...] | --all-parked",
+			"Put parked inbox rows back with a fresh set of attempts; a running processor applies them at its next claim.", out)
+		var ids idList
+		fs.Var(&ids, "id", "retry the parked row with this message id (repeatable)")
+		all := fs.Bool("all-parked", false, "retry every parked row")
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("inbox retry: %w", err)
+		}
+		if (len(ids) == 0) == !*all {
+			return errors.New("inbox retry: want exactly one of --id ID or --all-parked")
+		}
+		store, done, err := openLedger(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		var which []string // nil: every parked row
+		if !*all {
+			which = ids
+		}
+		n, err := store.Retry(ctx, which)
+		if err != nil {
+			return fmt.Errorf("inbox retry: %w", err)
+		}
+		fmt.Fprintf(out, "%d parked row(s) back to pending\n", n)
+		return nil
+	default:
+		return fmt.Errorf("inbox: unknown subcommand %q (want process, stats or retry)", sub)
+	}
+}
+
+// idList is a repeatable --id flag of message ids.
+type idList []string
+
+func (l *idList) String() string { return strings.Join(*l, ",") }
+
+func (l *idList) Set(v string) error {
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a UUID", v)
+	}
+	*l = append(*l, id.String())
+	return nil
+}
+
+var _ flag.Value = (*idList)(nil)
+
+func openLedger(ctx context.Context, getenv func(string) string) (*ledgerstore.Store, func(), error) {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return ledgerstore.New(pool), pool.Close, nil
+}
+
+func inboxStats(ctx context.Context, store *ledgerstore.Store, out io.Writer) error {
+	st, err := store.InboxStats(ctx, posting.AppliedTypes())
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "pending\t%d\n", st.Pending)
+	fmt.Fprintf(w, "oldest pending age\t%s\n", st.OldestPending.Round(time.Millisecond))
+	fmt.Fprintf(w, "parked\t%d\n", st.Parked)
+	fmt.Fprintf(w, "unhandled\t%d\t(of types this version does not apply, kept for one that does)\n", st.Unhandled)
+	return w.Flush()
+}
+
+// inboxProcess is `ledger inbox process`: the processor without the
+// consumer or the API.
+func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer, once bool, listening chan<- addrs) error {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	if cfg.InboxWorkers == 0 {
+		return errors.New("LEDGER_INBOX_WORKERS=0: `ledger inbox process` needs at least one worker")
+	}
+	log := newLogger(out, cfg.LogLevel)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.InboxWorkers+2))
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	if cfg.MigrateOnStart {
+		if err := applyMigrations(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+	store := ledgerstore.New(pool)
+	schemas, err := eventschema.New()
+	if err != nil {
+		return fmt.Errorf("event schemas: %w", err)
+	}
+	if once {
+		proc := posting.NewProcessor(cfg.processorConfig(), store, schemas, log, nil, time.Now)
+		total := 0
+		for {
+			n, err := proc.Step(ctx)
+			if err != nil {
+				return err
+			}
+			total += n
+			if n == 0 || ctx.Err() != nil {
+				break
+			}
+		}
+		fmt.Fprintf(out, "inbox process --once: %d row(s) claimed\n", total)
+		return nil
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	inboxMetrics, err := metrics.NewInbox(reg)
+	if err != nil {
+		return err
+	}
+	proc := posting.NewProcessor(cfg.processorConfig(), store, schemas, log, inboxMetrics, time.Now)
+	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
+		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
+	}), log)
+	opsLn, err := net.Listen("tcp", cfg.OpsAddr)
+	if err != nil {
+		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
+	}
+	log.InfoContext(ctx, "inbox processor running", "ops_addr", opsLn.Addr().String(), "workers", cfg.InboxWorkers)
+	if listening != nil {
+		listening <- addrs{Ops: opsLn.Addr().String()}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := ops.Serve(opsLn); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
+		defer cancel()
+		return ops.Shutdown(sctx)
+	})
+	g.Go(func() error { return proc.Run(gctx) })
+	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
+	return g.Wait()
+}
