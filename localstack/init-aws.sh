@@ -18,6 +18,14 @@
 #
 # Resource names can be overridden (PAYMENTS_TOPIC_NAME, LEDGER_QUEUE_NAME,
 # LEDGER_DLQ_NAME) so shared dev endpoints can hold several copies side by side.
+#
+# PAYMENTS_FIFO=true creates FIFO resources instead (.fifo appended to each name
+# that lacks it):
+# an SNS FIFO topic and SQS FIFO queue and DLQ, so each payment's events reach
+# the ledger in the order they were committed. The relay publishes to a FIFO
+# topic in ordered mode with MessageGroupId = the payment id and
+# MessageDeduplicationId = the event id (README, "Ordering"). The default,
+# false, creates standard ones.
 set -euo pipefail
 
 print_env=false
@@ -33,6 +41,20 @@ esac
 topic_name="${PAYMENTS_TOPIC_NAME:-payments-events}"
 queue_name="${LEDGER_QUEUE_NAME:-ledger-queue}"
 dlq_name="${LEDGER_DLQ_NAME:-ledger-dlq}"
+fifo="${PAYMENTS_FIFO:-false}"
+case "$fifo" in
+true)
+	# SNS and SQS require FIFO names to end in .fifo.
+	for var in topic_name queue_name dlq_name; do
+		if [ "${!var%.fifo}" = "${!var}" ]; then printf -v "$var" '%s.fifo' "${!var}"; fi
+	done
+	;;
+false) ;;
+*)
+	echo "init-aws: PAYMENTS_FIFO=$fifo: want true or false" >&2
+	exit 2
+	;;
+esac
 # After this many receives without a delete a message moves to the DLQ instead of
 # looping. It is a budget (README, "The receive budget"): 1 for the delivery that
 # applies the message, 2 for crashes in a row (a killed ledger's open long polls and
@@ -67,10 +89,18 @@ fi
 
 log() { echo "init-aws: $*" >&2; }
 
-topic_arn=$(awscli sns create-topic --name "$topic_name" --query TopicArn)
+# FIFO is chosen at creation and cannot be changed after. Deduplication is by
+# the MessageDeduplicationId the relay sets (the event id), not by content.
+topic_attrs=() queue_attrs=()
+if [ "$fifo" = true ]; then
+	topic_attrs=(--attributes FifoTopic=true,ContentBasedDeduplication=false)
+	queue_attrs=(--attributes FifoQueue=true,ContentBasedDeduplication=false)
+fi
+
+topic_arn=$(awscli sns create-topic --name "$topic_name" "${topic_attrs[@]}" --query TopicArn)
 log "topic $topic_arn"
 
-dlq_url=$(awscli sqs create-queue --queue-name "$dlq_name" --query QueueUrl)
+dlq_url=$(awscli sqs create-queue --queue-name "$dlq_name" "${queue_attrs[@]}" --query QueueUrl)
 awscli sqs set-queue-attributes --queue-url "$dlq_url" \
 	--attributes "{\"MessageRetentionPeriod\":\"$dlq_retention_seconds\"}" >&2
 dlq_arn=$(awscli sqs get-queue-attributes --queue-url "$dlq_url" --attribute-names QueueArn --query Attributes.QueueArn)
@@ -78,7 +108,7 @@ log "dlq $dlq_url"
 
 # create-queue without attributes, then set them: create-queue fails when an existing
 # queue's attributes differ, set-queue-attributes converges instead.
-queue_url=$(awscli sqs create-queue --queue-name "$queue_name" --query QueueUrl)
+queue_url=$(awscli sqs create-queue --queue-name "$queue_name" "${queue_attrs[@]}" --query QueueUrl)
 queue_arn=$(awscli sqs get-queue-attributes --queue-url "$queue_url" --attribute-names QueueArn --query Attributes.QueueArn)
 # Only the topic may send to the queue.
 policy="{\\\"Version\\\":\\\"2012-10-17\\\",\\\"Statement\\\":[{\\\"Sid\\\":\\\"topic-to-queue\\\",\\\"Effect\\\":\\\"Allow\\\",\\\"Principal\\\":{\\\"Service\\\":\\\"sns.amazonaws.com\\\"},\\\"Action\\\":\\\"sqs:SendMessage\\\",\\\"Resource\\\":\\\"$queue_arn\\\",\\\"Condition\\\":{\\\"ArnEquals\\\":{\\\"aws:SourceArn\\\":\\\"$topic_arn\\\"}}}]}"

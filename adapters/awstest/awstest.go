@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -205,7 +206,14 @@ const (
 type options struct {
 	maxReceiveCount   int
 	visibilityTimeout time.Duration
+	fifo              bool
 }
+
+// WithFIFO makes the topic, the queue and the DLQ FIFO (names ending in
+// .fifo), as localstack/init-aws.sh does with PAYMENTS_FIFO=true: the queue
+// receives each message group in the order the topic was published to.
+// Deduplication is by MessageDeduplicationId, which the publisher sets.
+func WithFIFO() Option { return func(o *options) { o.fifo = true } }
 
 // Option adjusts what NewTopicQueue creates.
 type Option func(*options)
@@ -233,9 +241,15 @@ func NewTopicQueue(t testing.TB, opts ...Option) *TopicQueue {
 	cfg := Config(t)
 	ctx := context.Background()
 	tq := &TopicQueue{Config: cfg, SNS: sns.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg)}
-	name := "t-" + randomHex(6)
+	name, suffix := "t-"+randomHex(6), ""
+	var topicAttrs, queueAttrs map[string]string
+	if o.fifo {
+		suffix = ".fifo"
+		topicAttrs = map[string]string{"FifoTopic": "true"}
+		queueAttrs = map[string]string{string(sqstypes.QueueAttributeNameFifoQueue): "true"}
+	}
 
-	topic, err := tq.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name)})
+	topic, err := tq.SNS.CreateTopic(ctx, &sns.CreateTopicInput{Name: aws.String(name + suffix), Attributes: topicAttrs})
 	if err != nil {
 		t.Fatalf("awstest: create topic: %v", err)
 	}
@@ -244,12 +258,14 @@ func NewTopicQueue(t testing.TB, opts ...Option) *TopicQueue {
 		_, _ = tq.SNS.DeleteTopic(context.Background(), &sns.DeleteTopicInput{TopicArn: topic.TopicArn})
 	})
 
-	tq.DLQURL, tq.DLQARN = createQueue(t, tq.SQS, name+"-dlq", nil)
+	tq.DLQURL, tq.DLQARN = createQueue(t, tq.SQS, name+"-dlq"+suffix, queueAttrs)
 	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, tq.DLQARN, o.maxReceiveCount)
-	tq.QueueURL, tq.QueueARN = createQueue(t, tq.SQS, name, map[string]string{
+	attrs := map[string]string{
 		string(sqstypes.QueueAttributeNameRedrivePolicy):     redrive,
 		string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(o.visibilityTimeout / time.Second)),
-	})
+	}
+	maps.Copy(attrs, queueAttrs)
+	tq.QueueURL, tq.QueueARN = createQueue(t, tq.SQS, name+suffix, attrs)
 
 	_, err = tq.SNS.Subscribe(ctx, &sns.SubscribeInput{
 		TopicArn:   topic.TopicArn,

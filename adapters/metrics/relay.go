@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,9 @@ type Relay struct {
 	dead             prometheus.Counter
 	latency          prometheus.Histogram
 	callDuration     prometheus.Histogram
+	partitionAge     *prometheus.GaugeVec
+	ownedPartitions  prometheus.Gauge
+	rebalances       prometheus.Counter
 }
 
 // NewRelay creates the relay's series and registers them on reg. It fails if
@@ -65,9 +69,22 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 			Help:    "Duration of one batch publish to the broker (all its PublishBatch calls).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		partitionAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "outbox_partition_oldest_pending_age_seconds",
+			Help: "Age of the oldest PENDING outbox row per partition; 0 when none. One growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
+		}, []string{"partition"}),
+		ownedPartitions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_relay_owned_partitions",
+			Help: "Outbox partitions this replica holds leases on; summed over replicas it is the partition count.",
+		}),
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_relay_rebalances_total",
+			Help: "Lease heartbeats of this replica that took or gave up partitions (replicas came or went).",
+		}),
 	}
 	for _, c := range []prometheus.Collector{m.oldestPendingAge, m.pendingRows, m.deadRows,
-		m.published, m.failures, m.dead, m.latency, m.callDuration} {
+		m.published, m.failures, m.dead, m.latency, m.callDuration,
+		m.partitionAge, m.ownedPartitions, m.rebalances} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -96,4 +113,22 @@ func (m *Relay) Backlog(s relay.Stats) {
 	m.pendingRows.Set(float64(s.Pending))
 	m.deadRows.Set(float64(s.Dead))
 	m.oldestPendingAge.Set(s.OldestPending.Seconds())
+	// Every partition has a series, 0 when it has nothing pending, as the
+	// overall gauge is; a change of the partition count drops the old ones.
+	m.partitionAge.Reset()
+	age := make([]float64, s.Partitions)
+	for _, p := range s.ByPartition {
+		if p.Partition >= 0 && p.Partition < len(age) {
+			age[p.Partition] = p.OldestPending.Seconds()
+		}
+	}
+	for p, a := range age {
+		m.partitionAge.WithLabelValues(strconv.Itoa(p)).Set(a)
+	}
 }
+
+// OwnedPartitions implements relay.Metrics.
+func (m *Relay) OwnedPartitions(n int) { m.ownedPartitions.Set(float64(n)) }
+
+// Rebalanced implements relay.Metrics.
+func (m *Relay) Rebalanced() { m.rebalances.Inc() }

@@ -23,7 +23,10 @@ func TestRelaySeries(t *testing.T) {
 		t.Error("registering twice on one registry: got no error, want one")
 	}
 
-	m.Backlog(relay.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second})
+	m.Backlog(relay.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second, Partitions: 4,
+		ByPartition: []relay.PartitionStats{{Partition: 3, Pending: 7, OldestPending: 90 * time.Second}}})
+	m.OwnedPartitions(16)
+	m.Rebalanced()
 	m.PublishCall(30 * time.Millisecond)
 	m.Published(time.Second)
 	m.Published(2 * time.Second)
@@ -39,7 +42,7 @@ func TestRelaySeries(t *testing.T) {
 		for _, metric := range f.GetMetric() {
 			switch {
 			case metric.GetGauge() != nil:
-				got[f.GetName()] = metric.GetGauge().GetValue()
+				got[f.GetName()] += metric.GetGauge().GetValue() // summed over partitions
 			case metric.GetCounter() != nil:
 				got[f.GetName()] = metric.GetCounter().GetValue()
 			case metric.GetHistogram() != nil:
@@ -59,6 +62,9 @@ func TestRelaySeries(t *testing.T) {
 		{"outbox_dead_total", 1},
 		{"outbox_publish_latency_seconds", 3},          // sum of the observations, in seconds
 		{"outbox_publish_call_duration_seconds", 0.03}, // one call of 30 ms
+		{"outbox_partition_oldest_pending_age_seconds", 90},
+		{"outbox_relay_owned_partitions", 16},
+		{"outbox_relay_rebalances_total", 1},
 	}
 	for _, tt := range tests {
 		if v, ok := got[tt.name]; !ok || v != tt.want {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
@@ -59,7 +60,12 @@ type Publisher struct {
 	client   *awssns.Client
 	topicARN string
 	inFlight int
+	fifo     bool
 }
+
+// IsFIFO reports whether topicARN names a FIFO topic: SNS requires their
+// names to end in .fifo.
+func IsFIFO(topicARN string) bool { return strings.HasSuffix(topicARN, ".fifo") }
 
 var _ relay.Publisher = (*Publisher)(nil)
 
@@ -67,8 +73,17 @@ var _ relay.Publisher = (*Publisher)(nil)
 // PublishBatch calls of at most 10 messages; inFlight of them run at once (at
 // least 1), which is what makes a 100-message batch cost one round trip instead
 // of ten.
+//
+// To a FIFO topic each message goes with MessageGroupId = its aggregate id,
+// so SNS and the FIFO queues behind it keep each payment's events in the
+// order they were published, and MessageDeduplicationId = its event id, so a
+// message published again inside the at-least-once window within SNS's
+// five-minute deduplication interval is dropped there. The calls of one batch
+// still run at once: the relay's ordered mode puts at most one message of an
+// aggregate in a batch, and publishes the next only after this one is
+// acknowledged.
 func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publisher {
-	return &Publisher{client: client, topicARN: topicARN, inFlight: max(inFlight, 1)}
+	return &Publisher{client: client, topicARN: topicARN, inFlight: max(inFlight, 1), fifo: IsFIFO(topicARN)}
 }
 
 // Publish implements relay.Publisher. Every entry of each response is looked at:
@@ -139,6 +154,10 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 			Id:                aws.String(strconv.Itoa(j)),
 			Message:           aws.String(string(m.Payload)),
 			MessageAttributes: messageAttributes(m),
+		}
+		if p.fifo {
+			entries[j].MessageGroupId = aws.String(m.AggregateID.String())
+			entries[j].MessageDeduplicationId = aws.String(m.ID.String())
 		}
 	}
 	out, err := p.client.PublishBatch(ctx, &awssns.PublishBatchInput{

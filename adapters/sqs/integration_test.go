@@ -410,3 +410,46 @@ func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 			len(got), len(bodies), len(bodies)-len(got), released)
 	}
 }
+
+func TestRedriveToAFIFOQueueKeepsEachPaymentsOrder(t *testing.T) {
+	t.Parallel()
+	tq := awstest.NewTopicQueue(t, awstest.WithFIFO())
+	ctx := context.Background()
+	// The first send of each body uses the deduplication id a redrive must
+	// not reuse: the copy would be dropped as its duplicate.
+	sent := []struct{ group, body string }{{"pay-a", "a1"}, {"pay-b", "b1"}, {"pay-a", "a2"}, {"pay-a", "a3"}}
+	for _, m := range sent {
+		if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{
+			QueueUrl: aws.String(tq.DLQURL), MessageBody: aws.String(m.body),
+			MessageGroupId: aws.String(m.group), MessageDeduplicationId: aws.String(m.body),
+		}); err != nil {
+			t.Fatalf("send to the DLQ: %v", err)
+		}
+		if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{
+			QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String("first " + m.body),
+			MessageGroupId: aws.String(m.group), MessageDeduplicationId: aws.String(m.body),
+		}); err != nil {
+			t.Fatalf("send to the queue: %v", err)
+		}
+	}
+	if got := tq.Drain(t, tq.QueueURL, len(sent), 30*time.Second); len(got) != len(sent) {
+		t.Fatalf("first sends: got %d messages, want %d", len(got), len(sent))
+	}
+
+	rep, err := sqs.Redrive(ctx, tq.SQS, tq.DLQURL, tq.QueueURL, quietLog())
+	if err != nil {
+		t.Fatalf("Redrive: %v", err)
+	}
+	if rep.Moved != int64(len(sent)) || rep.SendFailed != 0 {
+		t.Errorf("redrive: got %+v, want %d moved", rep, len(sent))
+	}
+	back := tq.Drain(t, tq.QueueURL, len(sent), 30*time.Second)
+	order := map[string][]string{}
+	for _, m := range back {
+		g := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+		order[g] = append(order[g], aws.ToString(m.Body))
+	}
+	if got := fmt.Sprint(order["pay-a"], order["pay-b"]); got != "[a1 a2 a3] [b1]" {
+		t.Errorf("queue after redrive, by message group: got %s, want [a1 a2 a3] [b1]", got)
+	}
+}

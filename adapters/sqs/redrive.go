@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,15 +82,25 @@ func waitMoveTask(ctx context.Context, api API, sourceARN, handle string) (Redri
 
 // copyMessages drains the DLQ into the queue, 10 messages at a time, until a
 // receive comes back empty.
+//
+// To a FIFO queue each message goes back in its own message group, so the
+// order per payment holds, and with a deduplication id of its own: its
+// original one would make SQS drop the copy as a duplicate of the first send
+// if that was less than five minutes ago, and the DLQ's copy would then be
+// deleted with nothing delivered. The DLQ message's id is stable across
+// receives, so a copy sent twice by a redrive that stopped between send and
+// delete is still deduplicated.
 func copyMessages(ctx context.Context, api API, dlqURL, queueURL string) (RedriveReport, error) {
 	rep := RedriveReport{Mode: "copy"}
+	fifo := strings.HasSuffix(queueURL, ".fifo")
 	for {
 		out, err := api.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-			QueueUrl:              aws.String(dlqURL),
-			MaxNumberOfMessages:   10,
-			WaitTimeSeconds:       1,
-			VisibilityTimeout:     60,
-			MessageAttributeNames: []string{"All"},
+			QueueUrl:                    aws.String(dlqURL),
+			MaxNumberOfMessages:         10,
+			WaitTimeSeconds:             1,
+			VisibilityTimeout:           60,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameMessageGroupId},
 		})
 		if err != nil {
 			return rep, fmt.Errorf("receive from dlq: %w", err)
@@ -101,6 +112,16 @@ func copyMessages(ctx context.Context, api API, dlqURL, queueURL string) (Redriv
 		for i, m := range out.Messages {
 			send[i] = types.SendMessageBatchRequestEntry{
 				Id: aws.String(strconv.Itoa(i)), MessageBody: m.Body, MessageAttributes: m.MessageAttributes,
+			}
+			if fifo {
+				group, ok := m.Attributes[string(types.MessageSystemAttributeNameMessageGroupId)]
+				if !ok {
+					// A message from a standard DLQ has no group: one
+					// group keeps at least the order the DLQ gave.
+					group = "redrive"
+				}
+				send[i].MessageGroupId = aws.String(group)
+				send[i].MessageDeduplicationId = aws.String("redrive-" + aws.ToString(m.MessageId))
 			}
 		}
 		sent, err := api.SendMessageBatch(ctx, &awssqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: send})

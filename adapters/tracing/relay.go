@@ -41,10 +41,10 @@ type tracedStore struct {
 	topic  string
 }
 
-func (s tracedStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s tracedStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
 	start := time.Now()
 	var batches []trace.Span // one per call of fn, ended once the claim committed
-	n, err := s.Store.ClaimBatch(ctx, limit, func(msgs []relay.Message) (relay.Outcome, error) {
+	n, err := s.Store.ClaimBatch(ctx, c, func(msgs []relay.Message) (relay.Outcome, error) {
 		links := make([]trace.Link, 0, len(msgs))
 		for _, m := range msgs {
 			if sc := SpanContext(m.TraceParent, m.TraceState); sc.IsValid() {

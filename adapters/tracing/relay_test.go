@@ -25,13 +25,18 @@ type oneBatch struct {
 	out         relay.Outcome
 }
 
-func (s *oneBatch) ClaimBatch(_ context.Context, _ int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s *oneBatch) ClaimBatch(_ context.Context, _ relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
 	if len(s.msgs) == 0 {
 		return 0, nil
 	}
 	out, err := fn(s.msgs)
 	s.out, s.msgs = out, nil
 	return len(s.out.Published) + len(s.out.Retry) + len(s.out.Dead), err
+}
+
+// Heartbeat gives the relay the one partition there is.
+func (s *oneBatch) Heartbeat(context.Context, string, time.Duration) (relay.Assignment, error) {
+	return relay.Assignment{Partitions: 1, Owned: []int{0}}, nil
 }
 
 // failSecond acknowledges the first message of a batch and refuses the rest.

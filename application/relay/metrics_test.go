@@ -22,6 +22,8 @@ type recordingMetrics struct {
 	dead        int
 	backlog     relay.Stats
 	backlogSets int
+	owned       int
+	rebalances  int
 }
 
 func (m *recordingMetrics) PublishCall(time.Duration) { m.mu.Lock(); m.calls++; m.mu.Unlock() }
@@ -38,6 +40,9 @@ func (m *recordingMetrics) Backlog(s relay.Stats) {
 	m.backlogSets++
 	m.mu.Unlock()
 }
+
+func (m *recordingMetrics) OwnedPartitions(n int) { m.mu.Lock(); m.owned = n; m.mu.Unlock() }
+func (m *recordingMetrics) Rebalanced()           { m.mu.Lock(); m.rebalances++; m.mu.Unlock() }
 
 type stubStats struct {
 	stats relay.Stats

@@ -2,9 +2,10 @@
 // events that the write side committed to the outbox table onto the broker.
 //
 // The write side never talks to the broker; it only commits outbox rows with its
-// state change. The relay claims due PENDING rows in a transaction (SELECT … FOR
-// UPDATE SKIP LOCKED, so any number of replicas share the table without waiting on
-// each other), publishes them, and in the same transaction marks each row the
+// state change. Each row belongs to a partition of its aggregate (PartitionOf);
+// the replicas divide the partitions between them with leases in the database.
+// The relay claims PENDING rows of the partitions it holds in a transaction
+// (SELECT … FOR UPDATE), publishes them, and in the same transaction marks each row the
 // broker acknowledged PUBLISHED and schedules a retry, with exponential backoff and
 // jitter, for each row it did not. After MaxAttempts, or at once when the broker
 // refused the message itself (Permanent), a row becomes DEAD: kept, counted,
@@ -28,23 +29,28 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/application/backlog"
 )
 
 // Message is one outbox row as the relay sees it. Payload is the complete
 // CloudEvents document the write side stored; the relay publishes it verbatim.
+// A field added here (a trace context, say) is read by the store's claim and
+// passed on by the relay untouched; only the Publisher interprets it.
 type Message struct {
-	ID        uuid.UUID
-	Type      string
-	Payload   []byte
-	Attempts  int       // failed publish attempts so far
-	CreatedAt time.Time // commit time of the event, for the latency metric
+	ID uuid.UUID
+	// AggregateID is the entity the event is about (the payment): its events
+	// keep their order in ordered mode, and it is the FIFO message group.
+	AggregateID uuid.UUID
+	Type        string
+	Payload     []byte
+	Attempts    int       // failed publish attempts so far
+	CreatedAt   time.Time // commit time of the event, for the latency metric
 	// TraceParent and TraceState are the W3C trace context of the write that
 	// committed the event (empty when it was not traced). The publisher sends
 	// them with the message, so the consumer continues that trace.
@@ -90,15 +96,49 @@ type Outcome struct {
 	Dead        []Failure   // not acknowledged for the last time: attempts+1, DEAD
 }
 
+// Claim says which rows one ClaimBatch may take.
+type Claim struct {
+	Limit int // rows at most
+	// Partitions is the partition count Owned refers to (an Assignment's).
+	Partitions int
+	// Owned are the partitions to claim from, ascending; nil claims from all
+	// of them (tests and tools that run a single relay; never a replica).
+	Owned []int
+	// Ordered asks for ordered mode: rows in write order per partition, at
+	// most one row per aggregate, none of an aggregate whose earliest
+	// PENDING row is waiting for its retry, and no row skipped because
+	// another claim holds it (the claim waits for it instead).
+	Ordered bool
+}
+
 // Store is the outbox table, as the relay needs it.
 type Store interface {
-	// ClaimBatch locks up to limit due PENDING messages, oldest due first, skipping
-	// rows other transactions hold (FOR UPDATE SKIP LOCKED), and calls fn with them
-	// while holding the locks. It then writes the Outcome fn returns and commits.
-	// It returns how many messages it claimed (0 when none are due; fn is not
-	// called then). If fn returns an error, or ctx ends before the commit, the
-	// transaction rolls back and every claimed row stays PENDING as it was.
-	ClaimBatch(ctx context.Context, limit int, fn func([]Message) (Outcome, error)) (int, error)
+	// ClaimBatch locks up to c.Limit PENDING messages of the partitions c
+	// names and calls fn with them while holding the locks. It then writes
+	// the Outcome fn returns and commits. If fn returns an error, or ctx ends
+	// before the commit, the transaction rolls back and every claimed row
+	// stays PENDING as it was.
+	//
+	// Unordered, it takes due rows, oldest due first, skipping rows other
+	// transactions hold (FOR UPDATE SKIP LOCKED). Ordered, it reads the
+	// first c.Limit PENDING rows in write order, locking them (waiting for
+	// rows another claim holds, so no row overtakes one of its aggregate
+	// still at the broker), and passes fn the first of each aggregate, when
+	// it is due and the aggregate has no row waiting for a retry.
+	//
+	// It returns how many rows it locked: fewer than c.Limit when the
+	// partitions have no more (fn is not called when none is publishable).
+	ClaimBatch(ctx context.Context, c Claim, fn func([]Message) (Outcome, error)) (int, error)
+
+	// Heartbeat records owner as alive for ttl from now and renews the
+	// leases it holds for as long, then moves it towards its FairShare of
+	// the partitions among the replicas alive: it gives up the partitions
+	// past its share, and takes free or expired ones up to it.
+	Heartbeat(ctx context.Context, owner string, ttl time.Duration) (Assignment, error)
+	// Release gives up every lease of owner and its membership, so that
+	// the other replicas take its partitions at their next heartbeat
+	// instead of after the leases expire.
+	Release(ctx context.Context, owner string) error
 }
 
 // Publisher is the broker, as the relay needs it.
@@ -125,6 +165,23 @@ type Config struct {
 	// PublishTimeout bounds one batch's publish, also during shutdown when the
 	// in-flight batch is allowed to finish. Default 30s.
 	PublishTimeout time.Duration
+
+	// Ordered publishes each aggregate's events in the order they were
+	// written (Claim.Ordered): a row the broker refused holds back the rows
+	// of its aggregate behind it until it is published or DEAD; other
+	// aggregates go on.
+	Ordered bool
+	// Owner names this replica in the leases; default a random UUID, unique
+	// per Relay. Two relays must never share one.
+	Owner string
+	// LeaseDuration is how long a lease lasts without renewal: the longest a
+	// crashed replica's partitions wait before another replica takes them.
+	// Default 15s.
+	LeaseDuration time.Duration
+	// Heartbeat is how often leases are renewed and rebalanced; default a
+	// third of LeaseDuration, so two heartbeats may fail before a lease
+	// expires.
+	Heartbeat time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -152,11 +209,37 @@ func (c Config) withDefaults() Config {
 	if c.PublishTimeout <= 0 {
 		c.PublishTimeout = 30 * time.Second
 	}
+	if c.Owner == "" {
+		c.Owner = uuid.NewString()
+	}
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = 15 * time.Second
+	}
+	if c.Heartbeat <= 0 || c.Heartbeat > c.LeaseDuration/2 {
+		c.Heartbeat = c.LeaseDuration / 3
+	}
 	return c
 }
 
 // Relay drains the outbox to the broker. Build it with New, start it with Run, and
 // call Wake whenever a new row may be waiting (a NOTIFY arrived).
+//
+// # Partitions
+//
+// The relay claims only from the partitions whose leases it holds (Store.
+// Heartbeat), and divides them between its workers: worker i claims from
+// every Workers-th of them. So no two claim loops, of this replica or
+// another, scan the same part of the pending index, and none steps over rows
+// another holds. A wake-up (a NOTIFY says only that something committed, not
+// where) makes one worker sweep all the replica's partitions in one claim;
+// when that comes back full there is a backlog, and every worker drains its
+// own partitions until they run dry.
+//
+// Leases keep the replicas apart; they are not what keeps events in order.
+// A replica that lost a lease without knowing (paused past the expiry) may
+// still claim from the partition while the new owner does: unordered, SKIP
+// LOCKED keeps their batches apart; ordered, the second claim waits on the
+// rows the first one locked, so nothing overtakes a row still at the broker.
 type Relay struct {
 	cfg     Config
 	store   Store
@@ -167,13 +250,25 @@ type Relay struct {
 	// wake holds one pending wake-up per worker; sends never block, so a burst of
 	// notifications collapses into at most Workers claims.
 	wake chan struct{}
+	// drain[i] tells worker i to drain its own partitions: a sweep found a
+	// backlog, or the assignment changed.
+	drain []chan struct{}
+	// rebalance asks the heartbeat loop for a heartbeat now.
+	rebalance chan struct{}
+
+	mu  sync.Mutex
+	asg Assignment
+	// validUntil is when the leases of asg expire if no heartbeat renews
+	// them, by this process's monotonic clock, measured from before the
+	// heartbeat was sent: the database's expiry is never earlier.
+	validUntil time.Time
 
 	randMu sync.Mutex
 	rand   *rand.Rand
 }
 
 // New builds a Relay. metrics may be nil (nothing is recorded); now is the clock,
-// injected so tests control backoff schedules.
+// injected so tests control backoff schedules. Leases run on the real clock.
 func New(cfg Config, store Store, pub Publisher, log *slog.Logger, metrics Metrics, now func() time.Time) *Relay {
 	cfg = cfg.withDefaults()
 	if now == nil {
@@ -182,17 +277,26 @@ func New(cfg Config, store Store, pub Publisher, log *slog.Logger, metrics Metri
 	if metrics == nil {
 		metrics = noMetrics{}
 	}
-	return &Relay{
-		cfg:     cfg,
-		store:   store,
-		pub:     pub,
-		log:     log,
-		metrics: metrics,
-		now:     now,
-		wake:    make(chan struct{}, cfg.Workers),
-		rand:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+	r := &Relay{
+		cfg:       cfg,
+		store:     store,
+		pub:       pub,
+		log:       log,
+		metrics:   metrics,
+		now:       now,
+		wake:      make(chan struct{}, cfg.Workers),
+		drain:     make([]chan struct{}, cfg.Workers),
+		rebalance: make(chan struct{}, 1),
+		rand:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
+	for i := range r.drain {
+		r.drain[i] = make(chan struct{}, 1)
+	}
+	return r
 }
+
+// Owner is the name this relay holds its leases under.
+func (r *Relay) Owner() string { return r.cfg.Owner }
 
 // Wake asks an idle worker to claim now instead of at its next poll. It never
 // blocks and is safe from any goroutine (the LISTEN loop calls it per NOTIFY).
@@ -203,59 +307,218 @@ func (r *Relay) Wake() {
 	}
 }
 
+// Rebalance asks for a lease heartbeat now instead of at the next interval:
+// another replica released partitions or lacks its share (a NOTIFY with the
+// store's rebalance payload says so). It never blocks; heartbeats it causes
+// are at least a tenth of Config.Heartbeat apart.
+func (r *Relay) Rebalance() {
+	select {
+	case r.rebalance <- struct{}{}:
+	default:
+	}
+}
+
+// drainAll sets every worker draining its own partitions.
+func (r *Relay) drainAll() {
+	for _, c := range r.drain {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Owned returns the partition count and the partitions this relay holds
+// leases on; no partitions once the leases may have expired unrenewed.
+func (r *Relay) Owned() (partitions int, owned []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Now().After(r.validUntil) {
+		return r.asg.Partitions, nil
+	}
+	return r.asg.Partitions, r.asg.Owned
+}
+
+// share is worker i's part of the owned partitions: every Workers-th.
+func (r *Relay) share(i int) (partitions int, mine []int) {
+	partitions, owned := r.Owned()
+	for j := i; j < len(owned); j += r.cfg.Workers {
+		mine = append(mine, owned[j])
+	}
+	return partitions, mine
+}
+
 // Run claims and publishes until ctx ends, then returns nil. Database and broker
 // failures are logged and retried at the next poll: an outage delays events, never
 // stops the relay. On cancellation each worker lets its in-flight batch finish
-// (bounded by PublishTimeout) so acknowledged rows are marked, and claims no more.
+// (bounded by PublishTimeout) so acknowledged rows are marked, and claims no more;
+// then the relay releases its leases, so the other replicas take its partitions
+// at their next heartbeat instead of a lease duration later.
 func (r *Relay) Run(ctx context.Context) error {
-	g, ctx := errgroup.WithContext(ctx)
-	for range r.cfg.Workers {
-		g.Go(func() error {
-			r.work(ctx)
-			return nil
-		})
+	// The heartbeat outlives the workers: their in-flight batches finish
+	// under renewed leases, and the leases go only when no batch is left.
+	hctx, stopHeartbeat := context.WithCancel(context.WithoutCancel(ctx))
+	var heartbeat sync.WaitGroup
+	heartbeat.Go(func() { r.heartbeatLoop(hctx) })
+
+	var workers sync.WaitGroup
+	for i := range r.cfg.Workers {
+		workers.Go(func() { r.work(ctx, i) })
 	}
-	return g.Wait()
+	workers.Wait()
+	stopHeartbeat()
+	heartbeat.Wait()
+
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.store.Release(rctx, r.cfg.Owner); err != nil {
+		r.log.WarnContext(rctx, "outbox relay: releasing leases failed; other replicas take the partitions when the leases expire",
+			"owner", r.cfg.Owner, "err", err, "lease_duration", r.cfg.LeaseDuration)
+	}
+	r.setAssignment(Assignment{}, time.Time{})
+	return nil
 }
 
-func (r *Relay) work(ctx context.Context) {
-	poll := time.NewTimer(0) // claim once at start: rows may be waiting already
-	defer poll.Stop()
+func (r *Relay) heartbeatLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-t.C:
+		case <-r.rebalance:
+			if wait := r.cfg.Heartbeat/10 - time.Since(last); wait > 0 {
+				// Too soon after the last one: beat once the gap is kept
+				// (Reset drops any tick pending on t.C).
+				t.Reset(wait)
+				continue
+			}
+		}
+		last = time.Now()
+		if err := r.Heartbeat(ctx); err != nil && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "outbox relay: lease heartbeat failed; retrying", "err", err)
+		}
+		t.Reset(r.cfg.Heartbeat)
+	}
+}
+
+// Heartbeat renews and rebalances this relay's leases once (Store.Heartbeat)
+// and hands its workers the partitions it now holds. Run calls it every
+// Config.Heartbeat; it is exported for tests that drive the relay by Step.
+func (r *Relay) Heartbeat(ctx context.Context) error {
+	sent := time.Now()
+	a, err := r.store.Heartbeat(ctx, r.cfg.Owner, r.cfg.LeaseDuration)
+	if err != nil {
+		return fmt.Errorf("lease heartbeat: %w", err)
+	}
+	if a.Took+a.Released > 0 {
+		r.metrics.Rebalanced()
+		r.log.InfoContext(ctx, "outbox relay: partitions rebalanced",
+			"owner", r.cfg.Owner, "owned", len(a.Owned), "took", a.Took, "released", a.Released, "partitions", a.Partitions)
+	}
+	r.setAssignment(a, sent.Add(r.cfg.LeaseDuration))
+	return nil
+}
+
+func (r *Relay) setAssignment(a Assignment, validUntil time.Time) {
+	r.mu.Lock()
+	changed := a.Partitions != r.asg.Partitions || !slices.Equal(a.Owned, r.asg.Owned)
+	r.asg, r.validUntil = a, validUntil
+	r.mu.Unlock()
+	r.metrics.OwnedPartitions(len(a.Owned))
+	if changed {
+		r.drainAll() // new partitions may hold a backlog
+	}
+}
+
+func (r *Relay) work(ctx context.Context, i int) {
+	poll := time.NewTimer(0) // claim once at start: rows may be waiting already
+	defer poll.Stop()
+	for {
+		sweep := false
+		select {
+		case <-ctx.Done():
+			return
 		case <-r.wake:
+			sweep = true
+		case <-r.drain[i]:
 		case <-poll.C:
 		}
-		// Drain while batches come back full: a backlog is worked at once, not
-		// one batch per poll. A full batch also wakes another worker to help.
-		for ctx.Err() == nil {
-			n, err := r.Step(ctx)
+		// One claim over all the partitions in reach finds what a wake-up or
+		// a poll is about. A full batch means a backlog: then every worker
+		// (after a sweep) drains its own partitions, one at a time.
+		partitions, parts := r.share(i)
+		if sweep {
+			partitions, parts = r.Owned()
+		}
+		full := false
+		if len(parts) > 0 {
+			n, err := r.step(ctx, partitions, parts)
 			if err != nil {
 				r.log.WarnContext(ctx, "outbox relay: claim failed; retrying at next poll", "err", err)
-				break
 			}
-			if n < r.cfg.BatchSize {
-				break
+			full = err == nil && n >= r.cfg.BatchSize
+		}
+		if full {
+			if sweep {
+				r.drainAll()
 			}
-			r.Wake()
+			if err := r.drainShare(ctx, i); err != nil {
+				r.log.WarnContext(ctx, "outbox relay: claim failed; retrying at next poll", "err", err)
+			}
 		}
 		poll.Reset(r.cfg.PollInterval)
 	}
 }
 
-// Step claims one batch, publishes it and records the outcome. It returns how many
-// messages it claimed. Exported so tests and benchmarks can drive the relay one
-// batch at a time.
+// drainShare claims from worker i's partitions, one partition at a time,
+// while batches come back full: a backlog is worked at once, not one batch
+// per poll, and each claim reads one partition's part of the index only.
+func (r *Relay) drainShare(ctx context.Context, i int) error {
+	partitions, parts := r.share(i)
+	for _, p := range parts {
+		for ctx.Err() == nil {
+			n, err := r.step(ctx, partitions, []int{p})
+			if err != nil {
+				return err
+			}
+			if n < r.cfg.BatchSize {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Step claims one batch from the partitions this relay holds (taking its
+// leases first when it holds none), publishes it and records the outcome. It
+// returns how many messages it claimed. Exported so tests and benchmarks can
+// drive the relay one batch at a time.
 func (r *Relay) Step(ctx context.Context) (int, error) {
+	partitions, owned := r.Owned()
+	if len(owned) == 0 {
+		if err := r.Heartbeat(ctx); err != nil {
+			return 0, err
+		}
+		partitions, owned = r.Owned()
+	}
+	if len(owned) == 0 {
+		return 0, nil
+	}
+	return r.step(ctx, partitions, owned)
+}
+
+func (r *Relay) step(ctx context.Context, partitions int, parts []int) (int, error) {
 	// The claim transaction and the publish must not be torn by shutdown halfway:
 	// an acknowledged message whose mark is rolled back would be published again.
 	// So the batch runs on a context that outlives ctx by at most PublishTimeout;
 	// ctx only stops the next claim.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
-	n, err := r.store.ClaimBatch(bctx, r.cfg.BatchSize, func(msgs []Message) (Outcome, error) {
+	c := Claim{Limit: r.cfg.BatchSize, Partitions: partitions, Owned: parts, Ordered: r.cfg.Ordered}
+	n, err := r.store.ClaimBatch(bctx, c, func(msgs []Message) (Outcome, error) {
 		return r.publish(bctx, msgs), nil
 	})
 	if err != nil {

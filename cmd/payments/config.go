@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -27,6 +28,10 @@ type config struct {
 	OutboxMaxAttempts  int
 	OutboxNotify       bool
 	OutboxRetention    time.Duration
+	// OutboxOrdered is OUTBOX_ORDERING=partition: each payment's events
+	// published in the order they were written.
+	OutboxOrdered       bool
+	OutboxLeaseDuration time.Duration
 
 	// APIRateLimit is the requests per second each API key may make on
 	// each replica; 0 turns the limit off.
@@ -60,7 +65,28 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		OutboxRetention:    e.Duration("OUTBOX_RETENTION", 168*time.Hour),
 		ShutdownTimeout:    e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
-		Tracing:            tracing.Configured(getenv),
+
+		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
+
+		Tracing: tracing.Configured(getenv),
+	}
+	// Ordered by default when the topic is FIFO: a FIFO topic is asked for
+	// order, and unordered publishing would give it up.
+	fifo := strings.HasSuffix(cfg.TopicARN, ".fifo")
+	switch o := e.String("OUTBOX_ORDERING", ""); o {
+	case "":
+		cfg.OutboxOrdered = fifo
+	case "partition":
+		cfg.OutboxOrdered = true
+	case "none":
+		if fifo {
+			e.Fail(errors.New("OUTBOX_ORDERING=none with a FIFO PAYMENTS_TOPIC_ARN: a FIFO topic needs ordered publishing (OUTBOX_ORDERING=partition, or unset)"))
+		}
+	default:
+		e.Fail(fmt.Errorf("OUTBOX_ORDERING=%q: want partition (each payment's events in order) or none", o))
+	}
+	if cfg.OutboxLeaseDuration < time.Second {
+		e.Fail(fmt.Errorf("OUTBOX_LEASE_DURATION=%s: want at least 1s (heartbeats run every third of it)", cfg.OutboxLeaseDuration))
 	}
 	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
 		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))

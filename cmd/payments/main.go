@@ -6,6 +6,7 @@
 //	payments migrate         apply the embedded migrations and exit
 //	payments outbox stats    pending and dead rows, oldest pending age
 //	payments outbox requeue  --id ID | --all: DEAD rows back to PENDING
+//	payments outbox partitions [--set N]: who holds which partition; change the count
 //	payments apikey          create | list | revoke API keys
 //	payments healthcheck     exit 0 if the local server is ready (for Docker)
 package main
@@ -51,6 +52,8 @@ const usage = `usage: payments [command]
   outbox stats             pending and dead rows, oldest pending age
   outbox requeue --id ID | --all
                            DEAD rows back to PENDING
+  outbox partitions [--set N]
+                           which relay holds which partition; change the count
   apikey create --merchant ID | --platform --name NAME [--key KEY]
                            make an API key and print it, once
   apikey list              the keys' prefixes and ids, never the keys

@@ -41,6 +41,8 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"bad rate limit", "API_RATE_LIMIT", "lots", "API_RATE_LIMIT"},
 		{"negative rate limit", "API_RATE_LIMIT", "-1", "API_RATE_LIMIT"},
 		{"ops on the public port", "OPS_ADDR", ":8080", "OPS_ADDR"},
+		{"bad ordering", "OUTBOX_ORDERING", "fifo", "OUTBOX_ORDERING"},
+		{"short lease", "OUTBOX_LEASE_DURATION", "100ms", "OUTBOX_LEASE_DURATION"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +64,28 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	if cfg.HTTPAddr != ":8080" || cfg.OpsAddr != ":9090" || cfg.APIRateLimit != 100 || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
 		cfg.OutboxMaxAttempts != 10 || !cfg.OutboxNotify || cfg.OutboxRetention != 168*time.Hour || !cfg.MigrateOnStart || cfg.AWSRegion != "us-east-1" {
 		t.Errorf("defaults = %+v", cfg)
+	}
+	if cfg.OutboxOrdered || cfg.OutboxLeaseDuration != 15*time.Second {
+		t.Errorf("standard topic: ordered %v, lease %v; want unordered, 15s", cfg.OutboxOrdered, cfg.OutboxLeaseDuration)
+	}
+}
+
+// TestFIFOTopicIsOrderedByDefault: a FIFO topic asks for order, so the relay
+// keeps each payment's order unless told otherwise, and refuses to be told
+// to drop it.
+func TestFIFOTopicIsOrderedByDefault(t *testing.T) {
+	fifo := map[string]string{"DATABASE_URL": "postgres://x", "PAYMENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:000000000000:t.fifo"}
+	cfg, err := loadConfig(envOf(fifo), true)
+	if err != nil || !cfg.OutboxOrdered {
+		t.Errorf("FIFO topic: ordered %v, err %v; want ordered", cfg.OutboxOrdered, err)
+	}
+	fifo["OUTBOX_ORDERING"] = "none"
+	if _, err := loadConfig(envOf(fifo), true); err == nil || !strings.Contains(err.Error(), "OUTBOX_ORDERING") {
+		t.Errorf("OUTBOX_ORDERING=none with a FIFO topic: err %v, want one naming OUTBOX_ORDERING", err)
+	}
+	standard := map[string]string{"DATABASE_URL": "postgres://x", "PAYMENTS_TOPIC_ARN": "arn:aws:sns:us-east-1:000000000000:t", "OUTBOX_ORDERING": "partition"}
+	if cfg, err := loadConfig(envOf(standard), true); err != nil || !cfg.OutboxOrdered {
+		t.Errorf("OUTBOX_ORDERING=partition on a standard topic: ordered %v, err %v; want ordered", cfg.OutboxOrdered, err)
 	}
 }
 

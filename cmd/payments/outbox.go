@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +16,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 )
 
@@ -21,6 +25,8 @@ import (
 //	payments outbox stats                  pending, dead, oldest pending age, per type
 //	payments outbox requeue --id ID        one DEAD row back to PENDING
 //	payments outbox requeue --all          every DEAD row back to PENDING
+//	payments outbox partitions             the partition count and who holds each
+//	payments outbox partitions --set N     change the partition count, online
 //
 // Requeued rows get a fresh set of attempts and a running relay is notified, so
 // they go out at once. They need the database only, not the broker: a relay
@@ -28,12 +34,12 @@ import (
 // -h needs none.
 func runOutbox(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := cli.NewFlagSet("payments outbox stats | requeue --id ID | --all",
-			"Inspect the outbox, or put DEAD rows back to PENDING.", out)
+		fs := cli.NewFlagSet("payments outbox stats | requeue --id ID | --all | partitions [--set N]",
+			"Inspect the outbox, put DEAD rows back to PENDING, or change its partition count.", out)
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("outbox: %w", err)
 		}
-		return errors.New("outbox: want a subcommand: stats, or requeue --id ID | --all")
+		return errors.New("outbox: want a subcommand: stats, requeue --id ID | --all, or partitions [--set N]")
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
@@ -84,8 +90,29 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 		}
 		fmt.Fprintf(out, "requeued %s\n", rowID)
 		return nil
+	case "partitions":
+		fs := cli.NewFlagSet("payments outbox partitions [--set N]",
+			"Print the partition count and which relay replica holds each partition; with --set, change the count while the service runs (README, \"Changing the partition count\").", out)
+		set := fs.Int("set", 0, fmt.Sprintf("the new partition count, 1 to %d", outboxstore.MaxPartitions))
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("outbox partitions: %w", err)
+		}
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "set" })
+		if given && (*set < 1 || *set > outboxstore.MaxPartitions) {
+			return fmt.Errorf("outbox partitions: --set %d: want 1 to %d", *set, outboxstore.MaxPartitions)
+		}
+		store, done, err := openOutbox(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if given {
+			return store.SetPartitions(ctx, *set, func(msg string) { fmt.Fprintln(out, msg) })
+		}
+		return outboxPartitions(ctx, store, out)
 	default:
-		return fmt.Errorf("outbox: unknown subcommand %q (want stats or requeue)", sub)
+		return fmt.Errorf("outbox: unknown subcommand %q (want stats, requeue or partitions)", sub)
 	}
 }
 
@@ -99,6 +126,64 @@ func openOutbox(ctx context.Context, getenv func(string) string) (*outboxstore.S
 		return nil, nil, err
 	}
 	return outboxstore.New(pool), pool.Close, nil
+}
+
+func outboxPartitions(ctx context.Context, store *outboxstore.Store, out io.Writer) error {
+	n, err := store.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	owners, err := store.Leases(ctx)
+	if err != nil {
+		return err
+	}
+	held := map[string][]int{}
+	var free []int
+	for p, o := range owners {
+		if o == "" {
+			free = append(free, p)
+		} else {
+			held[o] = append(held[o], p)
+		}
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "partitions\t%d\n", n)
+	fmt.Fprintf(w, "relays holding leases\t%d\n", len(held))
+	fmt.Fprintf(w, "partitions nobody holds\t%d\n", len(free))
+	if len(held) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "RELAY\tPARTITIONS")
+		names := make([]string, 0, len(held))
+		for o := range held {
+			names = append(names, o)
+		}
+		slices.Sort(names)
+		for _, o := range names {
+			fmt.Fprintf(w, "%s\t%d: %s\n", o, len(held[o]), partitionList(held[o]))
+		}
+	}
+	return w.Flush()
+}
+
+// partitionList prints partitions as ranges: 0-15,32.
+func partitionList(ps []int) string {
+	var b strings.Builder
+	for i := 0; i < len(ps); {
+		j := i
+		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if j > i {
+			fmt.Fprintf(&b, "%d-%d", ps[i], ps[j])
+		} else {
+			fmt.Fprintf(&b, "%d", ps[i])
+		}
+		i = j + 1
+	}
+	return b.String()
 }
 
 func outboxStats(ctx context.Context, store *outboxstore.Store, out io.Writer) error {
@@ -115,6 +200,20 @@ func outboxStats(ctx context.Context, store *outboxstore.Store, out io.Writer) e
 		fmt.Fprintln(w, "TYPE\tPENDING\tDEAD\tOLDEST PENDING")
 		for _, t := range st.ByType {
 			fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", t.Type, t.Pending, t.Dead, t.OldestPending.Round(time.Millisecond))
+		}
+	}
+	if len(st.ByPartition) > 0 {
+		// The oldest first: a stuck partition is at the top.
+		ps := slices.Clone(st.ByPartition)
+		slices.SortStableFunc(ps, func(a, b relay.PartitionStats) int { return cmp.Compare(b.OldestPending, a.OldestPending) })
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "PARTITION\tPENDING\tOLDEST PENDING")
+		for i, p := range ps {
+			if i == 10 {
+				fmt.Fprintf(w, "… %d more\t\t\n", len(ps)-10)
+				break
+			}
+			fmt.Fprintf(w, "%d\t%d\t%s\n", p.Partition, p.Pending, p.OldestPending.Round(time.Millisecond))
 		}
 	}
 	return w.Flush()

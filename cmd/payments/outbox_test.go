@@ -50,6 +50,9 @@ INSERT INTO outbox (id, type, aggregate_id, payload, status, attempts, last_erro
 		{"requeue"},
 		{"requeue", "--id", dead.String(), "--all"},
 		{"requeue", "--id", "not-a-uuid"},
+		{"partitions", "--set", "0"},
+		{"partitions", "--set", "5000"},
+		{"partitions", "extra"},
 	} {
 		if _, err := outbox(args...); err == nil {
 			t.Errorf("outbox %q: got no error, want a usage error", args)
@@ -65,5 +68,27 @@ INSERT INTO outbox (id, type, aggregate_id, payload, status, attempts, last_erro
 	}
 	if out, err := outbox("requeue", "--all"); err != nil || !strings.Contains(out, "requeued 0") {
 		t.Errorf("requeue --all with nothing dead: got %q, %v; want 0 requeued", out, err)
+	}
+	if !strings.Contains(out, "PARTITION") {
+		t.Errorf("stats output lacks the per-partition table:\n%s", out)
+	}
+
+	if _, err := pool.Exec(ctx, `UPDATE outbox_leases SET owner = 'relay-a', expires_at = now() + interval '1 hour' WHERE partition < 3`); err != nil {
+		t.Fatal(err)
+	}
+	out, err = outbox("partitions")
+	if err != nil {
+		t.Fatalf("partitions: %v", err)
+	}
+	for _, want := range []string{"partitions 64", "partitions nobody holds 61", "relay-a 3: 0-2"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+			t.Errorf("partitions output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := outbox("partitions", "--set", "8"); err != nil || !strings.Contains(out, "done: 8 partitions") {
+		t.Errorf("partitions --set 8: got %q, %v", out, err)
+	}
+	if out, err := outbox("partitions"); err != nil || !strings.Contains(strings.Join(strings.Fields(out), " "), "partitions nobody holds 8") {
+		t.Errorf("after --set 8: got %q, %v; want 8 free partitions", out, err)
 	}
 }

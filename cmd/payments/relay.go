@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -98,12 +100,17 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		PollInterval:   cfg.OutboxPollInterval,
 		Workers:        relayWorkers(pool),
 		PublishTimeout: relayBatchTimeout,
+		Ordered:        cfg.OutboxOrdered,
+		Owner:          relayOwner(),
+		LeaseDuration:  cfg.OutboxLeaseDuration,
 	}, tracing.Relay(store, tp, topicName(cfg.TopicARN)), b.publisher, log, relayMetrics, time.Now)
+	log.InfoContext(ctx, "outbox relay starting", "owner", r.Owner(), "ordered", cfg.OutboxOrdered,
+		"lease_duration", cfg.OutboxLeaseDuration)
 
 	g.Go(func() error { return r.Run(ctx) })
 	g.Go(func() error { return b.topic.Run(ctx, topicCheckEvery) })
 	if cfg.OutboxNotify {
-		g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
+		g.Go(func() error { return outboxstore.ListenRebalance(ctx, pool, log, r.Wake, r.Rebalance) })
 	}
 	g.Go(func() error {
 		return retention.Run(ctx, retention.Job{
@@ -113,6 +120,18 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	})
 	g.Go(func() error { return relay.RefreshGauges(ctx, store, relayMetrics, outboxStatsEvery, log) })
 	return nil
+}
+
+// relayOwner names this replica in the outbox's leases: the host name (a
+// container's is its id, a pod's its name), so `payments outbox stats` says
+// which replica holds what, and a random suffix, so two processes on one
+// host never share leases.
+func relayOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "relay"
+	}
+	return host + "-" + uuid.NewString()[:8]
 }
 
 // relayWorkers sizes the relay to the pool it shares with the API: each worker

@@ -50,8 +50,8 @@ type countingStore struct {
 	once   *sync.Once
 }
 
-func (s countingStore) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
-	n, err := s.Store.ClaimBatch(ctx, limit, fn)
+func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+	n, err := s.Store.ClaimBatch(ctx, c, fn)
 	if err == nil && s.n.Add(int64(n)) >= s.target {
 		s.once.Do(func() { close(s.done) })
 	}
@@ -115,6 +115,34 @@ func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
+// settle lets the relays settle their leases before a measurement.
+func settle(ctx context.Context, relays []*relay.Relay) error { return settleLeases(ctx, relays) }
+
+// settleLeases heartbeats the relays in turn until each holds its fair share
+// of the partitions, as replicas that have been running for a while do: the
+// drain measures a settled deployment, not the first replica to start
+// taking every partition and the others waiting a heartbeat for their share.
+func settleLeases(ctx context.Context, relays []*relay.Relay) error {
+	members := make([]string, len(relays))
+	for i, r := range relays {
+		members[i] = r.Owner()
+	}
+	for range 10 {
+		settled := true
+		for _, r := range relays {
+			if err := r.Heartbeat(ctx); err != nil {
+				return err
+			}
+			n, owned := r.Owned()
+			settled = settled && len(owned) == relay.FairShare(n, members, r.Owner())
+		}
+		if settled {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d relays did not settle their leases in 10 rounds", len(relays))
+}
+
 // drain starts c.Replicas relays, each with its own pool as a separate
 // process would have, built from the project's own packages (relay.Relay on
 // outboxstore.Store, outboxstore.Listen for NOTIFY), and times how long they
@@ -157,6 +185,13 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 		store := countingStore{Store: outboxstore.New(pool), n: &published, target: int64(c.Backlog), done: done, once: &once}
 		relays[i] = relay.New(c.Relay, store, nullPublisher{latency: c.Latency}, log, nil, time.Now)
 	}
+	if err := settle(ctx, relays); err != nil {
+		return summary{}, err
+	}
+	readsBefore, err := indexReads(ctx, db, false)
+	if err != nil {
+		return summary{}, err
+	}
 	start := time.Now()
 	for i, r := range relays {
 		g.Go(func() error { return r.Run(gctx) })
@@ -197,5 +232,13 @@ wait:
 	if left != 0 {
 		return summary{}, fmt.Errorf("%s: %d rows not PUBLISHED after the drain", c.name(), left)
 	}
-	return summary{N: int(published.Load()), Elapsed: elapsed}, nil
+	for _, p := range pools {
+		p.Close()
+	}
+	readsAfter, err := indexReads(ctx, db, true)
+	if err != nil {
+		return summary{}, err
+	}
+	return summary{N: int(published.Load()), Elapsed: elapsed,
+		IndexReadsPerRow: float64(readsAfter-readsBefore) / float64(published.Load())}, nil
 }

@@ -70,6 +70,8 @@ type options struct {
 	Replicas      []int
 	PubLatency    time.Duration
 	RelayWorkers  int
+	LagRate       float64 // rows per second in the steady-state lag phase
+	LagReplicas   []int
 	E2ERate       float64
 	PaymentsDBArg string
 	PaymentsEnv   []string
@@ -78,13 +80,13 @@ type options struct {
 	APIKey        string
 }
 
-var scenarios = []string{"ceiling", "api", "relay", "e2e"}
+var scenarios = []string{"ceiling", "api", "relay", "lag", "e2e"}
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var only, replicas, env string
+	var only, replicas, lagReplicas, env string
 	fs.StringVar(&o.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres server to create the benchmark databases on (default $DATABASE_URL)")
 	fs.StringVar(&o.URL, "url", "", "benchmark the payments service at this base URL instead of building and starting ./cmd/payments")
 	fs.IntVar(&o.Concurrency, "c", 16, "concurrent requests (and ceiling transactions)")
@@ -95,6 +97,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.IntVar(&o.Backlog, "backlog", 100_000, "outbox rows pre-filled for each relay drain")
 	fs.StringVar(&replicas, "replicas", "1,2,4", "relay replica counts to drain with")
 	fs.DurationVar(&o.PubLatency, "publish-latency", 100*time.Millisecond, "artificial latency of each Publish call in the broker-bound relay rows (0: skip them)")
+	fs.Float64Var(&o.LagRate, "lag-rate", 1000, "outbox rows committed per second during the relay lag phase")
+	fs.StringVar(&lagReplicas, "lag-replicas", "1,4", "relay replica counts to measure the steady-state lag with")
 	fs.IntVar(&o.RelayWorkers, "relay-workers", 0, "claim loops per relay replica (0: the relay's default)")
 	fs.Float64Var(&o.E2ERate, "e2e-rate", 20, "requests per second during the end-to-end latency phase (moto moves ~100 messages/s SNS→SQS)")
 	fs.StringVar(&o.PaymentsDBArg, "payments-db-params", "", "query parameters added to the payments binary's DATABASE_URL, e.g. pool_max_conns=16")
@@ -130,6 +134,16 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 			return o, fmt.Errorf("-replicas: %q is not a positive integer", s)
 		}
 		o.Replicas = append(o.Replicas, n)
+	}
+	for s := range strings.SplitSeq(lagReplicas, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("-lag-replicas: %q is not a positive integer", s)
+		}
+		o.LagReplicas = append(o.LagReplicas, n)
+	}
+	if o.LagRate <= 0 {
+		return o, errors.New("-lag-rate must be positive")
 	}
 	for kv := range strings.SplitSeq(env, ",") {
 		if kv = strings.TrimSpace(kv); kv != "" {
@@ -202,6 +216,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.Only["relay"] {
 		if err := b.relayDrain(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Only["lag"] {
+		if err := b.relayLag(ctx); err != nil {
 			return err
 		}
 	}
@@ -416,6 +435,12 @@ func (b *bench) relayDrain(ctx context.Context) error {
 		if one := base[v]; one > 0 && c.Replicas > 1 {
 			scale = fmt.Sprintf("; %.2f× one replica", rate.Median/one)
 		}
+		reads := make([]float64, len(runs[j]))
+		for k, s := range runs[j] {
+			reads[k] = s.IndexReadsPerRow
+		}
+		slices.Sort(reads)
+		scale += fmt.Sprintf("; %.1f index entries read per row", reads[len(reads)/2])
 		if c.Latency > 0 {
 			r.Limit = fmt.Sprintf("the publisher: ≤ %d rows in flight per replica%s", workers*100, scale)
 		} else {

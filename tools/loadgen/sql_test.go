@@ -83,7 +83,7 @@ func TestRawWriteAndBacklogFitTheSchema(t *testing.T) {
 func checkClaimed(t *testing.T, pool *pgxpool.Pool, n int, paymentIDs []string) {
 	t.Helper()
 	var msgs []relay.Message
-	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), n+1, func(m []relay.Message) (relay.Outcome, error) {
+	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), relay.Claim{Limit: n + 1}, func(m []relay.Message) (relay.Outcome, error) {
 		msgs = m
 		return relay.Outcome{}, nil
 	})

@@ -21,6 +21,9 @@ type summary struct {
 	// operation (warm-up included): what the client takes from the cores it
 	// shares with the server and Postgres.
 	ClientCPU time.Duration
+	// IndexReadsPerRow is, for a relay drain, the outbox index entries read
+	// per row published (Postgres's counters): what the claims step over.
+	IndexReadsPerRow float64
 }
 
 // Rate is successful operations per second.

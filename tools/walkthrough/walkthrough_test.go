@@ -35,7 +35,15 @@ func TestMain(m *testing.M) {
 // walkthrough, and checks that its output is, up to ids and timestamps, what
 // the README shows. If this fails after an intended change, regenerate the
 // README's walkthrough with `make demo`.
-func TestReadmeWalkthrough(t *testing.T) {
+func TestReadmeWalkthrough(t *testing.T) { walkthrough(t) }
+
+// TestReadmeWalkthroughFIFO runs the walkthrough with the FIFO topic and
+// queues localstack/init-aws.sh creates with PAYMENTS_FIFO=true: payments
+// publishes in ordered mode (the default for a FIFO topic) and the ledger
+// consumes the FIFO queue, with the same answers.
+func TestReadmeWalkthroughFIFO(t *testing.T) { walkthrough(t, awstest.WithFIFO()) }
+
+func walkthrough(t *testing.T, opts ...awstest.Option) {
 	if testing.Short() {
 		t.Skip("starts both services")
 	}
@@ -44,7 +52,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	endpoint := awstest.Endpoint(t)
-	fixture := awstest.NewTopicQueue(t)
+	fixture := awstest.NewTopicQueue(t, opts...)
 	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 
 	env, jobs := composeEnv(t)

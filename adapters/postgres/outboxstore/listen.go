@@ -23,10 +23,22 @@ import (
 // global to the database at commit, which would serialise the payment writes.
 // paymentstore.Notifier sends one NOTIFY after the commits, once per burst.
 func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake func()) error {
+	return ListenRebalance(ctx, pool, log, wake, nil)
+}
+
+// RebalancePayload is the payload of the NOTIFY on Channel that a relay sends
+// when partitions need new owners now rather than at the next heartbeat: it
+// released its leases (a stop), or a heartbeat left partitions free or itself
+// short of its share (a replica came or went).
+const RebalancePayload = "rebalance"
+
+// ListenRebalance is Listen that calls rebalance, instead of wake, for a
+// notification with RebalancePayload (rebalance may be nil: wake then).
+func ListenRebalance(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake, rebalance func()) error {
 	const minDelay, maxDelay = 100 * time.Millisecond, 10 * time.Second
 	delay := minDelay
 	for {
-		listening, err := listenOnce(ctx, pool, wake)
+		listening, err := listenOnce(ctx, pool, wake, rebalance)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -47,7 +59,7 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, wake func
 
 // listenOnce runs one LISTEN session; listening reports whether it got as far as
 // LISTEN, so the caller can tell a dropped session from a server that is down.
-func listenOnce(ctx context.Context, pool *pgxpool.Pool, wake func()) (listening bool, err error) {
+func listenOnce(ctx context.Context, pool *pgxpool.Pool, wake, rebalance func()) (listening bool, err error) {
 	c, err := pool.Acquire(ctx)
 	if err != nil {
 		return false, fmt.Errorf("acquire listener connection: %w", err)
@@ -63,8 +75,13 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, wake func()) (listening
 	}
 	wake()
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return true, fmt.Errorf("wait for notification: %w", err)
+		}
+		if n.Payload == RebalancePayload && rebalance != nil {
+			rebalance()
+			continue
 		}
 		wake()
 	}

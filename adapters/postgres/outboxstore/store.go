@@ -1,7 +1,9 @@
 // Package outboxstore is the relay's view of the payments outbox table in
-// Postgres: claiming due rows for publication, recording what the broker
-// acknowledged, the operator's stats and requeue, cleanup of old PUBLISHED rows,
-// and the LISTEN loop that wakes the relay when the write side commits a row.
+// Postgres: claiming rows of the relay's partitions for publication, recording
+// what the broker acknowledged, the partition leases (outbox_leases) and the
+// partition count, the operator's stats and requeue, cleanup of old PUBLISHED
+// rows, and the LISTEN loop that wakes the relay when the write side commits a
+// row.
 //
 // The write side (paymentstore) inserts the rows; this package never does.
 package outboxstore
@@ -55,17 +57,114 @@ func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool}
 }
 
-// The claim scans the partial index outbox_pending_idx (next_attempt_at,
-// created_at) WHERE status = 'PENDING': due rows only, oldest due first, so a
-// retrying row waits behind its backoff and never in front of new rows. SKIP LOCKED
-// makes concurrent claimers take disjoint batches instead of queueing on each other.
+// The claims. Each names the partition count in the partition expression, as
+// a constant, because that is what the pending indexes are built on
+// (outbox_pending_p<N>_idx, outbox_ordered_p<N>_idx): with it the planner
+// scans each named partition's range of the index in index order, and no
+// claim reads rows of a partition it does not own.
+//
+// Unordered: due rows only, oldest due first, so a retrying row waits behind
+// its backoff and never in front of new rows; SKIP LOCKED keeps claims that
+// meet on a partition (a lease changing hands) on disjoint rows.
 const claimSQL = `
-SELECT id, type, payload, attempts, created_at, traceparent, tracestate
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
+FROM outbox
+WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING' AND next_attempt_at <= now()
+ORDER BY outbox_partition(aggregate_id, %[1]d), next_attempt_at, created_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+
+// Ordered: the partitions' PENDING rows in write order (seq), due or not,
+// leaving out the aggregates with a row waiting for its retry (found through
+// the unordered index: only the rows due later). No SKIP LOCKED: a row
+// another claim holds is waited for, so the rows behind it are read only
+// once it is published or failed; the last column is whether the row, as it
+// is after that wait, is due. The caller keeps the first row of each
+// aggregate that is due.
+const claimOrderedSQL = `
+WITH blocked AS (
+    SELECT DISTINCT aggregate_id FROM outbox
+    WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING' AND next_attempt_at > now())
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
+FROM outbox
+WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING'
+    AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
+ORDER BY outbox_partition(aggregate_id, %[1]d), seq
+LIMIT $1
+FOR UPDATE OF outbox`
+
+// The same two for a single partition, the claim a worker drains a backlog
+// with: an equality on the partition leaves the index in the order of the
+// other columns, so the partition expression is not computed for each row
+// returned, as ORDER BY needs it to be across several partitions.
+const (
+	claimOneSQL = `
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
+FROM outbox
+WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at <= now()
+ORDER BY next_attempt_at, created_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+	claimOneOrderedSQL = `
+WITH blocked AS (
+    SELECT DISTINCT aggregate_id FROM outbox
+    WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at > now())
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
+FROM outbox
+WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING'
+    AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
+ORDER BY seq
+LIMIT $1
+FOR UPDATE OF outbox`
+)
+
+// The same two over every partition, for a Claim that names none (tests and
+// tools with a single relay): no partition index serves them, so they sort
+// the whole backlog.
+const (
+	claimAllSQL = `
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
 FROM outbox
 WHERE status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
+	claimAllOrderedSQL = `
+WITH blocked AS (
+    SELECT DISTINCT aggregate_id FROM outbox WHERE status = 'PENDING' AND next_attempt_at > now())
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
+FROM outbox
+WHERE status = 'PENDING' AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
+ORDER BY seq
+LIMIT $1
+FOR UPDATE OF outbox`
+)
+
+// claimQuery is the claim statement for c and its arguments.
+func claimQuery(c relay.Claim) (string, []any) {
+	if c.Owned == nil {
+		if c.Ordered {
+			return claimAllOrderedSQL, []any{c.Limit}
+		}
+		return claimAllSQL, []any{c.Limit}
+	}
+	if len(c.Owned) == 1 {
+		q := claimOneSQL
+		if c.Ordered {
+			q = claimOneOrderedSQL
+		}
+		return fmt.Sprintf(q, c.Partitions), []any{c.Limit, int32(c.Owned[0])}
+	}
+	q := claimSQL
+	if c.Ordered {
+		q = claimOrderedSQL
+	}
+	owned := make([]int32, len(c.Owned))
+	for i, p := range c.Owned {
+		owned[i] = int32(p)
+	}
+	return fmt.Sprintf(q, c.Partitions), []any{c.Limit, owned}
+}
 
 // One statement marks the whole acknowledged part of a batch.
 const markPublishedSQL = `
@@ -88,15 +187,27 @@ WHERE o.id = f.id AND o.status = 'PENDING'`
 // The transaction costs two round trips (postgres.Transact): BEGIN travels with
 // the claim, and the marks with COMMIT. A failed mark never commits, and the
 // transaction is rolled back even when ctx has ended (a shutdown mid-batch).
-func (s *Store) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s *Store) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+	if c.Owned != nil && len(c.Owned) == 0 {
+		return 0, nil
+	}
 	var n int
 	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		msgs, err := claim(ctx, tx, limit)
+		locked, err := claim(ctx, tx, c)
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}
-		n = len(msgs)
-		if n == 0 {
+		n = len(locked)
+		var msgs []relay.Message
+		if c.Ordered {
+			msgs = firstDuePerAggregate(locked)
+		} else {
+			msgs = make([]relay.Message, len(locked))
+			for i, r := range locked {
+				msgs[i] = r.Message
+			}
+		}
+		if len(msgs) == 0 {
 			return nil
 		}
 		out, err := fn(msgs)
@@ -112,28 +223,52 @@ func (s *Store) ClaimBatch(ctx context.Context, limit int, fn func([]relay.Messa
 	return n, nil
 }
 
-// claim locks up to limit due rows; as the transaction's first statement it
+// claimedRow is a locked row and whether it is due.
+type claimedRow struct {
+	relay.Message
+	due bool
+}
+
+// firstDuePerAggregate keeps, of rows in write order, the first row of each
+// aggregate when it is due: one row per aggregate per batch, because the
+// publisher may send the rows of one batch in any order, and a row of an
+// aggregate whose first row is not due (failed while this claim waited for
+// it) stays behind it.
+func firstDuePerAggregate(rows []claimedRow) []relay.Message {
+	seen := make(map[uuid.UUID]bool, len(rows))
+	msgs := make([]relay.Message, 0, len(rows))
+	for _, r := range rows {
+		if !seen[r.AggregateID] && r.due {
+			msgs = append(msgs, r.Message)
+		}
+		seen[r.AggregateID] = true
+	}
+	return msgs
+}
+
+// claim locks the rows c asks for; as the transaction's first statement it
 // travels with BEGIN, in one round trip.
-func claim(ctx context.Context, tx *postgres.Tx, limit int) ([]relay.Message, error) {
+func claim(ctx context.Context, tx *postgres.Tx, c relay.Claim) ([]claimedRow, error) {
+	q, args := claimQuery(c)
 	var b pgx.Batch
-	b.Queue(claimSQL, limit)
+	b.Queue(q, args...)
 	br := tx.SendBatch(ctx, &b)
 	defer br.Close()
 	rows, err := br.Query()
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]relay.Message, 0, limit)
-	var m relay.Message
-	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.TraceParent, &m.TraceState}, func() error {
-		msgs = append(msgs, m)
+	out := make([]claimedRow, 0, c.Limit)
+	var m claimedRow
+	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.AggregateID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.TraceParent, &m.TraceState, &m.due}, func() error {
+		out = append(out, m)
 		m.Payload = nil // the next Scan must not write into this message's bytes
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return msgs, br.Close()
+	return out, br.Close()
 }
 
 // queueOutcome queues, to be sent with the COMMIT, the statements that record
@@ -160,15 +295,26 @@ func queueOutcome(tx *postgres.Tx, out relay.Outcome) {
 	}
 }
 
-// Stats implements relay.StatsSource with one query over the PENDING and DEAD
-// partial indexes; PUBLISHED rows, however many, are not read.
+// Stats implements relay.StatsSource with two queries over the PENDING and
+// DEAD partial indexes; PUBLISHED rows, however many, are not read.
 func (s *Store) Stats(ctx context.Context) (relay.Stats, error) {
-	rows, err := s.pool.Query(ctx, `
+	var b pgx.Batch
+	b.Queue(`
 SELECT type, status, count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8
 FROM outbox
 WHERE status IN ('PENDING', 'DEAD')
 GROUP BY type, status
 ORDER BY type, status`)
+	b.Queue(`SELECT partitions FROM outbox_partitioning`)
+	b.Queue(`
+SELECT outbox_partition(o.aggregate_id, p.partitions), count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(o.created_at)), 0)::float8
+FROM outbox o, outbox_partitioning p
+WHERE o.status = 'PENDING'
+GROUP BY 1
+ORDER BY 1`)
+	br := s.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	rows, err := br.Query()
 	if err != nil {
 		return relay.Stats{}, fmt.Errorf("outbox stats: %w", err)
 	}
@@ -187,7 +333,7 @@ ORDER BY type, status`)
 		switch status {
 		case "PENDING":
 			ts.Pending = n
-			ts.OldestPending = time.Duration(max(age, 0) * float64(time.Second))
+			ts.OldestPending = seconds(age)
 			st.Pending += n
 			st.OldestPending = max(st.OldestPending, ts.OldestPending)
 		case "DEAD":
@@ -199,8 +345,26 @@ ORDER BY type, status`)
 	if err != nil {
 		return relay.Stats{}, fmt.Errorf("outbox stats: %w", err)
 	}
-	return st, nil
+	if err := br.QueryRow().Scan(&st.Partitions); err != nil {
+		return relay.Stats{}, fmt.Errorf("outbox stats: partition count: %w", err)
+	}
+	rows, err = br.Query()
+	if err != nil {
+		return relay.Stats{}, fmt.Errorf("outbox stats per partition: %w", err)
+	}
+	var ps relay.PartitionStats
+	_, err = pgx.ForEachRow(rows, []any{&ps.Partition, &ps.Pending, &age}, func() error {
+		ps.OldestPending = seconds(age)
+		st.ByPartition = append(st.ByPartition, ps)
+		return nil
+	})
+	if err != nil {
+		return relay.Stats{}, fmt.Errorf("outbox stats per partition: %w", err)
+	}
+	return st, br.Close()
 }
+
+func seconds(s float64) time.Duration { return time.Duration(max(s, 0) * float64(time.Second)) }
 
 // Requeue turns the DEAD row id back into a due PENDING row with a fresh set of
 // attempts (last_error is kept for the record), and notifies Channel so a running

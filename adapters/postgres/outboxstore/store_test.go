@@ -106,7 +106,7 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 	retryAt := publishedAt.Add(time.Hour)
 
 	var got []relay.Message
-	n, err := store.ClaimBatch(ctx, 10, func(msgs []relay.Message) (relay.Outcome, error) {
+	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.Outcome, error) {
 		got = msgs
 		return relay.Outcome{
 			PublishedAt: publishedAt,
@@ -154,7 +154,7 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 		t.Errorf("retry: got next_attempt_at %v, want %v", s.NextAttempt, retryAt)
 	}
 	// The retry is not due and the others are done: nothing left to claim.
-	n, err = store.ClaimBatch(ctx, 10, func([]relay.Message) (relay.Outcome, error) {
+	n, err = store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
 		t.Error("fn called with nothing due")
 		return relay.Outcome{}, nil
 	})
@@ -194,7 +194,7 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 		if _, err := pool.Exec(ctx, trigger); err != nil {
 			t.Fatal(err)
 		}
-		n, err := store.ClaimBatch(ctx, 10, publishAll)
+		n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, publishAll)
 		if err == nil {
 			t.Fatalf("ClaimBatch with %q: got %d, nil; want the error", trigger, n)
 		}
@@ -206,7 +206,7 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 		}
 	}
 
-	n, err := store.ClaimBatch(ctx, 10, publishAll)
+	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, publishAll)
 	if err != nil || n != len(ids) {
 		t.Fatalf("ClaimBatch after the failures: got %d, %v; want %d, nil", n, err, len(ids))
 	}
@@ -515,6 +515,19 @@ func TestStoreHonoursTheContract(t *testing.T) {
 					_, err := pool.Exec(context.Background(), `
 INSERT INTO outbox (id, type, aggregate_id, payload, next_attempt_at)
 VALUES ($1, 'payment.created', gen_random_uuid(), '{}', now() - interval '1 second' + $2 * interval '1 microsecond')`, ids[i], i)
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				return ids
+			},
+			InsertFor: func(t *testing.T, agg uuid.UUID, n int) []uuid.UUID {
+				ids := make([]uuid.UUID, n)
+				for i := range ids {
+					ids[i] = uuid.New()
+					_, err := pool.Exec(context.Background(), `
+INSERT INTO outbox (id, type, aggregate_id, payload, next_attempt_at)
+VALUES ($1, 'payment.created', $2, '{}', now() - interval '1 second')`, ids[i], agg)
 					if err != nil {
 						t.Fatal(err)
 					}

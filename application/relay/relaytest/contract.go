@@ -8,6 +8,7 @@ package relaytest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,8 +23,12 @@ import (
 // state back.
 type Harness struct {
 	Store relay.Store
-	// Insert commits n due PENDING rows, oldest first, and returns their ids.
+	// Insert commits n due PENDING rows, each of its own aggregate, oldest
+	// first, and returns their ids.
 	Insert func(t *testing.T, n int) []uuid.UUID
+	// InsertFor commits n due PENDING rows of one aggregate, in order, and
+	// returns their ids.
+	InsertFor func(t *testing.T, aggregate uuid.UUID, n int) []uuid.UUID
 	// State returns a row's status (PENDING, PUBLISHED or DEAD) and attempts.
 	State func(t *testing.T, id uuid.UUID) (status string, attempts int)
 }
@@ -35,7 +40,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		ids := h.Insert(t, 5)
 		var got []uuid.UUID
-		n, err := h.Store.ClaimBatch(context.Background(), 3, func(msgs []relay.Message) (relay.Outcome, error) {
+		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 3}, func(msgs []relay.Message) (relay.Outcome, error) {
 			for _, m := range msgs {
 				got = append(got, m.ID)
 			}
@@ -55,7 +60,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		h := newHarness(t)
 		ids := h.Insert(t, 3)
-		_, err := h.Store.ClaimBatch(context.Background(), 10, func([]relay.Message) (relay.Outcome, error) {
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
 			return relay.Outcome{
 				PublishedAt: time.Now(),
 				Published:   []uuid.UUID{ids[0]},
@@ -76,7 +81,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 		}
 		// Published and dead rows are done; the retry is an hour away.
-		n, err := h.Store.ClaimBatch(context.Background(), 10, func([]relay.Message) (relay.Outcome, error) {
+		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
 			t.Error("fn called with nothing due")
 			return relay.Outcome{}, nil
 		})
@@ -90,7 +95,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		ids := h.Insert(t, 2)
 		boom := errors.New("boom")
-		_, err := h.Store.ClaimBatch(context.Background(), 10, func([]relay.Message) (relay.Outcome, error) {
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
 			return relay.Outcome{Published: ids}, boom
 		})
 		if !errors.Is(err, boom) {
@@ -110,7 +115,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		holding, release := make(chan []relay.Message), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, err := h.Store.ClaimBatch(context.Background(), 2, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 2}, func(msgs []relay.Message) (relay.Outcome, error) {
 				holding <- msgs
 				<-release
 				return relay.Outcome{}, nil
@@ -121,7 +126,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		})
 		first := <-holding
 		var second []relay.Message
-		_, err := h.Store.ClaimBatch(context.Background(), 10, func(msgs []relay.Message) (relay.Outcome, error) {
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.Outcome, error) {
 			second = msgs
 			return relay.Outcome{}, nil
 		})
@@ -141,4 +146,213 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 		}
 	})
+
+	t.Run("claims only from the partitions named", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		a, err := h.Store.Heartbeat(context.Background(), "contract", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aggs := make([]uuid.UUID, 20)
+		for i := range aggs {
+			aggs[i] = uuid.New()
+			h.InsertFor(t, aggs[i], 1)
+		}
+		p := relay.PartitionOf(aggs[0], a.Partitions)
+		var got []relay.Message
+		_, err = h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 100, Partitions: a.Partitions, Owned: []int{p}},
+			func(msgs []relay.Message) (relay.Outcome, error) {
+				got = msgs
+				return relay.Outcome{}, nil
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for _, agg := range aggs {
+			if relay.PartitionOf(agg, a.Partitions) == p {
+				want++
+			}
+		}
+		if len(got) != want {
+			t.Errorf("claimed %d rows of partition %d, want %d", len(got), p, want)
+		}
+		for _, m := range got {
+			if q := relay.PartitionOf(m.AggregateID, a.Partitions); q != p {
+				t.Errorf("row %s of partition %d claimed from partition %d", m.ID, q, p)
+			}
+		}
+	})
+
+	t.Run("ordered: one row per aggregate, none behind a retry", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		x, y := uuid.New(), uuid.New()
+		xs := h.InsertFor(t, x, 3)
+		ys := h.InsertFor(t, y, 2)
+		ordered := relay.Claim{Limit: 10, Ordered: true}
+		claim := func(out func([]relay.Message) relay.Outcome) []uuid.UUID {
+			t.Helper()
+			var got []uuid.UUID
+			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.Outcome, error) {
+				for _, m := range msgs {
+					got = append(got, m.ID)
+				}
+				return out(msgs), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		// x's first row fails; y's is published.
+		got := claim(func([]relay.Message) relay.Outcome {
+			return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{ys[0]},
+				Retry: []relay.Failure{{ID: xs[0], Error: "throttled", NextAttemptAt: time.Now().Add(time.Hour)}}}
+		})
+		if !sameIDs(got, []uuid.UUID{xs[0], ys[0]}) {
+			t.Fatalf("first ordered claim: got %v, want the first row of each aggregate %v", got, []uuid.UUID{xs[0], ys[0]})
+		}
+		// x waits for its retry: only y's next row goes, nothing of x.
+		got = claim(func(msgs []relay.Message) relay.Outcome {
+			return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}
+		})
+		if !sameIDs(got, []uuid.UUID{ys[1]}) {
+			t.Fatalf("second ordered claim: got %v, want only %v (x is behind its retry)", got, ys[1])
+		}
+		if s, _ := h.State(t, xs[1]); s != "PENDING" {
+			t.Errorf("x's second row: %s, want PENDING behind the first", s)
+		}
+	})
+
+	t.Run("ordered: a claim waits for rows another claim holds", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		x := uuid.New()
+		xs := h.InsertFor(t, x, 2)
+		ordered := relay.Claim{Limit: 10, Ordered: true}
+		holding, release := make(chan []relay.Message), make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.Outcome, error) {
+				holding <- msgs
+				<-release
+				return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		first := <-holding
+		if !sameIDs(msgIDs(first), xs[:1]) {
+			t.Fatalf("first claim: got %v, want %v", msgIDs(first), xs[:1])
+		}
+		secondDone := make(chan []uuid.UUID, 1)
+		wg.Go(func() {
+			var got []uuid.UUID
+			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.Outcome, error) {
+				got = msgIDs(msgs)
+				if s, _ := h.State(t, xs[0]); len(got) > 0 && got[0] == xs[1] && s != "PUBLISHED" {
+					t.Errorf("x's second row claimed while its first is %s: it overtook a row at the broker", s)
+				}
+				return relay.Outcome{}, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			secondDone <- got
+		})
+		close(release)
+		wg.Wait()
+		if got := <-secondDone; !sameIDs(got, xs[1:]) && len(got) != 0 {
+			t.Errorf("second claim: got %v, want %v or nothing", got, xs[1:])
+		}
+	})
+
+	t.Run("leases: replicas split the partitions without overlap", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx := context.Background()
+		a, err := h.Store.Heartbeat(ctx, "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Owned) != a.Partitions || a.Took != a.Partitions {
+			t.Fatalf("alone, a holds %d of %d (took %d), want all", len(a.Owned), a.Partitions, a.Took)
+		}
+		b, err := h.Store.Heartbeat(ctx, "b", time.Minute) // nothing free yet
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.Owned) != 0 {
+			t.Fatalf("b took %v while a held every lease", b.Owned)
+		}
+		a, err = h.Store.Heartbeat(ctx, "a", time.Minute) // a sees b, gives up half
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err = h.Store.Heartbeat(ctx, "b", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Owned)+len(b.Owned) != a.Partitions || len(a.Owned) != relay.FairShare(a.Partitions, []string{"a", "b"}, "a") {
+			t.Errorf("after rebalancing a holds %v and b %v of %d", a.Owned, b.Owned, a.Partitions)
+		}
+		for _, p := range a.Owned {
+			if slices.Contains(b.Owned, p) {
+				t.Errorf("partition %d held by both", p)
+			}
+		}
+		if err := h.Store.Release(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		a, err = h.Store.Heartbeat(ctx, "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(a.Owned) != a.Partitions {
+			t.Errorf("after b released, a holds %d of %d, want all", len(a.Owned), a.Partitions)
+		}
+	})
+
+	t.Run("leases: an expired lease is taken over", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		ctx := context.Background()
+		const ttl = 200 * time.Millisecond
+		sent := time.Now()
+		a, err := h.Store.Heartbeat(ctx, "crashed", ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expiry := sent.Add(ttl) // the earliest the leases can expire
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, err := h.Store.Heartbeat(ctx, "survivor", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b.Owned) > 0 && time.Now().Before(expiry) {
+				t.Fatalf("survivor took %v before the crashed replica's leases expired", b.Owned)
+			}
+			if len(b.Owned) == a.Partitions {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("survivor holds %d of %d partitions 10s after the leases expired", len(b.Owned), a.Partitions)
+			}
+			time.Sleep(ttl / 10) // polling the heartbeat, as a replica does
+		}
+	})
 }
+
+func msgIDs(msgs []relay.Message) []uuid.UUID {
+	ids := make([]uuid.UUID, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func sameIDs(a, b []uuid.UUID) bool { return slices.Equal(a, b) }

@@ -18,6 +18,9 @@ func TestFakeHonoursTheContract(t *testing.T) {
 		return relaytest.Harness{
 			Store:  s,
 			Insert: func(t *testing.T, n int) []uuid.UUID { return s.Add(n, "payment.created") },
+			InsertFor: func(t *testing.T, agg uuid.UUID, n int) []uuid.UUID {
+				return s.AddFor(agg, n, "payment.created")
+			},
 			State: func(t *testing.T, id uuid.UUID) (string, int) {
 				r := s.Row(id)
 				return r.Status, r.Message.Attempts
