@@ -192,6 +192,8 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 	if err != nil {
 		return summary{}, err
 	}
+	pgBefore, pgOK := postgresCPU(ctx, db)
+	selfBefore := selfCPU()
 	start := time.Now()
 	for i, r := range relays {
 		g.Go(func() error { return r.Run(gctx) })
@@ -239,6 +241,12 @@ wait:
 	if err != nil {
 		return summary{}, err
 	}
-	return summary{N: int(published.Load()), Elapsed: elapsed,
-		IndexReadsPerRow: float64(readsAfter-readsBefore) / float64(published.Load())}, nil
+	n := published.Load()
+	s := summary{N: int(n), Elapsed: elapsed,
+		IndexReadsPerRow: float64(readsAfter-readsBefore) / float64(n),
+		ClientCPU:        (selfCPU() - selfBefore) / time.Duration(max(n, 1))}
+	if pgAfter, ok := postgresCPU(ctx, db); ok && pgOK {
+		s.ServerCPU = (pgAfter - pgBefore) / time.Duration(max(n, 1))
+	}
+	return s, nil
 }

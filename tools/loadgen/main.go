@@ -441,6 +441,17 @@ func (b *bench) relayDrain(ctx context.Context) error {
 		}
 		slices.Sort(reads)
 		scale += fmt.Sprintf("; %.1f index entries read per row", reads[len(reads)/2])
+		var pgCPU, relayCPU []time.Duration
+		for _, s := range runs[j] {
+			if s.ServerCPU > 0 {
+				pgCPU = append(pgCPU, s.ServerCPU)
+			}
+			relayCPU = append(relayCPU, s.ClientCPU)
+		}
+		if len(pgCPU) > 0 {
+			scale += fmt.Sprintf("; CPU per row: Postgres %s, relays %s",
+				medianDuration(pgCPU).Round(100*time.Nanosecond), medianDuration(relayCPU).Round(100*time.Nanosecond))
+		}
 		if c.Latency > 0 {
 			r.Limit = fmt.Sprintf("the publisher: ≤ %d rows in flight per replica%s", workers*100, scale)
 		} else {

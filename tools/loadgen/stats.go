@@ -24,6 +24,10 @@ type summary struct {
 	// IndexReadsPerRow is, for a relay drain, the outbox index entries read
 	// per row published (Postgres's counters): what the claims step over.
 	IndexReadsPerRow float64
+	// ServerCPU is, for a relay drain, the CPU time Postgres used per row
+	// published (zero when the server is not on this machine); ClientCPU is
+	// then the in-process relays' own.
+	ServerCPU time.Duration
 }
 
 // Rate is successful operations per second.
