@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Metrics are the HTTP request metrics. Create them once per process with
@@ -78,7 +79,7 @@ func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 			if status >= 500 {
 				level = slog.LevelError
 			}
-			log.LogAttrs(r.Context(), level, "http request",
+			attrs := []slog.Attr{
 				slog.String("request_id", reqID),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.Path),
@@ -87,7 +88,11 @@ func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 				slog.Int("bytes", ww.BytesWritten()),
 				slog.Duration("duration", elapsed),
 				slog.String("remote", r.RemoteAddr),
-			)
+			}
+			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+			}
+			log.LogAttrs(r.Context(), level, "http request", attrs...)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // API is what a service's public router needs.
@@ -20,6 +21,9 @@ type API struct {
 	// GET /openapi.yaml so a client can generate code from the running
 	// service.
 	OpenAPI []byte
+	// TracerProvider, when set, traces every request (traceRequests). Nil:
+	// tracing off, and no tracing middleware at all.
+	TracerProvider trace.TracerProvider
 }
 
 // OpenAPIContentType is the media type of GET /openapi.yaml:
@@ -32,7 +36,7 @@ const OpenAPIContentType = "application/yaml"
 // The service adds its own routes. The operational endpoints are not here:
 // they are on their own listener (NewOpsRouter), which never faces clients.
 func NewRouter(o API) chi.Router {
-	r := newRouter(o.Log, o.Metrics)
+	r := newRouter(o.Log, o.Metrics, o.TracerProvider)
 	if o.OpenAPI != nil {
 		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", OpenAPIContentType)
@@ -42,8 +46,11 @@ func NewRouter(o API) chi.Router {
 	return r
 }
 
-func newRouter(log *slog.Logger, m *Metrics) chi.Router {
+func newRouter(log *slog.Logger, m *Metrics, tp trace.TracerProvider) chi.Router {
 	r := chi.NewRouter()
+	if tp != nil {
+		r.Use(traceRequests(tp)...) // first, so the span covers the whole request
+	}
 	r.Use(Middleware(log, m)...)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
@@ -77,7 +84,8 @@ type Ops struct {
 // contract is api/ops.openapi.yaml. It asks for no credentials: the listener
 // is meant for a network only operators reach (docs/SECURITY.md).
 func NewOpsRouter(o Ops) chi.Router {
-	r := newRouter(o.Log, o.Metrics)
+	// Not traced: probes and scrapes would bury the requests worth a trace.
+	r := newRouter(o.Log, o.Metrics, nil)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
@@ -51,6 +52,8 @@ type Config struct {
 	// RequestTimeout bounds each request's work (default 5s), so a database
 	// outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
+	// TracerProvider, when set, traces every request (httpserver.API).
+	TracerProvider trace.TracerProvider
 }
 
 // NewHandler returns the API's router.
@@ -59,7 +62,7 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{q: cfg.Queries, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger()})
+	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireBearer(func(ctx context.Context, token string) (context.Context, error) {

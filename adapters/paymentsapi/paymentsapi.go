@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
@@ -56,6 +57,8 @@ type Config struct {
 	// RequestTimeout bounds each request's work (default 5s), so a database
 	// outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
+	// TracerProvider, when set, traces every request (httpserver.API).
+	TracerProvider trace.TracerProvider
 }
 
 // MaxBodyBytes is the largest request body accepted.
@@ -67,7 +70,7 @@ func NewHandler(cfg Config) http.Handler {
 		cfg.RequestTimeout = 5 * time.Second
 	}
 	a := &api{svc: cfg.Service, auth: cfg.Authenticator, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments()})
+	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireBearer(a.authenticate, a.writeError))

@@ -13,11 +13,14 @@ import (
 	"net"
 	"strings"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Option tunes Open.
@@ -25,6 +28,7 @@ type Option func(*options)
 
 type options struct {
 	defaultMaxConns int32
+	tracerProvider  trace.TracerProvider
 }
 
 // WithDefaultMaxConns sizes the pool to n connections unless the URL sets
@@ -33,6 +37,14 @@ type options struct {
 // worker holds a connection for its transaction.
 func WithDefaultMaxConns(n int) Option {
 	return func(o *options) { o.defaultMaxConns = int32(n) }
+}
+
+// WithTracerProvider traces the pool's statements, batches and connection
+// waits with tp (otelpgx), as children of the span in each call's context.
+// A statement sent outside any span (a poll, a retention sweep) records
+// nothing: only work already in a trace is detailed.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
 }
 
 // Open connects a pool to url and checks that the server answers.
@@ -47,6 +59,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*pgxpool.Pool, error
 	}
 	if o.defaultMaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = o.defaultMaxConns
+	}
+	if o.tracerProvider != nil {
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer(
+			otelpgx.WithTracerProvider(o.tracerProvider),
+			otelpgx.WithMeterProvider(noopmetric.NewMeterProvider()), // the services' metrics are Prometheus's
+		)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

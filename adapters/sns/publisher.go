@@ -4,7 +4,9 @@
 // Each message goes out exactly as the write side stored it (the CloudEvents JSON
 // document is the SNS message body; with raw message delivery it is also the SQS
 // body) with the message attributes id and type, so subscriptions can filter on
-// them without parsing the body.
+// them without parsing the body, and, when the write that committed it was
+// traced, with the attributes traceparent and tracestate, which the consumer
+// continues its trace from.
 package sns
 
 import (
@@ -37,6 +39,15 @@ const (
 const (
 	attrID   = "id"
 	attrType = "type"
+)
+
+// The optional message attributes of the W3C trace context stored with the
+// outbox row (the same values as the event's CloudEvents extension
+// attributes of those names), sent only when not empty: SNS refuses an
+// attribute with an empty value.
+const (
+	attrTraceParent = "traceparent"
+	attrTraceState  = "tracestate"
 )
 
 // ErrTooLarge is the error for a message SNS would reject for its size. Retrying
@@ -123,7 +134,14 @@ func chunk(msgs []relay.Message, errs []error) [][]int {
 // name, data type and value.
 func messageSize(m relay.Message) int {
 	const idLen = 36 // a UUID in text form
-	return len(m.Payload) + len(attrID) + len("String") + idLen + len(attrType) + len("String") + len(m.Type)
+	n := len(m.Payload) + len(attrID) + len("String") + idLen + len(attrType) + len("String") + len(m.Type)
+	if m.TraceParent != "" {
+		n += len(attrTraceParent) + len("String") + len(m.TraceParent)
+	}
+	if m.TraceState != "" {
+		n += len(attrTraceState) + len("String") + len(m.TraceState)
+	}
+	return n
 }
 
 func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx []int, errs []error) {
@@ -179,10 +197,17 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 
 // messageAttributes returns the SNS message attributes of m.
 func messageAttributes(m relay.Message) map[string]types.MessageAttributeValue {
-	return map[string]types.MessageAttributeValue{
+	attrs := map[string]types.MessageAttributeValue{
 		attrID:   {DataType: aws.String("String"), StringValue: aws.String(m.ID.String())},
 		attrType: {DataType: aws.String("String"), StringValue: aws.String(m.Type)},
 	}
+	if m.TraceParent != "" {
+		attrs[attrTraceParent] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.TraceParent)}
+	}
+	if m.TraceState != "" {
+		attrs[attrTraceState] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.TraceState)}
+	}
+	return attrs
 }
 
 // refusesTheEntry reports whether SNS refused an entry for its content, so that

@@ -12,7 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 )
 
@@ -88,13 +92,20 @@ type Config struct {
 	Log            *slog.Logger
 	Metrics        *Metrics
 	Now            func() time.Time
+	// TracerProvider, when set, traces each message's handling as a span
+	// ("process <type>", kind consumer) that continues the producer's trace:
+	// the child of the message attribute traceparent. Nil: no span; the
+	// message's trace context still reaches the handler's context, so the
+	// inbox keeps the message's trace id either way.
+	TracerProvider trace.TracerProvider
 }
 
 // Consumer receives messages from one queue and applies them through a Handler.
 type Consumer struct {
-	api API
-	h   Handler
-	cfg Config
+	api    API
+	h      Handler
+	cfg    Config
+	tracer trace.Tracer
 }
 
 // NewConsumer returns a consumer of cfg.QueueURL; Run starts it.
@@ -123,7 +134,7 @@ func NewConsumer(api API, h Handler, cfg Config) *Consumer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Consumer{api: api, h: h, cfg: cfg}
+	return &Consumer{api: api, h: h, cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}
 }
 
 // Run receives and applies messages with cfg.Workers loops until ctx is
@@ -202,6 +213,7 @@ func (c *Consumer) receive(ctx context.Context) (*awssqs.ReceiveMessageOutput, e
 		MaxNumberOfMessages:         c.cfg.MaxMessages,
 		WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		MessageAttributeNames:       []string{tracing.TraceParent, tracing.TraceState, attrType},
 	})
 }
 
@@ -255,12 +267,39 @@ func (c *Consumer) handleBatch(ctx, cut context.Context, msgs []types.Message) {
 	c.ack(work, acks)
 }
 
-// handle applies one message and says what to do with it.
-func (c *Consumer) handle(cut context.Context, m types.Message) verdict {
+// The message attributes the consumer reads: the event type, to name the
+// processing span, and the W3C trace context the producer sent.
+const attrType = "type"
+
+// handle applies one message and says what to do with it, in a span that
+// continues the producer's trace.
+func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
+	cut = tracing.Extract(cut, messageAttr(m, tracing.TraceParent), messageAttr(m, tracing.TraceState))
+	name := "process message"
+	if typ := messageAttr(m, attrType); typ != "" {
+		name = "process " + typ
+	}
+	cut, span := c.tracer.Start(cut, name,
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "aws_sqs"),
+			attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.destination.name", c.cfg.QueueURL),
+			attribute.String("messaging.message.id", aws.ToString(m.MessageId)),
+		))
+	defer func() {
+		if v != ack {
+			span.SetStatus(codes.Error, "not applied")
+		}
+		span.End()
+	}()
 	hctx, cancel := context.WithTimeout(cut, c.cfg.HandlerTimeout)
 	res, err := c.h.Apply(hctx, []byte(aws.ToString(m.Body)))
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)
 	cancel()
+	if err != nil {
+		span.RecordError(err)
+	}
 	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	switch {
 	case errors.Is(err, posting.ErrMalformed), errors.Is(err, posting.ErrInvalidEvent):
@@ -281,6 +320,10 @@ func (c *Consumer) handle(cut context.Context, m types.Message) verdict {
 		}
 		return retry
 	}
+	span.SetAttributes(
+		attribute.String("cloudevents.event_id", res.MessageID),
+		attribute.String("cloudevents.event_type", res.Type),
+		attribute.String("ledger.outcome", res.Outcome.String()))
 	c.cfg.Metrics.processed.WithLabelValues(res.Outcome.String()).Inc()
 	switch res.Outcome {
 	case posting.Duplicate:
@@ -489,4 +532,9 @@ func WatchDLQ(ctx context.Context, api API, dlqURL string, interval time.Duratio
 		case <-t.C:
 		}
 	}
+}
+
+// messageAttr returns the string value of m's message attribute name, or "".
+func messageAttr(m types.Message, name string) string {
+	return aws.ToString(m.MessageAttributes[name].StringValue)
 }

@@ -51,6 +51,10 @@ type Message struct {
 	Payload     []byte
 	Attempts    int       // failed publish attempts so far
 	CreatedAt   time.Time // commit time of the event, for the latency metric
+	// TraceParent and TraceState are the W3C trace context of the write that
+	// committed the event (empty when it was not traced). The publisher sends
+	// them with the message, so the consumer continues that trace.
+	TraceParent, TraceState string
 }
 
 // Permanent marks err as a publish failure no retry can fix — the broker refused

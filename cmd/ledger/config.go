@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -46,6 +47,10 @@ type config struct {
 	// APITokens are the operator tokens the read API accepts
 	// (LEDGER_API_TOKENS); only their hashes are kept.
 	APITokens access.Tokens
+
+	// Tracing is whether the OTEL_* variables configure a trace exporter
+	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
+	Tracing bool
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -72,6 +77,8 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", 100, 1, 1000),
 		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
 		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", time.Second),
+
+		Tracing: tracing.Configured(getenv),
 	}
 	if cfg.InboxMode != inboxSync && cfg.InboxMode != inboxAsync {
 		e.Fail(fmt.Errorf("LEDGER_INBOX_MODE=%q is invalid: want sync (apply each message in the transaction that records it) or async (record and acknowledge; the inbox processor applies)", cfg.InboxMode))

@@ -47,6 +47,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -181,7 +182,12 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.poolSize()))
+	tp, err := telemetry.Start(ctx, cfg.Tracing, "ledger", telemetry.FlushTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer tp.Shutdown()
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.poolSize()), postgres.WithTracerProvider(tp.Provider))
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -213,7 +219,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	consumerMetrics := sqs.NewMetrics(reg)
-	store := ledgerstore.New(pool)
+	store := ledgerstore.New(pool, ledgerstore.WithTracerProvider(tp.Provider))
 	schemas, err := eventschema.New()
 	if err != nil {
 		return fmt.Errorf("event schemas: %w", err)
@@ -244,12 +250,12 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// SHUTDOWN_TIMEOUT of the signal.
 	consumer := sqs.NewConsumer(client, handler, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
-		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics,
+		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics, TracerProvider: tp.Provider,
 	})
 
 	httpMetrics := httpserver.NewMetrics(reg)
 	api := newServer(ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: svc, Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics,
+		Queries: svc, Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics, TracerProvider: tp.Provider,
 	}), log)
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg,

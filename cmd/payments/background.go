@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
@@ -20,8 +21,8 @@ const idempotencyKeyTTL = 48 * time.Hour
 
 // startBackground starts the work that runs beside the API, owned by g and
 // stopped by ctx: the outbox relay and the idempotency-key cleanup.
-func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer) error {
-	if err := startRelay(ctx, g, cfg, pool, b, log, reg); err != nil {
+func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
+	if err := startRelay(ctx, g, cfg, pool, b, log, reg, tp); err != nil {
 		return err
 	}
 	repo := paymentstore.New(pool, paymentstore.Options{})

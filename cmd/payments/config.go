@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
@@ -37,6 +38,10 @@ type config struct {
 	APIRateLimit int
 
 	ShutdownTimeout time.Duration
+
+	// Tracing is whether the OTEL_* variables configure a trace exporter
+	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
+	Tracing bool
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -62,6 +67,8 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
 
 		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
+
+		Tracing: tracing.Configured(getenv),
 	}
 	// Ordered by default when the topic is FIFO: a FIFO topic is asked for
 	// order, and unordered publishing would give it up.

@@ -41,6 +41,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -160,7 +161,12 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(defaultPoolSize))
+	tp, err := telemetry.Start(ctx, cfg.Tracing, "payments", telemetry.FlushTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer tp.Shutdown()
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(defaultPoolSize), postgres.WithTracerProvider(tp.Provider))
 	if err != nil {
 		return err
 	}
@@ -186,13 +192,14 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		notifier = paymentstore.NewNotifier(pool, log)
 	}
 	svc := payments.NewService(
-		paymentstore.New(pool, paymentstore.Options{Notifier: notifier}),
+		paymentstore.New(pool, paymentstore.Options{Notifier: notifier, TracerProvider: tp.Provider}),
 		time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() },
 	)
 	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
 	api := newServer(paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Authenticator: auth, RateLimit: cfg.APIRateLimit, Log: log, Metrics: httpMetrics,
+		TracerProvider: tp.Provider,
 	}), log)
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: pool.Ping, Status: b.status, Metrics: httpMetrics, Gatherer: reg,
@@ -239,7 +246,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		// orchestrator sees the replica until it is gone.
 		return errors.Join(api.Shutdown(sctx), ops.Shutdown(sctx))
 	})
-	if err := startBackground(gctx, g, cfg, pool, b, log, reg); err != nil {
+	if err := startBackground(gctx, g, cfg, pool, b, log, reg, tp.Provider); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
 		_ = g.Wait()
 		return err

@@ -6,16 +6,19 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
@@ -81,7 +84,10 @@ func (b broker) status() map[string]string {
 // /readyz reports. On shutdown a worker lets its in-flight batch
 // finish, so every row the broker acknowledged is marked; it never marks a row
 // the broker did not acknowledge.
-func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer) error {
+//
+// With tp set, each claimed batch and each row's publish is traced
+// (tracing.Relay).
+func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
 	relayMetrics, err := metrics.NewRelay(reg)
 	if err != nil {
 		return fmt.Errorf("outbox relay metrics: %w", err)
@@ -97,7 +103,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		Ordered:        cfg.OutboxOrdered,
 		Owner:          relayOwner(),
 		LeaseDuration:  cfg.OutboxLeaseDuration,
-	}, store, b.publisher, log, relayMetrics, time.Now)
+	}, tracing.Relay(store, tp, topicName(cfg.TopicARN)), b.publisher, log, relayMetrics, time.Now)
 	log.InfoContext(ctx, "outbox relay starting", "owner", r.Owner(), "ordered", cfg.OutboxOrdered,
 		"lease_duration", cfg.OutboxLeaseDuration)
 
@@ -134,4 +140,9 @@ func relayOwner() string {
 // gain), and HTTP requests always find a connection during a backlog.
 func relayWorkers(pool *pgxpool.Pool) int {
 	return min(4, max(1, int(pool.Config().MaxConns)/2))
+}
+
+// topicName is the name part of an SNS topic ARN (arn:aws:sns:region:account:name).
+func topicName(arn string) string {
+	return arn[strings.LastIndex(arn, ":")+1:]
 }

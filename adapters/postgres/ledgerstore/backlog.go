@@ -2,11 +2,14 @@ package ledgerstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 )
 
@@ -55,9 +58,13 @@ func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(conte
 		if n == 0 {
 			return nil
 		}
+		var parents map[string]trace.SpanContext
+		if s.tracer != nil {
+			parents = traceParents(msgs)
+		}
 		apply := func(ctx context.Context, fn func(posting.Repos) error) error {
 			return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a SAVEPOINT
-				return fn(posting.Repos{Inbox: inbox{sp}, Ledger: ledgerRepo{sp}})
+				return fn(posting.Repos{Inbox: inbox{tx: sp}, Ledger: ledgerRepo{tx: sp, tracer: s.tracer, parents: parents}})
 			})
 		}
 		out, err := fn(ctx, msgs, apply)
@@ -67,6 +74,27 @@ func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(conte
 		return writeOutcome(ctx, tx, out)
 	})
 	return n, err
+}
+
+// traceParents returns the trace context each message's event carries as its
+// CloudEvents distributed-tracing extension, by message id: the context of
+// the write that recorded the payment, which the consumer's span had as its
+// parent when it recorded the row.
+func traceParents(msgs []posting.PendingMessage) map[string]trace.SpanContext {
+	parents := make(map[string]trace.SpanContext, len(msgs))
+	for _, m := range msgs {
+		var ext struct {
+			TraceParent string `json:"traceparent"`
+			TraceState  string `json:"tracestate"`
+		}
+		if json.Unmarshal(m.Payload, &ext) != nil {
+			continue // the processor refuses the row itself
+		}
+		if sc := tracing.SpanContext(ext.TraceParent, ext.TraceState); sc.IsValid() {
+			parents[m.ID] = sc
+		}
+	}
+	return parents
 }
 
 // writeOutcome writes a batch's outcome with one statement per kind of

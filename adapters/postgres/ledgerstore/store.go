@@ -12,8 +12,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -21,7 +24,8 @@ import (
 
 // Store implements the posting ports on the ledger database.
 type Store struct {
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	tracer trace.Tracer // nil: tracing off
 }
 
 var (
@@ -34,9 +38,28 @@ var (
 	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
 
+// Option tunes a Store.
+type Option func(*Store)
+
+// WithTracerProvider traces each transaction ("ledger transaction") and each
+// posting in it ("post ledger transaction") with tp's tracer, as children of
+// the span in the caller's context: the consumer's, which continues the
+// producer's trace.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(s *Store) {
+		if tp != nil {
+			s.tracer = tracing.Tracer(tp)
+		}
+	}
+}
+
 // New returns a Store on pool, a pool on the migrated ledger database.
-func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Transact runs fn in one database transaction with the inbox and ledger
@@ -49,10 +72,33 @@ func New(pool *pgxpool.Pool) *Store {
 // round trips (BEGIN + inbox insert, posting, COMMIT) instead of
 // pgx.BeginFunc's four, and round trips are what the consumer spends its
 // time on (docs/BENCHMARKS.md).
-func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) error {
+//
+// The repositories carry the transaction's span: the statements the use case
+// sends through them are its children whatever context it passes.
+func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) (err error) {
+	var span trace.Span
+	if s.tracer != nil {
+		ctx, span = s.tracer.Start(ctx, "ledger transaction")
+		defer func() {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, "rolled back")
+			}
+			span.End()
+		}()
+	}
 	return postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(posting.Repos{Inbox: inbox{tx}, Ledger: ledgerRepo{tx}})
+		return fn(posting.Repos{Inbox: inbox{tx: tx, span: span}, Ledger: ledgerRepo{tx: tx, span: span, tracer: s.tracer}})
 	})
+}
+
+// inSpan returns ctx with span as its current span, or ctx itself when span
+// is nil (tracing off).
+func inSpan(ctx context.Context, span trace.Span) context.Context {
+	if span == nil {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, span)
 }
 
 // Ping reports whether the database answers; /readyz uses it.
@@ -64,11 +110,21 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-type inbox struct{ tx execer }
+type inbox struct {
+	tx   execer
+	span trace.Span // the transaction's; nil when tracing is off
+}
 
 // Insert is the first layer of idempotency: the primary key on the message id
-// turns a redelivery into zero inserted rows.
+// turns a redelivery into zero inserted rows. The row keeps the trace id of
+// the message, which the consumer put in ctx (NULL when it carried none).
 func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, error) {
+	var traceID *string
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		id := sc.TraceID().String()
+		traceID = &id
+	}
+	ctx = inSpan(ctx, i.span)
 	var processed *time.Time
 	if !msg.ProcessedAt.IsZero() {
 		processed = &msg.ProcessedAt
@@ -78,10 +134,10 @@ func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, erro
 		errText = &msg.Error
 	}
 	tag, err := i.tx.Exec(ctx, `
-		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (id) DO NOTHING`,
-		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText)
+		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText, traceID)
 	if err != nil {
 		return false, fmt.Errorf("insert inbox message: %w", err)
 	}
@@ -90,13 +146,23 @@ func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, erro
 
 // Annotate sets the error/note column of one inbox row.
 func (i inbox) Annotate(ctx context.Context, id, note string) error {
+	ctx = inSpan(ctx, i.span)
 	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
 		return fmt.Errorf("annotate inbox message: %w", err)
 	}
 	return nil
 }
 
-type ledgerRepo struct{ tx execer }
+type ledgerRepo struct {
+	tx     execer
+	span   trace.Span   // the transaction's; nil when tracing is off
+	tracer trace.Tracer // nil when tracing is off
+	// parents, set in the inbox processor's claims, maps each claimed row's
+	// message id to the trace context its stored event carries, so that a
+	// posting made later continues the trace that wrote the payment. A row
+	// without one is not traced: it would start a trace of its own per row.
+	parents map[string]trace.SpanContext
+}
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
@@ -117,7 +183,25 @@ ORDER BY e.n`
 
 // Post stores tx and its entries; false means the business key or message
 // id was already posted (the second layer of idempotency).
-func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error) {
+func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
+	ctx = inSpan(ctx, l.span)
+	traced := l.tracer != nil
+	if traced && l.parents != nil {
+		sc, ok := l.parents[tx.MessageID()]
+		traced = ok
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	if traced {
+		var span trace.Span
+		ctx, span = l.tracer.Start(ctx, "post ledger transaction")
+		defer func() {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, "not posted")
+			}
+			span.End()
+		}()
+	}
 	entries := tx.Entries()
 	accounts := make([]string, len(entries))
 	amounts := make([]int64, len(entries))

@@ -67,7 +67,7 @@ func New(pool *pgxpool.Pool) *Store {
 // its backoff and never in front of new rows; SKIP LOCKED keeps claims that
 // meet on a partition (a lease changing hands) on disjoint rows.
 const claimSQL = `
-SELECT id, aggregate_id, type, payload, attempts, created_at, true
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
 FROM outbox
 WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY outbox_partition(aggregate_id, %[1]d), next_attempt_at, created_at
@@ -85,7 +85,7 @@ const claimOrderedSQL = `
 WITH blocked AS (
     SELECT DISTINCT aggregate_id FROM outbox
     WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING' AND next_attempt_at > now())
-SELECT id, aggregate_id, type, payload, attempts, created_at, next_attempt_at <= now()
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
 FROM outbox
 WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING'
     AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
@@ -99,7 +99,7 @@ FOR UPDATE OF outbox`
 // returned, as ORDER BY needs it to be across several partitions.
 const (
 	claimOneSQL = `
-SELECT id, aggregate_id, type, payload, attempts, created_at, true
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
 FROM outbox
 WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at
@@ -109,7 +109,7 @@ FOR UPDATE SKIP LOCKED`
 WITH blocked AS (
     SELECT DISTINCT aggregate_id FROM outbox
     WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at > now())
-SELECT id, aggregate_id, type, payload, attempts, created_at, next_attempt_at <= now()
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
 FROM outbox
 WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING'
     AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
@@ -123,7 +123,7 @@ FOR UPDATE OF outbox`
 // the whole backlog.
 const (
 	claimAllSQL = `
-SELECT id, aggregate_id, type, payload, attempts, created_at, true
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
 FROM outbox
 WHERE status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY next_attempt_at, created_at
@@ -132,7 +132,7 @@ FOR UPDATE SKIP LOCKED`
 	claimAllOrderedSQL = `
 WITH blocked AS (
     SELECT DISTINCT aggregate_id FROM outbox WHERE status = 'PENDING' AND next_attempt_at > now())
-SELECT id, aggregate_id, type, payload, attempts, created_at, next_attempt_at <= now()
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
 FROM outbox
 WHERE status = 'PENDING' AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
 ORDER BY seq
@@ -260,7 +260,7 @@ func claim(ctx context.Context, tx *postgres.Tx, c relay.Claim) ([]claimedRow, e
 	}
 	out := make([]claimedRow, 0, c.Limit)
 	var m claimedRow
-	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.AggregateID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.due}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.AggregateID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.TraceParent, &m.TraceState, &m.due}, func() error {
 		out = append(out, m)
 		m.Payload = nil // the next Scan must not write into this message's bytes
 		return nil

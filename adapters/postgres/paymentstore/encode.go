@@ -9,5 +9,5 @@ import "github.com/payments-outbox/payments-outbox/domain/payment"
 // encoder, their messages change when the published format does, instead of
 // drifting from it unnoticed. It fails for an event with no wire format.
 func EncodeEvent(id string, e payment.Event) ([]byte, error) {
-	return encodeEvent(id, e)
+	return encodeEvent(id, e, traceContext{})
 }

@@ -79,7 +79,17 @@ type cloudEvent struct {
 	// consumer is left.
 	DataVersion string `json:"dataversion"`
 	Data        any    `json:"data"`
+	// TraceParent and TraceState are the CloudEvents distributed-tracing
+	// extension: the W3C trace context of the write that recorded the event,
+	// left out when it was not traced. The envelope's schema allows extension
+	// attributes, and consumers ignore those they do not know.
+	TraceParent string `json:"traceparent,omitempty"`
+	TraceState  string `json:"tracestate,omitempty"`
 }
+
+// traceContext is the W3C trace context of a write, stored with each of its
+// outbox rows and in each of its events; empty when the write was not traced.
+type traceContext struct{ parent, state string }
 
 // createdV1 is the data of payment.created, dataversion 1.
 type createdV1 struct {
@@ -102,8 +112,9 @@ type refundedV1 struct {
 	RefundedAmount int64  `json:"refunded_amount"` // total after this refund
 }
 
-// encodeEvent renders e as the CloudEvents document published under message id.
-func encodeEvent(id string, e payment.Event) ([]byte, error) {
+// encodeEvent renders e as the CloudEvents document published under message
+// id, with the trace context tc of the write that recorded it.
+func encodeEvent(id string, e payment.Event, tc traceContext) ([]byte, error) {
 	form, ok := wireForms[e.EventType()]
 	if !ok {
 		return nil, fmt.Errorf("encode event: %q has no wire form in the producer registry", e.EventType())
@@ -116,7 +127,7 @@ func encodeEvent(id string, e payment.Event) ([]byte, error) {
 		SpecVersion: specVersion, ID: id, Type: e.EventType(), Source: eventSource,
 		Subject: string(e.AggregateID()), Time: e.OccurredAt().UTC().Format(timeLayout),
 		DataContentType: "application/json", DataSchema: api.EventSchemaID(e.EventType(), form.dataVersion),
-		DataVersion: form.dataVersion, Data: data,
+		DataVersion: form.dataVersion, Data: data, TraceParent: tc.parent, TraceState: tc.state,
 	})
 }
 

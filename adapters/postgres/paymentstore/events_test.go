@@ -179,7 +179,7 @@ func TestWireFormIsStable(t *testing.T) {
 			if !ok {
 				t.Fatalf("no sample of %q: add one to samples in adapters/postgres/paymentstore/events_test.go", typ)
 			}
-			got, err := encodeEvent(s.messageID, s.event)
+			got, err := encodeEvent(s.messageID, s.event, traceContext{})
 			if err != nil {
 				t.Fatal(err)
 			}

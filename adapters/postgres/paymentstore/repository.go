@@ -14,9 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -31,6 +35,7 @@ var _ payments.Repository = (*Repository)(nil)
 type Repository struct {
 	pool     *pgxpool.Pool
 	notifier *Notifier
+	tracer   trace.Tracer // nil: tracing off
 }
 
 // Options tune a Repository.
@@ -39,11 +44,39 @@ type Options struct {
 	// rows, so idle relays wake at once instead of at their next poll. Nil:
 	// the relays' poll finds the rows.
 	Notifier *Notifier
+	// TracerProvider, when set, traces each write as one span ("create
+	// payment", "update payment") whose context is stored with the outbox
+	// rows and in their events: the relay and the consumer continue it. Nil:
+	// no span, no trace context stored.
+	TracerProvider trace.TracerProvider
 }
 
 // New returns a Repository on pool.
 func New(pool *pgxpool.Pool, opts Options) *Repository {
-	return &Repository{pool: pool, notifier: opts.Notifier}
+	r := &Repository{pool: pool, notifier: opts.Notifier}
+	if opts.TracerProvider != nil {
+		r.tracer = tracing.Tracer(opts.TracerProvider)
+	}
+	return r
+}
+
+// startSpan starts the span of one write transaction, and returns the trace
+// context to store with its outbox rows and the function that ends the span
+// with the write's error. With tracing off it does nothing.
+func (r *Repository) startSpan(ctx context.Context, name string, id payment.ID) (context.Context, traceContext, func(error)) {
+	if r.tracer == nil {
+		return ctx, traceContext{}, func(error) {}
+	}
+	ctx, span := r.tracer.Start(ctx, name, trace.WithAttributes(attribute.String("payment.id", string(id))))
+	var tc traceContext
+	tc.parent, tc.state = tracing.Inject(ctx)
+	return ctx, tc, func(err error) {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "rolled back")
+		}
+		span.End()
+	}
 }
 
 // committed runs after a write's commit, never before: a relay woken
@@ -55,7 +88,9 @@ func (r *Repository) committed(out payments.Outcome) {
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (out payments.Outcome, err error) {
+	ctx, tc, end := r.startSpan(ctx, "create payment", p.ID())
+	defer func() { end(err) }()
 	s := p.Snapshot()
 	b := &pgx.Batch{}
 	// Ids are passed to pgx as plain strings throughout this file: for a
@@ -66,11 +101,11 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
-	refund, err := r.queueCommit(b, p, key)
+	refund, err := r.queueCommit(b, p, key, tc)
 	if err != nil {
 		return payments.Outcome{}, err
 	}
-	out := payments.Outcome{Payment: p, Refund: refund}
+	out = payments.Outcome{Payment: p, Refund: refund}
 
 	if key == nil {
 		// Nothing to read first, so the whole write is ONE round trip: a batch
@@ -101,9 +136,10 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 // Update implements payments.Repository. SELECT … FOR UPDATE holds the
 // payment's row lock while fn runs, so concurrent refunds are applied one
 // after another and the domain always sees the latest refunded total.
-func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
-	var out payments.Outcome
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (out payments.Outcome, err error) {
+	ctx, tc, end := r.startSpan(ctx, "update payment", id)
+	defer func() { end(err) }()
+	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
@@ -119,7 +155,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4 WHERE id = $1`,
 			string(s.ID), s.RefundedMinor, s.Status, s.UpdatedAt)
-		refund, err := r.queueCommit(b, p, key)
+		refund, err := r.queueCommit(b, p, key, tc)
 		if err != nil {
 			return err
 		}
@@ -136,8 +172,9 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 // queueCommit queues, after the state write already in b, one outbox row per
 // pulled event (and a refunds row per Refunded event) and the idempotency key
 // with the outcome. Queued into one batch, the whole write is
-// a single round trip inside its transaction.
-func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey) (*payment.Refund, error) {
+// a single round trip inside its transaction. Each outbox row and its event
+// carry tc, the write's trace context.
+func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey, tc traceContext) (*payment.Refund, error) {
 	var refund *payment.Refund
 	for _, e := range p.PullEvents() {
 		if ev, ok := e.(payment.Refunded); ok {
@@ -149,7 +186,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		if err != nil {
 			return nil, fmt.Errorf("outbox message id: %w", err)
 		}
-		body, err := encodeEvent(msgID.String(), e)
+		body, err := encodeEvent(msgID.String(), e, tc)
 		if err != nil {
 			return nil, err
 		}
@@ -157,8 +194,8 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		// while uuid.UUID is a driver.Valuer whose string pgx first fails to
 		// encode as binary (building an error) and then parses, on every
 		// outbox row written (the cost: docs/BENCHMARKS.md).
-		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
-			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body)
+		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload, traceparent, tracestate) VALUES ($1, $2, $3, $4, $5, $6)`,
+			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body, tc.parent, tc.state)
 	}
 	if key != nil {
 		result, err := json.Marshal(toStored(p.Snapshot(), refund))
