@@ -8,10 +8,12 @@
 // its store, and what a batch does in its processor: those differ. What is
 // the same is here: the retry schedule (Backoff, Schedule), the loop that
 // claims on wake-ups and polls and drains while batches come back full
-// (Loop), and how often to count a backlog for its gauges (StatsWait).
+// (Loop), and how often to count a backlog for its gauges (StatsWait,
+// CountEvery).
 package backlog
 
 import (
+	"context"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -64,4 +66,22 @@ func (s *Schedule) Delay(attempts int) time.Duration {
 // database has the most to do.
 func StatsWait(every, took time.Duration) time.Duration {
 	return max(every, min(50*took, time.Minute))
+}
+
+// CountEvery runs count at once, then again StatsWait after each run, until
+// ctx ends. count reports its own result: a failed count is retried at the
+// next turn, never stops the loop.
+func CountEvery(ctx context.Context, every time.Duration, count func(context.Context)) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		count(ctx)
+		t.Reset(StatsWait(every, time.Since(start)))
+	}
 }

@@ -314,15 +314,7 @@ func (p *Processor) report(ctx context.Context, res batchResult) {
 // the gauges come from the table, not from this process. The wait grows with
 // the time a count takes (backlog.StatsWait).
 func (p *Processor) RefreshGauges(ctx context.Context, admin InboxAdmin, every time.Duration) error {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		start := time.Now()
+	backlog.CountEvery(ctx, every, func(ctx context.Context) {
 		s, err := admin.InboxStats(ctx, p.types)
 		switch {
 		case err == nil:
@@ -330,6 +322,6 @@ func (p *Processor) RefreshGauges(ctx context.Context, admin InboxAdmin, every t
 		case ctx.Err() == nil:
 			p.log.WarnContext(ctx, "inbox stats failed", "err", err)
 		}
-		t.Reset(backlog.StatsWait(every, time.Since(start)))
-	}
+	})
+	return nil
 }

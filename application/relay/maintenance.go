@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/backlog"
 )
 
 // Stats is a snapshot of the outbox backlog: what `payments outbox stats` prints
@@ -46,21 +48,13 @@ type StatsSource interface {
 // ends. The gauges come from the table rather than from this process's
 // counters because several replicas share one outbox: each replica reports the
 // whole backlog. Counting a huge backlog is a scan, so the wait grows with the
-// time the last count took (statsWait): the gauges never cost the database
+// time the last count took (backlog.StatsWait): the gauges never cost the database
 // more than a sliver of one connection, exactly when it has the most to do.
 func RefreshGauges(ctx context.Context, src StatsSource, m Metrics, every time.Duration, log *slog.Logger) error {
 	if m == nil {
 		m = noMetrics{}
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-		start := time.Now()
+	backlog.CountEvery(ctx, every, func(ctx context.Context) {
 		s, err := src.Stats(ctx)
 		switch {
 		case err == nil:
@@ -68,13 +62,6 @@ func RefreshGauges(ctx context.Context, src StatsSource, m Metrics, every time.D
 		case ctx.Err() == nil:
 			log.WarnContext(ctx, "outbox stats failed", "err", err)
 		}
-		t.Reset(statsWait(every, time.Since(start)))
-	}
-}
-
-// statsWait is the pause before the next count: every, or 50 times what the
-// last count took (at most 2% of the time on counting), capped at a minute so
-// the gauges stay fresh enough to alert on.
-func statsWait(every, took time.Duration) time.Duration {
-	return max(every, min(50*took, time.Minute))
+	})
+	return nil
 }
