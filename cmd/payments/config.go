@@ -32,6 +32,9 @@ type config struct {
 	// published in the order they were written.
 	OutboxOrdered       bool
 	OutboxLeaseDuration time.Duration
+	// OutboxActiveClaims is how many claim transactions the relay keeps at
+	// work in the database at once (relay.Config.ActiveClaims).
+	OutboxActiveClaims int
 
 	// APIRateLimit is the requests per second each API key may make on
 	// each replica; 0 turns the limit off.
@@ -67,6 +70,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
 
 		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
+		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", 1, 1, 4),
 
 		Tracing: tracing.Configured(getenv),
 	}

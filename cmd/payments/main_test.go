@@ -43,6 +43,7 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"ops on the public port", "OPS_ADDR", ":8080", "OPS_ADDR"},
 		{"bad ordering", "OUTBOX_ORDERING", "fifo", "OUTBOX_ORDERING"},
 		{"short lease", "OUTBOX_LEASE_DURATION", "100ms", "OUTBOX_LEASE_DURATION"},
+		{"no active claims", "OUTBOX_ACTIVE_CLAIMS", "0", "OUTBOX_ACTIVE_CLAIMS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

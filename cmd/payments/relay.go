@@ -103,9 +103,10 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		Ordered:        cfg.OutboxOrdered,
 		Owner:          relayOwner(),
 		LeaseDuration:  cfg.OutboxLeaseDuration,
+		ActiveClaims:   cfg.OutboxActiveClaims,
 	}, tracing.Relay(store, tp, topicName(cfg.TopicARN)), b.publisher, log, relayMetrics, time.Now)
 	log.InfoContext(ctx, "outbox relay starting", "owner", r.Owner(), "ordered", cfg.OutboxOrdered,
-		"lease_duration", cfg.OutboxLeaseDuration)
+		"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims)
 
 	g.Go(func() error { return r.Run(ctx) })
 	g.Go(func() error { return b.topic.Run(ctx, topicCheckEvery) })

@@ -1,0 +1,128 @@
+package relay_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+)
+
+// heldStore holds the first ClaimBatch, before it claims, until another
+// call begins or hold has passed, and records whether one began: whether a
+// second claim transaction could open while the first was at the database.
+type heldStore struct {
+	*relaytest.FakeStore
+	hold time.Duration
+
+	mu         sync.Mutex
+	calls      int
+	overlapped bool
+	second     chan struct{}
+}
+
+func newHeldStore(now func() time.Time, hold time.Duration) *heldStore {
+	return &heldStore{FakeStore: relaytest.NewFakeStore(now), hold: hold, second: make(chan struct{})}
+}
+
+func (s *heldStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+	s.mu.Lock()
+	s.calls++
+	n := s.calls
+	if n == 2 {
+		close(s.second)
+	}
+	s.mu.Unlock()
+	if n == 1 {
+		select {
+		case <-s.second:
+			s.mu.Lock()
+			s.overlapped = true
+			s.mu.Unlock()
+		case <-time.After(s.hold):
+		}
+	}
+	return s.FakeStore.ClaimBatch(ctx, c, fn)
+}
+
+func (s *heldStore) secondBeganDuringFirst() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.overlapped
+}
+
+func runRelay(t *testing.T, r *relay.Relay) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
+// TestFastBrokerOneTransactionAtATime: against a broker that answers at once,
+// the four workers of a replica, each with rows waiting, take turns at the
+// database instead of keeping four claim transactions open on it.
+func TestFastBrokerOneTransactionAtATime(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	store := newHeldStore(clk.now, 200*time.Millisecond)
+	store.Add(400, "payment.created") // rows in every partition, so every worker has some
+	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour}, store, &fakePublisher{}, discard(), nil, clk.now)
+	stop := runRelay(t, r)
+	defer stop()
+
+	waitFor(t, "backlog drained", func() bool { return store.Count("PUBLISHED") == 400 })
+	if store.secondBeganDuringFirst() {
+		t.Error("a second claim transaction opened while the first was claiming; want one at a time (ActiveClaims' default)")
+	}
+}
+
+// TestActiveClaimsAllowsMore: ActiveClaims opens as many claim transactions
+// at once, for a database with the cores to serve them.
+func TestActiveClaimsAllowsMore(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	store := newHeldStore(clk.now, 10*time.Second)
+	store.Add(400, "payment.created")
+	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 2}, store, &fakePublisher{}, discard(), nil, clk.now)
+	stop := runRelay(t, r)
+	defer stop()
+
+	waitFor(t, "backlog drained", func() bool { return store.Count("PUBLISHED") == 400 })
+	if !store.secondBeganDuringFirst() {
+		t.Error("no second claim transaction opened while the first was claiming; want two at a time with ActiveClaims 2")
+	}
+}
+
+// TestSlowBrokerPublishesWithEveryWorker: once a batch's publish has taken
+// longer than its claim, the turn passes on, so against a slow broker every
+// worker has a batch at the broker at once, as without turns.
+func TestSlowBrokerPublishesWithEveryWorker(t *testing.T) {
+	t.Parallel()
+	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	store := relaytest.NewFakeStore(clk.now)
+	store.Add(400, "payment.created")
+	pub := &fakePublisher{entered: make(chan struct{}, 100), release: make(chan struct{})}
+	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour}, store, pub, discard(), nil, clk.now)
+	stop := runRelay(t, r)
+	defer stop()
+
+	deadline := time.After(10 * time.Second)
+	for i := range 4 {
+		select {
+		case <-pub.entered:
+		case <-deadline:
+			close(pub.release) // so that stop's in-flight batches end
+			t.Fatalf("batches at the broker at once: got %d, want 4 (one per worker)", i)
+		}
+	}
+	close(pub.release)
+	waitFor(t, "backlog drained", func() bool { return store.Count("PUBLISHED") == 400 })
+}
