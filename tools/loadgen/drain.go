@@ -72,6 +72,9 @@ func (c drainCase) name() string {
 	if c.Latency > 0 {
 		s += fmt.Sprintf(", publisher %s/call", c.Latency)
 	}
+	if c.Relay.Ordered {
+		s += ", ordered"
+	}
 	return s
 }
 

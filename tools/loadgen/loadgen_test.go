@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,18 @@ func TestParseAssignments(t *testing.T) {
 	want := []string{"PAYMENTS_TOPIC_ARN=arn:x", "LEDGER_QUEUE_URL=http://q"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestParseFlagsOrdering(t *testing.T) {
+	env := func(string) string { return "" }
+	for flag, want := range map[string][]bool{"none": {false}, "partition": {true}, "both": {false, true}} {
+		o, err := parseFlags([]string{"-database-url", "postgres://x", "-ordering", flag}, env, io.Discard)
+		if err != nil || !slices.Equal(o.Orderings, want) {
+			t.Errorf("-ordering %s: got %v, %v; want %v", flag, o.Orderings, err, want)
+		}
+	}
+	if _, err := parseFlags([]string{"-database-url", "postgres://x", "-ordering", "fifo"}, env, io.Discard); err == nil || !strings.Contains(err.Error(), "-ordering") {
+		t.Errorf("-ordering fifo: got %v, want an error naming -ordering", err)
 	}
 }

@@ -70,6 +70,8 @@ type options struct {
 	Replicas      []int
 	PubLatency    time.Duration
 	RelayWorkers  int
+	ActiveClaims  int
+	Orderings     []bool  // relay drains unordered (false), ordered (true) or both
 	LagRate       float64 // rows per second in the steady-state lag phase
 	LagReplicas   []int
 	E2ERate       float64
@@ -86,7 +88,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var only, replicas, lagReplicas, env string
+	var only, replicas, lagReplicas, env, ordering string
 	fs.StringVar(&o.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres server to create the benchmark databases on (default $DATABASE_URL)")
 	fs.StringVar(&o.URL, "url", "", "benchmark the payments service at this base URL instead of building and starting ./cmd/payments")
 	fs.IntVar(&o.Concurrency, "c", 16, "concurrent requests (and ceiling transactions)")
@@ -100,6 +102,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Float64Var(&o.LagRate, "lag-rate", 1000, "outbox rows committed per second during the relay lag phase")
 	fs.StringVar(&lagReplicas, "lag-replicas", "1,4", "relay replica counts to measure the steady-state lag with")
 	fs.IntVar(&o.RelayWorkers, "relay-workers", 0, "claim loops per relay replica (0: the relay's default)")
+	fs.IntVar(&o.ActiveClaims, "active-claims", 0, "claim transactions of a relay replica at work in the database at once (0: the relay's default)")
+	fs.StringVar(&ordering, "ordering", "none", "relay drains: none (unordered), partition (ordered, as for a FIFO topic) or both")
 	fs.Float64Var(&o.E2ERate, "e2e-rate", 20, "requests per second during the end-to-end latency phase (moto moves ~100 messages/s SNS→SQS)")
 	fs.StringVar(&o.PaymentsDBArg, "payments-db-params", "", "query parameters added to the payments binary's DATABASE_URL, e.g. pool_max_conns=16")
 	fs.StringVar(&env, "payments-env", "", "extra KEY=VALUE,… for the payments binary, e.g. LOG_LEVEL=warn")
@@ -127,6 +131,16 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 			return o, fmt.Errorf("-only: unknown scenario %q (want %s)", s, strings.Join(scenarios, ","))
 		}
 		o.Only[s] = true
+	}
+	switch ordering {
+	case "none":
+		o.Orderings = []bool{false}
+	case "partition":
+		o.Orderings = []bool{true}
+	case "both":
+		o.Orderings = []bool{false, true}
+	default:
+		return o, fmt.Errorf("-ordering: %q is not none, partition or both", ordering)
 	}
 	for s := range strings.SplitSeq(replicas, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -387,16 +401,18 @@ func (b *bench) relayDrain(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	cfg := relay.Config{Workers: o.RelayWorkers}
 	var cases []drainCase
-	for _, n := range o.Replicas {
-		for _, notify := range []bool{false, true} {
-			cases = append(cases, drainCase{Replicas: n, Notify: notify, Backlog: o.Backlog, Relay: cfg})
-		}
-	}
-	if o.PubLatency > 0 {
+	for _, ordered := range o.Orderings {
+		cfg := relay.Config{Workers: o.RelayWorkers, ActiveClaims: o.ActiveClaims, Ordered: ordered}
 		for _, n := range o.Replicas {
-			cases = append(cases, drainCase{Replicas: n, Notify: true, Latency: o.PubLatency, Backlog: o.Backlog, Relay: cfg})
+			for _, notify := range []bool{false, true} {
+				cases = append(cases, drainCase{Replicas: n, Notify: notify, Backlog: o.Backlog, Relay: cfg})
+			}
+		}
+		if o.PubLatency > 0 {
+			for _, n := range o.Replicas {
+				cases = append(cases, drainCase{Replicas: n, Notify: true, Latency: o.PubLatency, Backlog: o.Backlog, Relay: cfg})
+			}
 		}
 	}
 	workers := o.RelayWorkers
@@ -419,6 +435,7 @@ func (b *bench) relayDrain(ctx context.Context) error {
 	type variant struct {
 		latency time.Duration
 		notify  bool
+		ordered bool
 	}
 	base := map[variant]float64{} // 1-replica median rate, for the scaling figure
 	for j, c := range cases {
@@ -427,7 +444,7 @@ func (b *bench) relayDrain(ctx context.Context) error {
 			Scenario: c.name(), Conc: fmt.Sprintf("%d×%d workers", c.Replicas, workers),
 			Rate: rate, Unit: "rows/s", Ratio: ratioTo(rate, b.ceiling),
 		}
-		v := variant{c.Latency, c.Notify}
+		v := variant{c.Latency, c.Notify, c.Relay.Ordered}
 		if c.Replicas == 1 {
 			base[v] = rate.Median
 		}

@@ -24,7 +24,7 @@ func TestBenchRunsEndToEndBriefly(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	var out, progress bytes.Buffer
 	args := []string{"-database-url", dbURL, "-only", "ceiling,api,relay", "-d", "1s", "-warmup", "200ms",
-		"-c", "4", "-backlog", "2000", "-replicas", "1,2", "-publish-latency", "0"}
+		"-c", "4", "-backlog", "2000", "-replicas", "1,2", "-publish-latency", "0", "-ordering", "both"}
 	if err := run(context.Background(), args, os.Getenv, &out, &progress); err != nil {
 		t.Fatalf("loadgen: %v\n%s", err, progress.String())
 	}
@@ -34,6 +34,7 @@ func TestBenchRunsEndToEndBriefly(t *testing.T) {
 		"POST /payments (relay idle",
 		"relay drain, 1 replica(s), NOTIFY off",
 		"relay drain, 2 replica(s), NOTIFY on",
+		"relay drain, 2 replica(s), NOTIFY off, ordered",
 	} {
 		line := lineWith(table, scenario)
 		if line == "" {
