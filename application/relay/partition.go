@@ -51,4 +51,6 @@ type Assignment struct {
 	// Took and Released count the partitions the heartbeat acquired and gave
 	// up: a rebalance when either is not zero.
 	Took, Released int
+	// Replicas is how many replicas are alive, this one among them.
+	Replicas int
 }

@@ -183,12 +183,13 @@ type Config struct {
 	// third of LeaseDuration, so two heartbeats may fail before a lease
 	// expires.
 	Heartbeat time.Duration
-	// ActiveClaims is how many of this replica's claim transactions may be
-	// at work in the database at once; default 1. A transaction is at work
-	// from its claim to its commit, unless its publish is still running
-	// after a millisecond (or after as long as its claim took, if that was
-	// shorter): then it waits on the broker, not the database, and another
-	// may start (see Relay, Turns).
+	// ActiveClaims is how many claim transactions the replicas together
+	// keep at work in the database at once, at least one each: each of n
+	// replicas has ActiveClaims/n turns, at least one. Default 2. A
+	// transaction is at work from its claim to its commit, unless its
+	// publish is still running after a millisecond (or after as long as
+	// its claim took, if that was shorter): then it waits on the broker,
+	// not the database, and another may start (see Relay, Turns).
 	ActiveClaims int
 }
 
@@ -218,7 +219,7 @@ func (c Config) withDefaults() Config {
 		c.PublishTimeout = 30 * time.Second
 	}
 	if c.ActiveClaims <= 0 {
-		c.ActiveClaims = 1
+		c.ActiveClaims = 2
 	}
 	if c.Owner == "" {
 		c.Owner = uuid.NewString()
@@ -252,12 +253,14 @@ func (c Config) withDefaults() Config {
 //
 // # Turns
 //
-// A worker opens its claim transaction only on a turn, and a replica has
-// Config.ActiveClaims of them (one by default). The worker keeps its turn
+// A worker opens its claim transaction only on a turn. The replicas share
+// Config.ActiveClaims turns (two by default): each of n replicas, counted
+// by the lease heartbeat, has ActiveClaims/n of them, at least one. The
+// worker keeps its turn
 // until it commits, or until its publish is waiting on the network (still
 // running after a millisecond, or after as long as the claim took if that
 // was shorter), whichever comes first. Against a fast broker, then, a
-// replica has one transaction at work in the database at a time; against a
+// replica has as many transactions at work in the database as turns; against a
 // slow one the turn passes on as soon as the batch is at the broker, and
 // all the workers publish at once. Measured (docs/BENCHMARKS.md), what the
 // database pays for is the transactions at work on it, not the rows:
@@ -287,9 +290,8 @@ type Relay struct {
 	drain []chan struct{}
 	// rebalance asks the heartbeat loop for a heartbeat now.
 	rebalance chan struct{}
-	// turns holds a token for each claim transaction at work in the
-	// database (Config.ActiveClaims).
-	turns chan struct{}
+	// turns are this replica's share of Config.ActiveClaims.
+	turns *turnstile
 
 	mu  sync.Mutex
 	asg Assignment
@@ -322,7 +324,7 @@ func New(cfg Config, store Store, pub Publisher, log *slog.Logger, metrics Metri
 		wake:      make(chan struct{}, cfg.Workers),
 		drain:     make([]chan struct{}, cfg.Workers),
 		rebalance: make(chan struct{}, 1),
-		turns:     make(chan struct{}, cfg.ActiveClaims),
+		turns:     newTurnstile(cfg.ActiveClaims),
 		rand:      rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	for i := range r.drain {
@@ -459,6 +461,7 @@ func (r *Relay) Heartbeat(ctx context.Context) error {
 			"owner", r.cfg.Owner, "owned", len(a.Owned), "took", a.Took, "released", a.Released, "partitions", a.Partitions)
 	}
 	r.setAssignment(a, sent.Add(r.cfg.LeaseDuration))
+	r.turns.share(a.Replicas)
 	return nil
 }
 
@@ -559,15 +562,13 @@ func (r *Relay) step(ctx context.Context, partitions int, parts []int) (int, err
 	// an acknowledged message whose mark is rolled back would be published again.
 	// So the batch runs on a context that outlives ctx by at most PublishTimeout;
 	// ctx only stops the next claim, and the wait for a turn to make it.
-	select {
-	case r.turns <- struct{}{}:
-	case <-ctx.Done():
+	if !r.turns.enter(ctx) {
 		return 0, nil
 	}
 	var passed atomic.Bool
 	pass := func() {
 		if passed.CompareAndSwap(false, true) {
-			<-r.turns
+			r.turns.leave()
 		}
 	}
 	defer pass()

@@ -67,37 +67,38 @@ func runRelay(t *testing.T, r *relay.Relay) (stop func()) {
 }
 
 // TestFastBrokerOneTransactionAtATime: against a broker that answers at once,
-// the four workers of a replica, each with rows waiting, take turns at the
+// the four workers of a replica with one turn (ActiveClaims 1, or one of
+// two replicas by default), each with rows waiting, take turns at the
 // database instead of keeping four claim transactions open on it.
 func TestFastBrokerOneTransactionAtATime(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	store := newHeldStore(clk.now, 200*time.Millisecond)
 	store.Add(400, "payment.created") // rows in every partition, so every worker has some
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour}, store, &fakePublisher{}, discard(), nil, clk.now)
+	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 1}, store, &fakePublisher{}, discard(), nil, clk.now)
 	stop := runRelay(t, r)
 	defer stop()
 
 	waitFor(t, "backlog drained", func() bool { return store.Count("PUBLISHED") == 400 })
 	if store.secondBeganDuringFirst() {
-		t.Error("a second claim transaction opened while the first was claiming; want one at a time (ActiveClaims' default)")
+		t.Error("a second claim transaction opened while the first was claiming; want one at a time")
 	}
 }
 
-// TestActiveClaimsAllowsMore: ActiveClaims opens as many claim transactions
-// at once, for a database with the cores to serve them.
-func TestActiveClaimsAllowsMore(t *testing.T) {
+// TestAloneAReplicaTakesEveryTurn: a replica with no other alive has all
+// of ActiveClaims (2 by default) to itself.
+func TestAloneAReplicaTakesEveryTurn(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	store := newHeldStore(clk.now, 10*time.Second)
 	store.Add(400, "payment.created")
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 2}, store, &fakePublisher{}, discard(), nil, clk.now)
+	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour}, store, &fakePublisher{}, discard(), nil, clk.now)
 	stop := runRelay(t, r)
 	defer stop()
 
 	waitFor(t, "backlog drained", func() bool { return store.Count("PUBLISHED") == 400 })
 	if !store.secondBeganDuringFirst() {
-		t.Error("no second claim transaction opened while the first was claiming; want two at a time with ActiveClaims 2")
+		t.Error("no second claim transaction opened while the first was claiming; want two at a time, alone with ActiveClaims' default 2")
 	}
 }
 
@@ -110,7 +111,7 @@ func TestSlowBrokerPublishesWithEveryWorker(t *testing.T) {
 	store := relaytest.NewFakeStore(clk.now)
 	store.Add(400, "payment.created")
 	pub := &fakePublisher{entered: make(chan struct{}, 100), release: make(chan struct{})}
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour}, store, pub, discard(), nil, clk.now)
+	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 1}, store, pub, discard(), nil, clk.now)
 	stop := runRelay(t, r)
 	defer stop()
 

@@ -32,8 +32,9 @@ type config struct {
 	// published in the order they were written.
 	OutboxOrdered       bool
 	OutboxLeaseDuration time.Duration
-	// OutboxActiveClaims is how many claim transactions the relay keeps at
-	// work in the database at once (relay.Config.ActiveClaims).
+	// OutboxActiveClaims is how many claim transactions the replicas'
+	// relays keep at work in the database at once, at least one each
+	// (relay.Config.ActiveClaims).
 	OutboxActiveClaims int
 
 	// APIRateLimit is the requests per second each API key may make on
@@ -70,7 +71,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
 
 		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
-		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", 1, 1, 4),
+		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", 2, 1, 256),
 
 		Tracing: tracing.Configured(getenv),
 	}

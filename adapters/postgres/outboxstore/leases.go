@@ -52,6 +52,7 @@ ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, expires_at 
 			return err
 		}
 		slices.Sort(mine)
+		a.Replicas = len(members)
 
 		share := relay.FairShare(a.Partitions, members, owner)
 		switch {

@@ -278,8 +278,8 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(a.Owned) != a.Partitions || a.Took != a.Partitions {
-			t.Fatalf("alone, a holds %d of %d (took %d), want all", len(a.Owned), a.Partitions, a.Took)
+		if len(a.Owned) != a.Partitions || a.Took != a.Partitions || a.Replicas != 1 {
+			t.Fatalf("alone, a holds %d of %d (took %d) and counts %d replicas, want all and 1", len(a.Owned), a.Partitions, a.Took, a.Replicas)
 		}
 		b, err := h.Store.Heartbeat(ctx, "b", time.Minute) // nothing free yet
 		if err != nil {
@@ -299,6 +299,9 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if len(a.Owned)+len(b.Owned) != a.Partitions || len(a.Owned) != relay.FairShare(a.Partitions, []string{"a", "b"}, "a") {
 			t.Errorf("after rebalancing a holds %v and b %v of %d", a.Owned, b.Owned, a.Partitions)
 		}
+		if a.Replicas != 2 || b.Replicas != 2 {
+			t.Errorf("a and b count %d and %d replicas alive, want 2", a.Replicas, b.Replicas)
+		}
 		for _, p := range a.Owned {
 			if slices.Contains(b.Owned, p) {
 				t.Errorf("partition %d held by both", p)
@@ -311,8 +314,8 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(a.Owned) != a.Partitions {
-			t.Errorf("after b released, a holds %d of %d, want all", len(a.Owned), a.Partitions)
+		if len(a.Owned) != a.Partitions || a.Replicas != 1 {
+			t.Errorf("after b released, a holds %d of %d and counts %d replicas, want all and 1", len(a.Owned), a.Partitions, a.Replicas)
 		}
 	})
 

@@ -254,7 +254,7 @@ func (s *FakeStore) Heartbeat(ctx context.Context, owner string, ttl time.Durati
 		}
 	}
 	share := relay.FairShare(s.partitions, alive, owner)
-	a := relay.Assignment{Partitions: s.partitions}
+	a := relay.Assignment{Partitions: s.partitions, Replicas: len(alive)}
 	var mine []int
 	for p := range s.leases {
 		if s.leases[p].owner == owner && s.leases[p].expires.After(now) {

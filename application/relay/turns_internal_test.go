@@ -1,0 +1,64 @@
+package relay
+
+import (
+	"context"
+	"testing"
+)
+
+// TestTurnsAreSharedByTheReplicas: each of n replicas has ActiveClaims/n
+// turns, at least one, and enter waits while they are all taken.
+func TestTurnsAreSharedByTheReplicas(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ fleet, replicas, want int }{
+		{fleet: 2, replicas: 1, want: 2},
+		{fleet: 2, replicas: 2, want: 1},
+		{fleet: 2, replicas: 8, want: 1},
+		{fleet: 8, replicas: 3, want: 2},
+		{fleet: 2, replicas: 0, want: 2}, // before the first heartbeat: alone
+	} {
+		ts := newTurnstile(c.fleet)
+		ts.share(c.replicas)
+		ctx, cancel := context.WithCancel(context.Background())
+		got := 0
+		for got <= c.want && ts.enterNow(ctx, cancel) {
+			got++
+		}
+		if got != c.want {
+			t.Errorf("ActiveClaims %d, %d replicas: got %d turns at once, want %d", c.fleet, c.replicas, got, c.want)
+		}
+	}
+}
+
+// enterNow takes a turn if one is free, without waiting.
+func (t *turnstile) enterNow(ctx context.Context, cancel context.CancelFunc) bool {
+	t.mu.Lock()
+	free := t.active < t.limit
+	t.mu.Unlock()
+	if !free {
+		cancel()
+	}
+	return t.enter(ctx)
+}
+
+// TestALeftTurnLetsTheNextIn: a replica whose share grows, or whose turn
+// is given back, lets a waiting worker in.
+func TestALeftTurnLetsTheNextIn(t *testing.T) {
+	t.Parallel()
+	ts := newTurnstile(2)
+	ts.share(2) // one turn
+	ctx := context.Background()
+	if !ts.enter(ctx) {
+		t.Fatal("enter: no turn")
+	}
+	got := make(chan bool)
+	go func() { got <- ts.enter(ctx) }()
+	ts.share(1) // the other replica left: two turns
+	if !<-got {
+		t.Fatal("a second turn after the share grew: none")
+	}
+	go func() { got <- ts.enter(ctx) }()
+	ts.leave()
+	if !<-got {
+		t.Fatal("a turn after one was left: none")
+	}
+}
