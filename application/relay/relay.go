@@ -254,21 +254,22 @@ func (c Config) withDefaults() Config {
 // # Turns
 //
 // A worker opens its claim transaction only on a turn. The replicas share
-// Config.ActiveClaims turns (two by default): each of n replicas, counted
-// by the lease heartbeat, has ActiveClaims/n of them, at least one. The
-// worker keeps its turn
-// until it commits, or until its publish is waiting on the network (still
-// running after a millisecond, or after as long as the claim took if that
-// was shorter), whichever comes first. Against a fast broker, then, a
-// replica has as many transactions at work in the database as turns; against a
-// slow one the turn passes on as soon as the batch is at the broker, and
-// all the workers publish at once. Measured (docs/BENCHMARKS.md), what the
-// database pays for is the transactions at work on it, not the rows:
-// without turns, eight replicas of four workers drained a backlog at half
-// the rate of one, every row costing the database twice the CPU. And a
-// relay draining a backlog after an outage leaves the database's other
-// cores to the API. No deadlock: a worker waits for a turn only before it
-// claims, never with rows locked.
+// Config.ActiveClaims turns (two by default): each of n replicas, counted by
+// the lease heartbeat, has ActiveClaims/n of them, at least one. The worker
+// keeps its turn until it commits, or until its publish is waiting on the
+// network (still running after a millisecond, or after as long as the claim
+// took if that was shorter), whichever comes first. Against a fast broker,
+// then, a replica has as many transactions at work in the database as it
+// has turns; against a slow one the turn passes on as soon as the batch is
+// at the broker, and all the workers publish at once.
+//
+// Measured (docs/BENCHMARKS.md), what the database pays for is the
+// transactions at work on it, not the rows: without turns, eight replicas
+// of four workers drained a backlog at half the rate of one, every row
+// costing the database twice the CPU. Turns also keep a relay draining a
+// backlog after an outage from taking the cores the API needs. No
+// deadlock: a worker waits for a turn only before it claims, never with
+// rows locked.
 //
 // Leases keep the replicas apart; they are not what keeps events in order.
 // A replica that lost a lease without knowing (paused past the expiry) may
