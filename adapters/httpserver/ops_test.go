@@ -64,6 +64,11 @@ func TestOpsRouter(t *testing.T) {
 			if res.StatusCode != tt.status || !strings.Contains(string(b), tt.want) {
 				t.Errorf("got %d %s, want %d containing %s", res.StatusCode, b, tt.status, tt.want)
 			}
+			if tt.status == http.StatusMethodNotAllowed {
+				if got := res.Header.Get("Allow"); got != "GET" {
+					t.Errorf("Allow: got %q, want GET, the one method %s takes", got, tt.path)
+				}
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -55,10 +56,23 @@ func newRouter(log *slog.Logger, m *Metrics, tp trace.TracerProvider) chi.Router
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", r.Method+" is not allowed here"))
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
+		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", req.Method+" is not allowed here"))
 	})
 	return r
+}
+
+// allowed lists the methods routes takes for path, as a 405's Allow header
+// must (RFC 9110): chi knows them, but gives them only to its own handler.
+func allowed(routes chi.Routes, path string) []string {
+	var ms []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if routes.Match(chi.NewRouteContext(), m, path) {
+			ms = append(ms, m)
+		}
+	}
+	return ms
 }
 
 // Ops is what the operational endpoints every service serves need.

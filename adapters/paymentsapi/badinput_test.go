@@ -133,7 +133,11 @@ func TestBadInputNeverWritesOrFails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertProblem(t, do(t, srv, tt.method, tt.path, tt.ct, tt.body, tt.header...), tt.status, tt.typ)
+			res := do(t, srv, tt.method, tt.path, tt.ct, tt.body, tt.header...)
+			assertProblem(t, res, tt.status, tt.typ)
+			if allow := res.header.Get("Allow"); tt.status == 405 && (allow == "" || strings.Contains(allow, tt.method)) {
+				t.Errorf("Allow: got %q, want the methods %s takes, not %s", allow, tt.path, tt.method)
+			}
 		})
 	}
 
