@@ -221,6 +221,21 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// runRelay runs r until the returned stop is called; stop waits for Run to
+// return and fails the test if it returned an error.
+func runRelay(t *testing.T, r *relay.Relay) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}
+
 // TestRunDrainsBacklogOnWake checks that a wake-up, not the poll, starts the work
 // and that full batches keep claiming until the backlog is gone.
 func TestRunDrainsBacklogOnWake(t *testing.T) {
@@ -229,9 +244,8 @@ func TestRunDrainsBacklogOnWake(t *testing.T) {
 	store := relaytest.NewFakeStore(clk.now)
 	pub := &fakePublisher{}
 	r := newRelay(relay.Config{BatchSize: 10, Workers: 2, PollInterval: time.Hour}, store, pub, clk)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	stop := runRelay(t, r)
+	defer stop()
 
 	store.Add(250, "payment.created")
 	r.Wake()
@@ -239,11 +253,6 @@ func TestRunDrainsBacklogOnWake(t *testing.T) {
 	store.Add(1, "payment.refunded")
 	r.Wake()
 	waitFor(t, "new row published", func() bool { return store.Count("PUBLISHED") == 251 })
-
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 }
 
 // TestShutdownFinishesInFlightBatch cancels the relay while the broker holds a
@@ -287,15 +296,9 @@ func TestStoreOutageIsRetried(t *testing.T) {
 	store.FailClaims(errors.New("connection refused"))
 	store.Add(3, "payment.created")
 	r := newRelay(relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Millisecond}, store, &fakePublisher{}, clk)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	stop := runRelay(t, r)
+	defer stop()
 
 	store.FailClaims(nil)
 	waitFor(t, "rows published after the outage", func() bool { return store.Count("PUBLISHED") == 3 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
 }

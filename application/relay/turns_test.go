@@ -53,19 +53,6 @@ func (s *heldStore) secondBeganDuringFirst() bool {
 	return s.overlapped
 }
 
-func runRelay(t *testing.T, r *relay.Relay) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}
-}
-
 // TestFastBrokerOneTransactionAtATime: against a broker that answers at once,
 // the four workers of a replica with one turn (ActiveClaims 1, or one of
 // two replicas by default), each with rows waiting, take turns at the
