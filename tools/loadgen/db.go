@@ -102,7 +102,8 @@ func randomSuffix() string {
 }
 
 // describeMachine is the line a reader needs to weigh the figures: cores,
-// CPU, Go and Postgres versions, and that everything shares the cores.
+// CPU, Go and Postgres versions and settings, and that everything shares
+// the cores.
 func describeMachine(ctx context.Context, admin *pgxpool.Pool) string {
 	cpu := "unknown CPU"
 	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
@@ -120,8 +121,14 @@ func describeMachine(ctx context.Context, admin *pgxpool.Pool) string {
 	}
 	var fsync, sync string
 	_ = admin.QueryRow(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit')`).Scan(&fsync, &sync)
-	return fmt.Sprintf("%d cores (%s) shared by client, servers and database, %s, %s (fsync=%s, synchronous_commit=%s)",
-		runtime.NumCPU(), cpu, runtime.Version(), pg, fsync, sync)
+	settings := fmt.Sprintf("fsync=%s, synchronous_commit=%s", fsync, sync)
+	if huge, ok := postgresHugePages(ctx, admin); ok && huge {
+		settings += ", huge pages"
+	} else if ok {
+		settings += ", no huge pages"
+	}
+	return fmt.Sprintf("%d cores (%s) shared by client, servers and database, %s, %s (%s)",
+		runtime.NumCPU(), cpu, runtime.Version(), pg, settings)
 }
 
 func gitRevision(ctx context.Context) string {

@@ -40,20 +40,38 @@ func (p nullPublisher) Publish(ctx context.Context, msgs []relay.Message) []erro
 	return errs
 }
 
-// countingStore passes claims through to the real store and closes done once
-// target rows were claimed, published and committed.
+// drainPass is one drain of the backlog: the warm-up or the measured one.
+type drainPass struct {
+	latency time.Duration // of each Publish call
+	target  int64         // rows to publish
+	n       atomic.Int64  // rows published so far
+	done    chan struct{} // closed once n reaches target
+	once    sync.Once
+}
+
+func newDrainPass(target int, latency time.Duration) *drainPass {
+	return &drainPass{latency: latency, target: int64(target), done: make(chan struct{})}
+}
+
+// passPublisher publishes with the latency of the current pass.
+type passPublisher struct{ cur *atomic.Pointer[drainPass] }
+
+func (p passPublisher) Publish(ctx context.Context, msgs []relay.Message) []error {
+	return nullPublisher{latency: p.cur.Load().latency}.Publish(ctx, msgs)
+}
+
+// countingStore passes claims through to the real store and counts, in the
+// current pass, the rows claimed, published and committed.
 type countingStore struct {
 	relay.Store
-	n      *atomic.Int64
-	target int64
-	done   chan struct{}
-	once   *sync.Once
+	cur *atomic.Pointer[drainPass]
 }
 
 func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+	p := s.cur.Load()
 	n, err := s.Store.ClaimBatch(ctx, c, fn)
-	if err == nil && s.n.Add(int64(n)) >= s.target {
-		s.once.Do(func() { close(s.done) })
+	if err == nil && p.n.Add(int64(n)) >= p.target {
+		p.once.Do(func() { close(p.done) })
 	}
 	return n, err
 }
@@ -150,24 +168,22 @@ func settleLeases(ctx context.Context, relays []*relay.Relay) error {
 // process would have, built from the project's own packages (relay.Relay on
 // outboxstore.Store, outboxstore.Listen for NOTIFY), and times how long they
 // take to publish the whole backlog.
+//
+// The relays drain the backlog twice: once to warm up, through a publisher
+// with no latency, and once measured. A replica that has been running a
+// while has connections whose Postgres backends have already touched the
+// shared buffers; a fresh backend pays a page fault for each buffer page it
+// first touches, which made eight fresh pools' rows cost the database twice
+// what one pool's did (docs/BENCHMARKS.md, "Cold connections"). Measured
+// cold, the drain priced the benchmark's start, not a deployment.
 func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, progress io.Writer) (summary, error) {
-	if err := fillBacklog(ctx, db, c.Backlog); err != nil {
-		return summary{}, err
-	}
 	log := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	var (
-		published atomic.Int64
-		done      = make(chan struct{})
-		once      sync.Once
-	)
-	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	g, gctx := errgroup.WithContext(rctx)
 	workers := c.Relay.Workers
 	if workers <= 0 {
 		workers = 4 // relay.Config's default
 	}
-	var pools []*pgxpool.Pool
+	var cur atomic.Pointer[drainPass]
+	pools := make([]*pgxpool.Pool, 0, c.Replicas)
 	defer func() {
 		for _, p := range pools {
 			p.Close()
@@ -185,24 +201,73 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 			return summary{}, err
 		}
 		pools = append(pools, pool)
-		store := countingStore{Store: outboxstore.New(pool), n: &published, target: int64(c.Backlog), done: done, once: &once}
-		relays[i] = relay.New(c.Relay, store, nullPublisher{latency: c.Latency}, log, nil, time.Now)
+		relays[i] = relay.New(c.Relay, countingStore{Store: outboxstore.New(pool), cur: &cur}, passPublisher{cur: &cur}, log, nil, time.Now)
 	}
-	if err := settle(ctx, relays); err != nil {
-		return summary{}, err
+	// The listeners outlive both passes: each holds its connection for good,
+	// as in a replica, so the measured pass runs on the warmed ones.
+	lctx, stopListening := context.WithCancel(ctx)
+	var listeners errgroup.Group
+	defer func() {
+		stopListening()
+		_ = listeners.Wait()
+	}()
+	if c.Notify {
+		for i, r := range relays {
+			listeners.Go(func() error { return outboxstore.Listen(lctx, pools[i], log, r.Wake) })
+		}
 	}
-	readsBefore, err := indexReads(ctx, db, false)
+
+	fmt.Fprintf(progress, "  %s: warming up\n", c.name())
+	cur.Store(newDrainPass(c.Backlog, 0))
+	if _, _, err := drainOnce(ctx, db, c, relays, cur.Load(), io.Discard); err != nil {
+		return summary{}, fmt.Errorf("warm-up: %w", err)
+	}
+
+	cur.Store(newDrainPass(c.Backlog, c.Latency))
+	before, elapsed, err := drainOnce(ctx, db, c, relays, cur.Load(), progress)
 	if err != nil {
 		return summary{}, err
 	}
-	pgBefore, pgOK := postgresCPU(ctx, db)
-	selfBefore := selfCPU()
+	stopListening()
+	_ = listeners.Wait()
+	for _, p := range pools {
+		p.Close()
+	}
+	after, err := readCosts(ctx, db, true)
+	if err != nil {
+		return summary{}, err
+	}
+	n := cur.Load().n.Load()
+	s := summary{N: int(n), Elapsed: elapsed,
+		IndexReadsPerRow: float64(after.indexReads-before.indexReads) / float64(n),
+		ClientCPU:        (after.self - before.self) / time.Duration(max(n, 1))}
+	if after.postgresOK && before.postgresOK {
+		s.ServerCPU = (after.postgres - before.postgres) / time.Duration(max(n, 1))
+	}
+	return s, nil
+}
+
+// drainOnce fills the backlog, lets the relays settle their leases, and runs
+// them until they have published p.target rows; then stops them, checks that
+// no row is left, and returns the cost counters read just before the start
+// and how long the drain took.
+func drainOnce(ctx context.Context, db *pgxpool.Pool, c drainCase, relays []*relay.Relay, p *drainPass, progress io.Writer) (costs, time.Duration, error) {
+	if err := fillBacklog(ctx, db, c.Backlog); err != nil {
+		return costs{}, 0, err
+	}
+	if err := settle(ctx, relays); err != nil {
+		return costs{}, 0, err
+	}
+	before, err := readCosts(ctx, db, false)
+	if err != nil {
+		return costs{}, 0, err
+	}
+	rctx, stop := context.WithCancel(ctx)
+	defer stop()
+	g, gctx := errgroup.WithContext(rctx)
 	start := time.Now()
-	for i, r := range relays {
+	for _, r := range relays {
 		g.Go(func() error { return r.Run(gctx) })
-		if c.Notify {
-			g.Go(func() error { return outboxstore.Listen(gctx, pools[i], log, r.Wake) })
-		}
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -211,45 +276,49 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 wait:
 	for {
 		select {
-		case <-done:
+		case <-p.done:
 			break wait
 		case <-tick.C:
-			n := published.Load()
+			n := p.n.Load()
 			fmt.Fprintf(progress, "  %s: %4.0fs  %7d/%d rows  %7.0f rows/s\n",
 				c.name(), time.Since(start).Seconds(), n, c.Backlog, float64(n)/time.Since(start).Seconds())
 		case <-timeout.C:
 			stop()
 			_ = g.Wait()
-			return summary{}, fmt.Errorf("%s: backlog not drained after 10 minutes", c.name())
+			return costs{}, 0, fmt.Errorf("%s: backlog not drained after 10 minutes", c.name())
 		case <-ctx.Done():
-			return summary{}, ctx.Err()
+			return costs{}, 0, ctx.Err()
 		}
 	}
 	elapsed := time.Since(start)
 	stop()
 	if err := g.Wait(); err != nil {
-		return summary{}, err
+		return costs{}, 0, err
 	}
 	var left int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE status <> 'PUBLISHED'`).Scan(&left); err != nil {
-		return summary{}, err
+		return costs{}, 0, err
 	}
 	if left != 0 {
-		return summary{}, fmt.Errorf("%s: %d rows not PUBLISHED after the drain", c.name(), left)
+		return costs{}, 0, fmt.Errorf("%s: %d rows not PUBLISHED after the drain", c.name(), left)
 	}
-	for _, p := range pools {
-		p.Close()
-	}
-	readsAfter, err := indexReads(ctx, db, true)
+	return before, elapsed, nil
+}
+
+// costs are the counters a drain's cost per row is computed from.
+type costs struct {
+	indexReads int64         // indexReads
+	postgres   time.Duration // postgresCPU
+	postgresOK bool
+	self       time.Duration // selfCPU: the in-process relays'
+}
+
+// readCosts reads the counters; settle as for indexReads.
+func readCosts(ctx context.Context, db *pgxpool.Pool, settle bool) (costs, error) {
+	reads, err := indexReads(ctx, db, settle)
 	if err != nil {
-		return summary{}, err
+		return costs{}, err
 	}
-	n := published.Load()
-	s := summary{N: int(n), Elapsed: elapsed,
-		IndexReadsPerRow: float64(readsAfter-readsBefore) / float64(n),
-		ClientCPU:        (selfCPU() - selfBefore) / time.Duration(max(n, 1))}
-	if pgAfter, ok := postgresCPU(ctx, db); ok && pgOK {
-		s.ServerCPU = (pgAfter - pgBefore) / time.Duration(max(n, 1))
-	}
-	return s, nil
+	pg, ok := postgresCPU(ctx, db)
+	return costs{indexReads: reads, postgres: pg, postgresOK: ok, self: selfCPU()}, nil
 }

@@ -160,3 +160,16 @@ func TestParseFlagsOrdering(t *testing.T) {
 		t.Errorf("-ordering fifo: got %v, want an error naming -ordering", err)
 	}
 }
+
+func TestHugetlbKBReadsTheStatusLine(t *testing.T) {
+	status := "Name:\tpostgres\nVmRSS:\t  20480 kB\nHugetlbPages:\t  147456 kB\nThreads:\t1\n"
+	if kb, ok := hugetlbKB(status); !ok || kb != 147456 {
+		t.Errorf("hugetlbKB = %d, %v; want 147456, true", kb, ok)
+	}
+	if kb, ok := hugetlbKB("Name:\tpostgres\nHugetlbPages:\t       0 kB\n"); !ok || kb != 0 {
+		t.Errorf("no huge pages: hugetlbKB = %d, %v; want 0, true", kb, ok)
+	}
+	if _, ok := hugetlbKB("Name:\tpostgres\n"); ok {
+		t.Error("a status without the line must not be read as no huge pages")
+	}
+}

@@ -9,7 +9,9 @@
 //     throughput, p50/p95/p99, errors, and the ratio to the ceiling;
 //   - the relay's drain rate on a pre-filled backlog with 1, 2 and 4 replicas,
 //     NOTIFY on and off, through a null publisher, then through a null
-//     publisher with an artificial per-call latency (the broker-bound case);
+//     publisher with an artificial per-call latency (the broker-bound case),
+//     each after a warm-up drain on the same connections;
+//   - the relay's steady-state lag, commit to publish, at a fixed write rate;
 //   - end to end, with AWS_ENDPOINT_URL set: payments → relay → SNS → SQS →
 //     ledger at a fixed request rate, latency from the payment's commit to the
 //     ledger's, read from the timestamps both databases recorded; then the API
@@ -94,7 +96,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.IntVar(&o.Concurrency, "c", 16, "concurrent requests (and ceiling transactions)")
 	fs.DurationVar(&o.Duration, "d", 10*time.Second, "measured duration of each load phase")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "unrecorded load before each phase")
-	fs.IntVar(&o.Runs, "runs", 1, "repetitions of the ceiling and API phases, interleaved; the table shows median and range")
+	fs.IntVar(&o.Runs, "runs", 1, "repetitions of the ceiling, API and relay drain phases, interleaved; the table shows median and range")
 	fs.StringVar(&only, "only", strings.Join(scenarios, ","), "scenarios to run: "+strings.Join(scenarios, ","))
 	fs.IntVar(&o.Backlog, "backlog", 100_000, "outbox rows pre-filled for each relay drain")
 	fs.StringVar(&replicas, "replicas", "1,2,4", "relay replica counts to drain with")
@@ -401,6 +403,11 @@ func (b *bench) relayDrain(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
+	if huge, ok := postgresHugePages(ctx, pool); ok && !huge {
+		b.notes = append(b.notes, "Postgres ran without huge pages: each new connection takes a page fault for every 4 kB of "+
+			"the shared buffers it first touches, and more relay replicas open more connections. "+
+			"The drains warm their connections first, but some of that cost remains (docs/BENCHMARKS.md, \"Huge pages\").")
+	}
 	var cases []drainCase
 	for _, ordered := range o.Orderings {
 		cfg := relay.Config{Workers: o.RelayWorkers, ActiveClaims: o.ActiveClaims, Ordered: ordered}

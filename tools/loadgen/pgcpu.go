@@ -18,15 +18,10 @@ import (
 // rate is shared with everything else on the cores. ok is false when the
 // server is not on this machine or /proc cannot tell.
 func postgresCPU(ctx context.Context, db *pgxpool.Pool) (cpu time.Duration, ok bool) {
-	var backend int
-	if err := db.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
-		return 0, false
-	}
-	st, ok := procStat(backend)
+	postmaster, ok := postmasterPID(ctx, db)
 	if !ok {
 		return 0, false
 	}
-	postmaster := int(st.ppid)
 	pm, ok := procStat(postmaster)
 	if !ok {
 		return 0, false
@@ -44,6 +39,50 @@ func postgresCPU(ctx context.Context, db *pgxpool.Pool) (cpu time.Duration, ok b
 	}
 	// /proc counts in USER_HZ, 100 a second on every Linux this runs on.
 	return time.Duration(ticks) * 10 * time.Millisecond, true
+}
+
+// postmasterPID is the process id of the Postgres server behind db, if it
+// runs on this machine: the parent of db's backend.
+func postmasterPID(ctx context.Context, db *pgxpool.Pool) (int, bool) {
+	var backend int
+	if err := db.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&backend); err != nil {
+		return 0, false
+	}
+	st, ok := procStat(backend)
+	if !ok {
+		return 0, false
+	}
+	return int(st.ppid), true
+}
+
+// postgresHugePages says whether the Postgres server behind db maps its
+// shared memory in huge pages (the postmaster's HugetlbPages). Without them
+// every backend takes a page fault for each 4 kB of the shared buffers it
+// first touches, and eight fresh relay replicas' rows cost the database about
+// twice what one replica's did (docs/BENCHMARKS.md, "Huge pages"). ok is false
+// when the server is not on this machine or /proc cannot tell.
+func postgresHugePages(ctx context.Context, db *pgxpool.Pool) (on, ok bool) {
+	postmaster, ok := postmasterPID(ctx, db)
+	if !ok {
+		return false, false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(postmaster) + "/status")
+	if err != nil {
+		return false, false
+	}
+	kb, ok := hugetlbKB(string(b))
+	return kb > 0, ok
+}
+
+// hugetlbKB reads the HugetlbPages line of a /proc/<pid>/status.
+func hugetlbKB(status string) (int64, bool) {
+	for line := range strings.SplitSeq(status, "\n") {
+		if v, found := strings.CutPrefix(line, "HugetlbPages:"); found {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb, err == nil
+		}
+	}
+	return 0, false
 }
 
 type stat struct{ ppid, utime, stime, cutime, cstime int64 }
