@@ -266,10 +266,12 @@ func (c Config) withDefaults() Config {
 // Measured (docs/BENCHMARKS.md), what the database pays for is the
 // transactions at work on it, not the rows: without turns, eight replicas
 // of four workers drained a backlog at half the rate of one, every row
-// costing the database twice the CPU. Turns also keep a relay draining a
-// backlog after an outage from taking the cores the API needs. No
-// deadlock: a worker waits for a turn only before it claims, never with
-// rows locked.
+// costing the database twice the CPU. (The rest of what more replicas
+// cost was not the relay's: each new connection's page faults on a
+// database without huge pages; README, "Scaling the relay".) Turns also
+// keep a relay draining a backlog after an outage from taking the cores
+// the API needs. No deadlock: a worker waits for a turn only before it
+// claims, never with rows locked.
 //
 // Leases keep the replicas apart; they are not what keeps events in order.
 // A replica that lost a lease without knowing (paused past the expiry) may
