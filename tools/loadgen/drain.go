@@ -174,7 +174,7 @@ func settleLeases(ctx context.Context, relays []*relay.Relay) error {
 // while has connections whose Postgres backends have already touched the
 // shared buffers; a fresh backend pays a page fault for each buffer page it
 // first touches, which made eight fresh pools' rows cost the database twice
-// what one pool's did (docs/BENCHMARKS.md, "Cold connections"). Measured
+// what one pool's did (docs/BENCHMARKS.md, "Huge pages"). Measured
 // cold, the drain priced the benchmark's start, not a deployment.
 func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, progress io.Writer) (summary, error) {
 	log := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
