@@ -5,8 +5,10 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
@@ -17,6 +19,11 @@ import (
 // after the service stopped: a trace backend that does not answer must not
 // hold the process past its orchestrator's grace period.
 const FlushTimeout = 5 * time.Second
+
+// ErrorLogInterval is the least time between two log lines for the
+// OpenTelemetry SDK's own errors: a collector that is down fails every
+// export, a few a second under load.
+const ErrorLogInterval = 30 * time.Second
 
 // Tracing is a service's tracer provider for its lifetime.
 type Tracing struct {
@@ -33,11 +40,16 @@ type Tracing struct {
 // variables configure an exporter: tracing.Configured), and nothing
 // otherwise. A bad OTEL_* value stops start-up with an error naming it.
 // Shutdown, given at most flush to export what is buffered, must follow.
+//
+// Enabled, it also sends the SDK's own errors (an export the collector
+// refused or never answered) to log, at most one line per ErrorLogInterval,
+// where the SDK would print them to stderr, outside the JSON log.
 func Start(ctx context.Context, enabled bool, service string, flush time.Duration, log *slog.Logger) (*Tracing, error) {
 	t := &Tracing{timeout: flush, log: log}
 	if !enabled {
 		return t, nil
 	}
+	otel.SetErrorHandler(&errorLog{log: log, interval: ErrorLogInterval, now: time.Now})
 	sdk, err := tracing.NewProvider(ctx, service)
 	if err != nil {
 		return nil, err
@@ -59,4 +71,30 @@ func (t *Tracing) Shutdown() {
 	if err := t.sdk.Shutdown(ctx); err != nil {
 		t.log.Warn("tracing: spans not exported at shutdown", "err", err)
 	}
+}
+
+// errorLog is an otel.ErrorHandler that logs an error at most once per
+// interval, with how many it left out since the last line.
+type errorLog struct {
+	log      *slog.Logger
+	interval time.Duration
+	now      func() time.Time
+
+	mu      sync.Mutex
+	last    time.Time // of the last line logged
+	skipped int       // errors since then, not logged
+}
+
+func (e *errorLog) Handle(err error) {
+	e.mu.Lock()
+	now := e.now()
+	if !e.last.IsZero() && now.Sub(e.last) < e.interval {
+		e.skipped++
+		e.mu.Unlock()
+		return
+	}
+	skipped := e.skipped
+	e.last, e.skipped = now, 0
+	e.mu.Unlock()
+	e.log.Warn("tracing: OpenTelemetry failed; spans may be lost", "err", err, "errors_not_logged", skipped)
 }
