@@ -16,3 +16,12 @@ func LearnType(t *testing.T, typ string, kind ledger.Kind) {
 	rules[typ] = rule{kind: kind, direction: ledger.MerchantToPayer, decode: map[string]decoder{"1": decodeCreatedV1}}
 	t.Cleanup(func() { rules = saved })
 }
+
+// IgnoreType puts typ in the ignored registry, with reason, until the test
+// ends: the registry ships empty. Not in parallel with other tests, as
+// LearnType.
+func IgnoreType(t *testing.T, typ, reason string) {
+	saved := maps.Clone(ignored)
+	ignored[typ] = reason
+	t.Cleanup(func() { ignored = saved })
+}

@@ -120,7 +120,11 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 			msg.ProcessedAt = now
 		}
 	case ignored[env.typ] != "":
+		// A decision, not a gap: the row is done, in both modes. Left
+		// pending it would wait for a version that never posts it, counted
+		// as unhandled and kept from retention forever.
 		msg.Error = fmt.Sprintf("event type %q is not posted: %s", env.typ, ignored[env.typ])
+		msg.ProcessedAt = now
 	default:
 		msg.Error = fmt.Sprintf("event type %q is not handled by this version", env.typ)
 	}

@@ -154,6 +154,46 @@ func TestApplyRecordsUnknownTypes(t *testing.T) {
 	}
 }
 
+// A type the ledger deliberately does not post is recorded done, in both
+// modes: not left pending for a version that will never post it.
+func TestIgnoredTypesAreRecordedProcessed(t *testing.T) {
+	posting.IgnoreType(t, "payment.disputed", "disputes are settled by the card network")
+	for _, mode := range []string{"sync", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			m := postingtest.NewFakeStore()
+			svc := newService(m)
+			receive := svc.Apply
+			if mode == "async" {
+				receive = svc.Record
+			}
+			body := []byte(`{"specversion":"1.0","id":"` + msgA + `","type":"payment.disputed","source":"/payments","data":{"x":1}}`)
+			for _, want := range []posting.Outcome{posting.Ignored, posting.Duplicate} {
+				res, err := receive(context.Background(), body)
+				if err != nil {
+					t.Fatalf("receive: %v", err)
+				}
+				if res.Outcome != want {
+					t.Errorf("outcome: got %s, want %s", res.Outcome, want)
+				}
+			}
+			msg := m.Inbox()[msgA]
+			if !msg.ProcessedAt.Equal(now) || !strings.Contains(msg.Error, "disputes are settled by the card network") {
+				t.Errorf("inbox row: got processed at %v, note %q; want processed now, with the reason", msg.ProcessedAt, msg.Error)
+			}
+			st, err := m.InboxStats(context.Background(), posting.AppliedTypes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Pending != 0 || st.Unhandled != 0 {
+				t.Errorf("inbox stats: %+v, want nothing pending or unhandled", st)
+			}
+			if len(m.Transactions()) != 0 {
+				t.Errorf("ledger transactions: got %d, want 0", len(m.Transactions()))
+			}
+		})
+	}
+}
+
 func TestApplyRejectsBadMessages(t *testing.T) {
 	good := string(created(msgA, 1050))
 	tests := []struct {
