@@ -102,9 +102,9 @@ func randomSuffix() string {
 }
 
 // describeMachine is the line a reader needs to weigh the figures: cores,
-// CPU, Go and Postgres versions and settings, and that everything shares
-// the cores.
-func describeMachine(ctx context.Context, admin *pgxpool.Pool) string {
+// CPU, Go and Postgres versions and settings (pages: postgresHugePages), and
+// that everything shares the cores.
+func describeMachine(ctx context.Context, admin *pgxpool.Pool, pages hugePages) string {
 	cpu := "unknown CPU"
 	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.SplitSeq(string(info), "\n") {
@@ -122,9 +122,9 @@ func describeMachine(ctx context.Context, admin *pgxpool.Pool) string {
 	var fsync, sync string
 	_ = admin.QueryRow(ctx, `SELECT current_setting('fsync'), current_setting('synchronous_commit')`).Scan(&fsync, &sync)
 	settings := fmt.Sprintf("fsync=%s, synchronous_commit=%s", fsync, sync)
-	if huge, ok := postgresHugePages(ctx, admin); ok && huge {
+	if pages.known && pages.on {
 		settings += ", huge pages"
-	} else if ok {
+	} else if pages.known {
 		settings += ", no huge pages"
 	}
 	return fmt.Sprintf("%d cores (%s) shared by client, servers and database, %s, %s (%s)",

@@ -182,7 +182,8 @@ type bench struct {
 	progress io.Writer
 	rows     []row
 	notes    []string
-	ceiling  spread // rate of the ceiling, for the ratios of later rows
+	ceiling  spread    // rate of the ceiling, for the ratios of later rows
+	pages    hugePages // of the Postgres server, read once at the start
 	bins     map[string]string
 }
 
@@ -221,7 +222,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	b := &bench{o: o, admin: admin, dir: dir, suffix: randomSuffix(), progress: stderr}
 	defer b.dropDatabases()
 
-	machine := describeMachine(ctx, admin)
+	b.pages = postgresHugePages(ctx, admin)
+	machine := describeMachine(ctx, admin, b.pages)
 	fmt.Fprintf(stderr, "loadgen: %s\n", machine)
 	started := time.Now()
 
@@ -403,7 +405,7 @@ func (b *bench) relayDrain(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	if huge, ok := postgresHugePages(ctx, pool); ok && !huge {
+	if b.pages.known && !b.pages.on {
 		b.notes = append(b.notes, "Postgres ran without huge pages: each new connection takes a page fault for every 4 kB of "+
 			"the shared buffers it first touches, and more relay replicas open more connections. "+
 			"The drains warm their connections first, but some of that cost remains (docs/BENCHMARKS.md, \"Huge pages\").")

@@ -59,20 +59,23 @@ func postmasterPID(ctx context.Context, db *pgxpool.Pool) (int, bool) {
 // shared memory in huge pages (the postmaster's HugetlbPages). Without them
 // every backend takes a page fault for each 4 kB of the shared buffers it
 // first touches, and eight fresh relay replicas' rows cost the database about
-// twice what one replica's did (docs/BENCHMARKS.md, "Huge pages"). ok is false
+// twice what one replica's did (docs/BENCHMARKS.md, "Huge pages"). Not known
 // when the server is not on this machine or /proc cannot tell.
-func postgresHugePages(ctx context.Context, db *pgxpool.Pool) (on, ok bool) {
+func postgresHugePages(ctx context.Context, db *pgxpool.Pool) hugePages {
 	postmaster, ok := postmasterPID(ctx, db)
 	if !ok {
-		return false, false
+		return hugePages{}
 	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(postmaster) + "/status")
 	if err != nil {
-		return false, false
+		return hugePages{}
 	}
 	kb, ok := hugetlbKB(string(b))
-	return kb > 0, ok
+	return hugePages{on: kb > 0, known: ok}
 }
+
+// hugePages is what postgresHugePages found: on is meaningful when known.
+type hugePages struct{ on, known bool }
 
 // hugetlbKB reads the HugetlbPages line of a /proc/<pid>/status.
 func hugetlbKB(status string) (int64, bool) {
