@@ -1,0 +1,73 @@
+package posting_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/posting/postingtest"
+)
+
+// sized returns a message of type typ, exactly size bytes long.
+func sized(t *testing.T, id, typ string, size int) []byte {
+	t.Helper()
+	head := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","data":{"pad":"`, id, typ)
+	const tail = `"}}`
+	pad := size - len(head) - len(tail)
+	if pad < 0 {
+		t.Fatalf("a message of %d bytes cannot hold its envelope", size)
+	}
+	return []byte(head + strings.Repeat("x", pad) + tail)
+}
+
+// TestUnhandledMessagesAreCapped: a message of a type this version does not
+// apply is recorded up to MaxUnhandledSize and refused as malformed past it
+// (so it reaches the DLQ), leaving nothing behind; the types this version
+// applies or deliberately ignores are never capped.
+func TestUnhandledMessagesAreCapped(t *testing.T) { // not parallel: IgnoreType changes the registry
+	posting.IgnoreType(t, "payment.voided", "voids never reach the ledger's books")
+	for _, mode := range []string{"sync", "async"} {
+		t.Run(mode, func(t *testing.T) {
+			m := postingtest.NewFakeStore()
+			svc := newService(m)
+			receive, known := svc.Apply, posting.Applied
+			if mode == "async" {
+				receive, known = svc.Record, posting.Recorded
+			}
+			ctx := context.Background()
+
+			res, err := receive(ctx, sized(t, msgA, "payment.disputed", posting.MaxUnhandledSize))
+			if err != nil || res.Outcome != posting.Ignored {
+				t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Outcome, err)
+			}
+			if row := m.Inbox()[msgA]; len(row.Payload) != posting.MaxUnhandledSize || !row.ProcessedAt.IsZero() {
+				t.Errorf("unhandled, at the cap: a row of %d bytes, processed at %v; want it whole and pending", len(row.Payload), row.ProcessedAt)
+			}
+
+			_, err = receive(ctx, sized(t, msgB, "payment.disputed", posting.MaxUnhandledSize+1))
+			if !errors.Is(err, posting.ErrMalformed) || !strings.Contains(err.Error(), "payment.disputed") {
+				t.Errorf("unhandled, a byte over the cap: got %v, want ErrMalformed naming the type (the DLQ)", err)
+			}
+			if _, ok := m.Inbox()[msgB]; ok {
+				t.Error("unhandled, a byte over the cap: it left an inbox row; its redelivery would be acknowledged as a duplicate")
+			}
+
+			over := 2 * posting.MaxUnhandledSize
+			big := bytes.Replace(created(msgC, 100), []byte(`"source":`), []byte(`"padding":"`+strings.Repeat("x", over)+`","source":`), 1)
+			if res, err := receive(ctx, big); err != nil || res.Outcome != known {
+				t.Errorf("a type this version applies, %d bytes: got %v, %v; want %s: its schema decides, not the cap", len(big), res.Outcome, err, known)
+			}
+			voided := sized(t, "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a04", "payment.voided", over)
+			if res, err := receive(ctx, voided); err != nil || res.Outcome != posting.Ignored {
+				t.Errorf("an ignored type, %d bytes: got %v, %v; want ignored", len(voided), res.Outcome, err)
+			}
+			if row := m.Inbox()["0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a04"]; row.ProcessedAt.IsZero() {
+				t.Error("an ignored type's row is pending; want it recorded processed")
+			}
+		})
+	}
+}
