@@ -128,7 +128,8 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 		msg.ProcessedAt = now
 	default:
 		// Kept whole and pending, for a version that applies the type; only
-		// its size bounds what it keeps (MaxUnhandledSize).
+		// its size bounds what it keeps (MaxUnhandledSize), and only its
+		// window how long (ExpireUnhandled).
 		if len(body) > MaxUnhandledSize {
 			return res, fmt.Errorf("%w: event type %q is not handled by this version, and the inbox keeps such a message only up to %d bytes: this one has %d",
 				ErrMalformed, env.typ, MaxUnhandledSize, len(body))

@@ -3,13 +3,18 @@ package posting_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/application/posting/postingtest"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 // sized returns a message of type typ, exactly size bytes long.
@@ -69,5 +74,70 @@ func TestUnhandledMessagesAreCapped(t *testing.T) { // not parallel: IgnoreType 
 				t.Error("an ignored type's row is pending; want it recorded processed")
 			}
 		})
+	}
+}
+
+type deletedCounter struct{ calls, rows int }
+
+func (c *deletedCounter) UnhandledDeleted(n int) { c.calls++; c.rows += n }
+
+// TestExpireUnhandledLogsAndCountsEachBatch: past their window the
+// unhandled rows go, in the retention loop's bounded batches, each batch
+// logged once with its count and counted; the rows of a type this version
+// applies stay, and before the window ends nothing goes and nothing is
+// logged.
+func TestExpireUnhandledLogsAndCountsEachBatch(t *testing.T) {
+	m := postingtest.NewFakeStore()
+	svc := newService(m) // every row received at now
+	ctx := context.Background()
+	for i := range 5 {
+		if _, err := svc.Record(ctx, sized(t, fmt.Sprintf("0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6b%02d", i), "payment.disputed", 300)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.Record(ctx, created(msgA, 100)); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	counter := &deletedCounter{}
+	del := posting.ExpireUnhandled(m, slog.New(slog.NewJSONHandler(&logs, nil)), counter)
+
+	if n, err := retention.Sweep(ctx, del, now, 2); err != nil || n != 0 || logs.Len() != 0 || counter.calls != 0 {
+		t.Fatalf("inside the window: %d deleted, %v, %d counts, logs %q; want nothing", n, err, counter.calls, logs.String())
+	}
+	n, err := retention.Sweep(ctx, del, now.Add(time.Second), 2)
+	if err != nil || n != 5 {
+		t.Fatalf("past the window: got %d, %v; want the 5 unhandled rows", n, err)
+	}
+	if counter.calls != 3 || counter.rows != 5 {
+		t.Errorf("counted %d rows in %d calls, want 5 in 3 (one per batch of 2)", counter.rows, counter.calls)
+	}
+	runbook, err := os.ReadFile("../../docs/RUNBOOK.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []int
+	for line := range strings.SplitSeq(strings.TrimSpace(logs.String()), "\n") {
+		var l struct {
+			Level, Msg string
+			Deleted    int
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if l.Level != "WARN" || !strings.Contains(string(runbook), "`"+l.Msg+"`") {
+			t.Errorf("log line %q: want a WARN whose message docs/RUNBOOK.md quotes", line)
+		}
+		deleted = append(deleted, l.Deleted)
+	}
+	if fmt.Sprint(deleted) != "[2 2 1]" {
+		t.Errorf("logged deletions: got %v, want [2 2 1], one line per batch", deleted)
+	}
+	st, err := m.InboxStats(ctx, posting.AppliedTypes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Unhandled != 0 || st.Pending != 1 {
+		t.Errorf("stats: got %+v, want none unhandled and the payment still pending", st)
 	}
 }
