@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/payments-outbox/payments-outbox/application/access"
 )
 
 // The ways a request fails to authenticate. WriteError answers each 401 with
@@ -23,9 +25,11 @@ var (
 
 // ParseBearer returns the token of an Authorization header of the Bearer
 // scheme (RFC 6750 section 2.1): the scheme, case-insensitive, one or more
-// spaces, and a b64token — letters, digits and -._~+/, then any "=". Errors:
-// ErrNoCredentials for an empty header, ErrMalformedCredentials for anything
-// else that is not that form. The error never holds the header.
+// spaces, and a b64token — letters, digits and -._~+/, then any "="
+// (access.IsB64Token: one definition, which the ledger's start-up checks its
+// configured tokens with too). Errors: ErrNoCredentials for an empty header,
+// ErrMalformedCredentials for anything else that is not that form. The error
+// never holds the header.
 func ParseBearer(header string) (string, error) {
 	if header == "" {
 		return "", ErrNoCredentials
@@ -35,27 +39,10 @@ func ParseBearer(header string) (string, error) {
 		return "", ErrMalformedCredentials
 	}
 	token = strings.TrimLeft(token, " ")
-	if !isB64Token(token) {
+	if !access.IsB64Token(token) {
 		return "", ErrMalformedCredentials
 	}
 	return token, nil
-}
-
-func isB64Token(s string) bool {
-	body := strings.TrimRight(s, "=")
-	if body == "" {
-		return false
-	}
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '-', c == '.', c == '_', c == '~', c == '+', c == '/':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // RequireBearer returns middleware that lets a request through only with an

@@ -8,7 +8,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/posting"
 )
 
-var _ posting.ProcessorMetrics = (*Inbox)(nil)
+var (
+	_ posting.ProcessorMetrics = (*Inbox)(nil)
+	_ posting.UnhandledMetrics = (*Inbox)(nil)
+)
 
 // Inbox is the inbox processor's series, named like the outbox relay's: the
 // inbox is the outbox's mirror on the consuming side. The age of the oldest
@@ -18,6 +21,7 @@ type Inbox struct {
 	pendingRows      prometheus.Gauge
 	parkedRows       prometheus.Gauge
 	unhandledRows    prometheus.Gauge
+	unhandledDeleted prometheus.Counter
 	processed        *prometheus.CounterVec
 	failures         *prometheus.CounterVec
 	eventAge         prometheus.Histogram
@@ -43,6 +47,10 @@ func NewInbox(reg prometheus.Registerer) (*Inbox, error) {
 			Name: "inbox_unhandled_rows",
 			Help: "Inbox rows of a type this version does not apply, kept for a version that does.",
 		}),
+		unhandledDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "inbox_unhandled_deleted_total",
+			Help: "Inbox rows of a type this version does not apply, deleted unapplied at the end of INBOX_UNHANDLED_RETENTION: messages no version applied in time.",
+		}),
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "inbox_processed_total",
 			Help: "Inbox rows the processor committed, by outcome: applied, or duplicate (the business key was already posted).",
@@ -64,7 +72,7 @@ func NewInbox(reg prometheus.Registerer) (*Inbox, error) {
 		m.failures.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{m.oldestPendingAge, m.pendingRows, m.parkedRows, m.unhandledRows,
-		m.processed, m.failures, m.eventAge} {
+		m.unhandledDeleted, m.processed, m.failures, m.eventAge} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -101,3 +109,6 @@ func (m *Inbox) Backlog(s posting.InboxStats) {
 	m.parkedRows.Set(float64(s.Parked))
 	m.unhandledRows.Set(float64(s.Unhandled))
 }
+
+// UnhandledDeleted implements posting.UnhandledMetrics.
+func (m *Inbox) UnhandledDeleted(n int) { m.unhandledDeleted.Add(float64(n)) }

@@ -25,6 +25,8 @@ func TestInboxSeries(t *testing.T) {
 	m.Failed(false)
 	m.Failed(false)
 	m.Failed(true)
+	m.UnhandledDeleted(1000)
+	m.UnhandledDeleted(7)
 
 	got := map[string]float64{}
 	families, err := reg.Gather()
@@ -52,6 +54,7 @@ func TestInboxSeries(t *testing.T) {
 		"inbox_oldest_pending_age_seconds":        42,
 		"inbox_parked_rows":                       2,
 		"inbox_unhandled_rows":                    3,
+		"inbox_unhandled_deleted_total":           1007,
 		"inbox_processed_total{applied}":          1,
 		"inbox_processed_total{duplicate}":        1,
 		"inbox_processing_failures_total{retry}":  2,

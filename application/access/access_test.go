@@ -307,6 +307,35 @@ func TestTokens(t *testing.T) {
 	if _, err := access.NewTokens("short"); err == nil || strings.Contains(err.Error(), "short") {
 		t.Errorf("a short token: err = %v, want one that does not quote it", err)
 	}
+	// Printable, long enough, and still no bearer token: a Bearer header
+	// could never carry it, so it must stop start-up rather than never match.
+	for _, tok := range []string{
+		strings.Repeat("a", 31) + "!", strings.Repeat("a", 16) + ":" + strings.Repeat("b", 16),
+		strings.Repeat("a", 16) + "=" + strings.Repeat("b", 16), `"` + strings.Repeat("a", 32) + `"`,
+		strings.Repeat("a", 16) + "\\" + strings.Repeat("b", 16), strings.Repeat("=", 32),
+	} {
+		if _, err := access.NewTokens(a + "," + tok); err == nil || !strings.Contains(err.Error(), "token 2 ") || strings.Contains(err.Error(), tok) {
+			t.Errorf("NewTokens(…, %q): err = %v, want one naming token 2 and not quoting it", tok, err)
+		}
+		if err := tokens.Check(tok); !errors.Is(err, access.ErrMalformedKey) {
+			t.Errorf("Check(%q): err = %v, want ErrMalformedKey", tok, err)
+		}
+	}
+	if _, err := access.NewTokens(strings.Repeat("Az09-._~+/", 4) + "=="); err != nil {
+		t.Errorf("a token of every b64token character: %v", err)
+	}
+}
+
+func TestIsB64Token(t *testing.T) {
+	for s, want := range map[string]bool{
+		"abc": true, "a-b.c_d~e+f/g": true, "abc==": true, "Z9": true,
+		"": false, "==": false, "a=b": false, "a b": false, "a\tb": false, "clé": false,
+		"a!": false, "a:b": false, "a,b": false, `"a"`: false, "a\x00": false,
+	} {
+		if got := access.IsB64Token(s); got != want {
+			t.Errorf("IsB64Token(%q) = %v, want %v", s, got, want)
+		}
+	}
 }
 
 // BenchmarkAuthenticateCached is what a request with a key verified in the

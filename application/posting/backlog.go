@@ -80,17 +80,26 @@ type InboxStats struct {
 	// clock; 0 when none. It grows whenever the processor stops keeping up.
 	OldestPending time.Duration
 	// Unhandled rows are pending rows of a type this version does not apply:
-	// kept for a version that does. Not a backlog this version can drain.
+	// kept for a version that does, until their window ends
+	// (ExpireUnhandled). Not a backlog this version can drain.
 	Unhandled int64
 	// Parked rows ran out of attempts or can never apply; `ledger inbox
 	// retry` puts them back.
 	Parked int64
 }
 
-// InboxAdmin is what the operator's commands and the gauges need.
+// InboxAdmin is what the operator's commands, the gauges and the expiry of
+// unhandled rows need.
 type InboxAdmin interface {
 	// InboxStats counts the backlog; types are the types this version applies.
 	InboxStats(ctx context.Context, types []string) (InboxStats, error)
+	// DeleteUnhandled deletes at most limit unhandled rows received before
+	// cutoff — pending, not parked, of a type not in types (the types this
+	// version applies) — skipping any row another transaction holds (a
+	// processor of a version that applies its type), and returns how many it
+	// deleted, in one statement. A processed row, a parked row and a row of a
+	// type in types are never deleted.
+	DeleteUnhandled(ctx context.Context, types []string, cutoff time.Time, limit int) (int, error)
 	// Retry makes the parked rows among ids (all parked rows when ids is nil)
 	// pending and due again with their attempts reset, and returns how many
 	// it changed. The last error stays on each row until it is applied.

@@ -2,8 +2,10 @@
 // message through the inbox (Apply, the sync mode) or only record it there
 // (Record, the async mode), apply recorded messages later (Processor), answer
 // balance and entry queries, check the inbox's retention against the
-// broker's, and reconcile the ledger against the payments database. (Deleting
-// expired inbox rows is application/retention's.)
+// broker's, bound what the inbox keeps of types this version does not apply
+// (MaxUnhandledSize, ExpireUnhandled), and reconcile the ledger against the
+// payments database. (The loop that deletes expired inbox rows is
+// application/retention's.)
 //
 // The package declares the ports it needs (Transactor and the Repos it hands
 // to a transaction, Reader, Backlog and InboxAdmin for the processor and the

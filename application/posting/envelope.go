@@ -16,8 +16,9 @@ import (
 
 var (
 	// ErrMalformed means the message is not a CloudEvents 1.0 JSON document
-	// the ledger can identify (no usable id). It is never acknowledged, so the
-	// queue's redrive policy moves it to the DLQ.
+	// the ledger can identify (no usable id), or is one of a type this
+	// version does not apply that is too large to keep (MaxUnhandledSize). It
+	// is never acknowledged, so the queue's redrive policy moves it to the DLQ.
 	ErrMalformed = errors.New("malformed message")
 	// ErrInvalidEvent means a known event type carries data the ledger cannot
 	// post (missing fields, a bad amount, an unknown data version). Like

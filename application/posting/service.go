@@ -77,8 +77,9 @@ func NewService(tx Transactor, reader Reader, schemas Schemas, now func() time.T
 // mode (LEDGER_INBOX_MODE=sync).
 //
 // Errors: ErrMalformed or ErrInvalidEvent for a message that will never
-// apply, one its schema refuses included (leave it for the DLQ); anything
-// else is a transient failure (leave it for redelivery).
+// apply, one its schema refuses included, or one of a type this version does
+// not apply that is larger than MaxUnhandledSize (leave it for the DLQ);
+// anything else is a transient failure (leave it for redelivery).
 func (s *Service) Apply(ctx context.Context, body []byte) (Result, error) {
 	return s.receive(ctx, body, true)
 }
@@ -126,6 +127,13 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 		msg.Error = fmt.Sprintf("event type %q is not posted: %s", env.typ, ignored[env.typ])
 		msg.ProcessedAt = now
 	default:
+		// Kept whole and pending, for a version that applies the type; only
+		// its size bounds what it keeps (MaxUnhandledSize), and only its
+		// window how long (ExpireUnhandled).
+		if len(body) > MaxUnhandledSize {
+			return res, fmt.Errorf("%w: event type %q is not handled by this version, and the inbox keeps such a message only up to %d bytes: this one has %d",
+				ErrMalformed, env.typ, MaxUnhandledSize, len(body))
+		}
 		msg.Error = fmt.Sprintf("event type %q is not handled by this version", env.typ)
 	}
 

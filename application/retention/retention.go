@@ -1,6 +1,10 @@
 // Package retention deletes rows a store no longer needs — PUBLISHED outbox
-// rows, inbox rows past the broker's redelivery window, expired idempotency
-// keys — in bounded batches, on a timer, for as long as the service runs.
+// rows, inbox rows past the broker's redelivery window, unhandled inbox rows
+// past their own window, expired idempotency keys — in bounded batches, on a
+// timer, for as long as the service runs. A DeleteFunc whose deletions are
+// news (an unhandled row deleted is a message no version applied) logs and
+// counts each batch itself, around the store's statement
+// (posting.ExpireUnhandled).
 //
 // Every store offers the same shape, one DeleteFunc: a single short DELETE of
 // at most limit rows older than a cutoff. A large backlog is then many small

@@ -30,6 +30,9 @@ type config struct {
 	Workers        int
 	WaitTime       time.Duration // the consumer's long-poll wait
 	InboxRetention time.Duration
+	// UnhandledRetention is how long a row of a type this version does not
+	// apply waits for a version that does, before it is deleted unapplied.
+	UnhandledRetention time.Duration
 
 	ShutdownTimeout time.Duration
 	DLQPollInterval time.Duration
@@ -77,6 +80,12 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", 100, 1, 1000),
 		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
 		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", time.Second),
+
+		// 15 days: the shortest window start-up accepts for a queue that keeps
+		// messages as long as SQS allows (14 days) plus
+		// posting.RetentionMargin, and two weeks to deploy a version that
+		// applies a type the producer started sending.
+		UnhandledRetention: e.Duration("INBOX_UNHANDLED_RETENTION", 360*time.Hour),
 
 		Tracing: tracing.Configured(getenv),
 	}

@@ -215,6 +215,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if err := posting.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
 		return fmt.Errorf("INBOX_RETENTION: %w", err)
 	}
+	// An unhandled row deleted while the broker can still redeliver its
+	// message would come back as new: its end would not be the end.
+	if err := posting.CheckRetention(cfg.UnhandledRetention, queue.Retention, dlq.Retention); err != nil {
+		return fmt.Errorf("INBOX_UNHANDLED_RETENTION: %w", err)
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -312,6 +317,12 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return retention.Run(gctx, retention.Job{
 			Name: "inbox", Delete: store.DeleteInboxBefore,
 			Retention: cfg.InboxRetention, Every: time.Hour, Batch: 1000,
+		}, time.Now, log)
+	})
+	g.Go(func() error {
+		return retention.Run(gctx, retention.Job{
+			Name: "unhandled inbox", Delete: posting.ExpireUnhandled(store, log, inboxMetrics),
+			Retention: cfg.UnhandledRetention, Every: time.Hour, Batch: 1000,
 		}, time.Now, log)
 	})
 	return g.Wait()

@@ -44,6 +44,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"bad workers", "LEDGER_WORKERS", "many"},
 		{"zero workers", "LEDGER_WORKERS", "0"},
 		{"bad retention", "INBOX_RETENTION", "15 days"},
+		{"bad unhandled retention", "INBOX_UNHANDLED_RETENTION", "a fortnight"},
 		{"bad level", "LOG_LEVEL", "loud"},
 		{"bad migrate flag", "MIGRATE_ON_START", "perhaps"},
 		{"wait past the SQS maximum", "LEDGER_WAIT_TIME", "25s"},
@@ -295,21 +296,37 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// TestServeRefusesAShortInboxRetention: the processed rows' retention and the
+// unhandled rows' window must each outlive the queue's redelivery window.
 func TestServeRefusesAShortInboxRetention(t *testing.T) {
 	t.Parallel()
 	tq := awstest.NewTopicQueue(t)
-	env := map[string]string{
-		"DATABASE_URL":     pgtest.NewDatabase(t),
-		"HTTP_ADDR":        "127.0.0.1:0",
-		"AWS_ENDPOINT_URL": awstest.Endpoint(t),
-		"AWS_REGION":       tq.Config.Region,
-		"LEDGER_QUEUE_URL": tq.QueueURL,
-		"LEDGER_DLQ_URL":   tq.DLQURL,
-		"INBOX_RETENTION":  "1h",
-	}
-	err := run(context.Background(), nil, getenvFrom(env), io.Discard, nil)
-	if err == nil || !strings.Contains(err.Error(), "INBOX_RETENTION") {
-		t.Errorf("got %v, want an error naming INBOX_RETENTION", err)
+	for _, key := range []string{"INBOX_RETENTION", "INBOX_UNHANDLED_RETENTION"} {
+		env := map[string]string{
+			"DATABASE_URL":     pgtest.NewDatabase(t),
+			"HTTP_ADDR":        "127.0.0.1:0",
+			"AWS_ENDPOINT_URL": awstest.Endpoint(t),
+			"AWS_REGION":       tq.Config.Region,
+			"LEDGER_QUEUE_URL": tq.QueueURL,
+			"LEDGER_DLQ_URL":   tq.DLQURL,
+			key:                "1h",
+		}
+		// Were the window accepted, serve would run: stop it once it
+		// listens, so the test fails rather than hangs.
+		ctx, cancel := context.WithCancel(context.Background())
+		listening := make(chan addrs, 1)
+		go func() {
+			select {
+			case <-listening:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := run(ctx, nil, getenvFrom(env), io.Discard, listening)
+		cancel()
+		if err == nil || !strings.HasPrefix(err.Error(), key+":") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s=1h: got %v, want one line naming %s", key, err, key)
+		}
 	}
 }
 

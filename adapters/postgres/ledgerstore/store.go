@@ -315,8 +315,9 @@ func readErr(err error) error {
 // limit processed inbox rows received before cutoff, in one statement.
 // Start-up checks the cutoff lies past the broker's redelivery window
 // (posting.CheckRetention). A row not processed — pending, parked, or of a
-// type this version does not handle — is never deleted: it is work not done,
-// and the inbox is the only place that still holds it.
+// type this version does not handle — is never deleted here: it is work not
+// done, and the inbox is the only place that still holds it. Unhandled rows
+// have a window of their own (DeleteUnhandled).
 func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		DELETE FROM inbox_messages WHERE id IN (
@@ -324,6 +325,28 @@ func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit i
 			WHERE received_at < $1 AND processed_at IS NOT NULL LIMIT $2)`, cutoff, limit)
 	if err != nil {
 		return 0, fmt.Errorf("delete inbox messages: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// DeleteUnhandled implements posting.InboxAdmin: the expiry of the rows of
+// types this version does not apply (posting.ExpireUnhandled). Its WHERE
+// holds the predicate of the partial pending index, so it reads the backlog,
+// not the processed rows. FOR UPDATE SKIP LOCKED passes over a row a claim
+// holds — a processor of a newer version, during a rolling deploy, applying
+// the type this one does not know — and re-checks each row it locks, so a
+// row that such a processor applied or parked meanwhile is left alone.
+func (s *Store) DeleteUnhandled(ctx context.Context, types []string, cutoff time.Time, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM inbox_messages WHERE id IN (
+			SELECT id FROM inbox_messages
+			WHERE processed_at IS NULL AND parked_at IS NULL AND received_at < $2
+			  AND NOT type = ANY($1::text[])
+			ORDER BY received_at
+			LIMIT $3
+			FOR UPDATE SKIP LOCKED)`, types, cutoff, limit)
+	if err != nil {
+		return 0, fmt.Errorf("delete unhandled inbox messages: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -108,6 +108,27 @@ func (m *FakeStore) InboxStats(_ context.Context, types []string) (posting.Inbox
 	return s, nil
 }
 
+// DeleteUnhandled implements posting.InboxAdmin, oldest first. A claim holds
+// the store's lock for its whole transaction, so no row is ever held by
+// another transaction here: SKIP LOCKED's case does not arise.
+func (m *FakeStore) DeleteUnhandled(_ context.Context, types []string, cutoff time.Time, limit int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var old []posting.InboxMessage
+	for id, msg := range m.inbox {
+		if msg.ProcessedAt.IsZero() && m.retry[id].parked.IsZero() && !slices.Contains(types, msg.Type) && msg.ReceivedAt.Before(cutoff) {
+			old = append(old, msg)
+		}
+	}
+	sort.Slice(old, func(i, j int) bool { return old[i].ReceivedAt.Before(old[j].ReceivedAt) })
+	old = old[:min(len(old), limit)]
+	for _, msg := range old {
+		delete(m.inbox, msg.ID)
+		delete(m.retry, msg.ID)
+	}
+	return len(old), nil
+}
+
 // Retry implements posting.InboxAdmin.
 func (m *FakeStore) Retry(_ context.Context, ids []string) (int, error) {
 	m.mu.Lock()

@@ -9,6 +9,7 @@ package postingtest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -295,6 +296,73 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 		if st, _ := s.InboxStats(ctx, created); st.Parked != 0 || st.Pending != 1 {
 			t.Errorf("stats after processing: got %+v, want none parked, 1 pending (the row due in an hour)", st)
+		}
+	})
+
+	t.Run("unhandled rows past the cutoff are deleted, in batches; nothing else is", func(t *testing.T) {
+		s := open(t)
+		const (
+			disputed = "payment.disputed" // a type this version does not apply
+			old1     = "0190e7a0-0000-7000-8000-0000000000c1"
+			old2     = "0190e7a0-0000-7000-8000-0000000000c2"
+			old3     = "0190e7a0-0000-7000-8000-0000000000c3"
+			recent   = "0190e7a0-0000-7000-8000-0000000000c4"
+			parked   = "0190e7a0-0000-7000-8000-0000000000c5"
+			done     = "0190e7a0-0000-7000-8000-0000000000c6"
+		)
+		cutoff := at.Add(-time.Hour)
+		past := cutoff.Add(-24 * time.Hour)
+		processed := pendingMsg(done, disputed, past) // an ignored type's row: done on arrival
+		processed.ProcessedAt = past
+		insert(t, s,
+			pendingMsg(old1, disputed, past), pendingMsg(old2, disputed, past.Add(time.Second)), pendingMsg(old3, disputed, past.Add(2*time.Second)),
+			pendingMsg(recent, disputed, cutoff.Add(time.Second)),
+			pendingMsg(parked, disputed, past), processed,
+			pendingMsg(msg1, posting.TypePaymentCreated, past), pendingMsg(msg2, posting.TypePaymentCreated, past))
+		// A version that applies the type parked two rows; an older one must
+		// keep them.
+		claimIDs(t, s, posting.Claim{Limit: 10, Types: []string{disputed, posting.TypePaymentCreated}, IDs: []string{parked, msg2}},
+			func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+				return posting.BatchOutcome{At: time.Now(), Parked: []posting.Failure{{ID: parked, Error: "boom", Attempts: 1}, {ID: msg2, Error: "boom", Attempts: 1}}}
+			})
+
+		var got []int
+		for range 3 {
+			n, err := s.DeleteUnhandled(ctx, created, cutoff, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, n)
+		}
+		if want := []int{2, 1, 0}; !slices.Equal(got, want) {
+			t.Errorf("deleted per batch of 2: got %v, want %v (the three unhandled rows older than the cutoff)", got, want)
+		}
+		st, err := s.InboxStats(ctx, created)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Unhandled != 1 || st.Pending != 1 || st.Parked != 2 {
+			t.Errorf("stats: got %+v, want 1 unhandled (the recent one), 1 pending and 2 parked, kept", st)
+		}
+		// An id the inbox still holds inserts nothing; a deleted one inserts again.
+		var kept []string
+		err = s.Transact(ctx, func(r posting.Repos) error {
+			for _, id := range []string{old1, old2, old3, recent, parked, done, msg1, msg2} {
+				ok, err := r.Inbox.Insert(ctx, pendingMsg(id, disputed, at))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					kept = append(kept, id)
+				}
+			}
+			return errors.New("roll back the probe")
+		})
+		if err == nil {
+			t.Fatal("the probe's transaction committed")
+		}
+		if want := []string{recent, parked, done, msg1, msg2}; !slices.Equal(kept, want) {
+			t.Errorf("rows kept: got %v, want %v", kept, want)
 		}
 	})
 
