@@ -74,11 +74,12 @@ fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck (staticcheck.conf), actionlint; the AsyncAPI document through its parser (needs node, npm)
+lint: ## gofmt, go vet, staticcheck (staticcheck.conf), actionlint; api/ through Redocly, Spectral and the AsyncAPI parser (needs node, npm)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) run $(ACTIONLINT)
+	bash scripts/api-lint.sh
 	bash scripts/asyncapi-check.sh
 
 BENCH_ARGS ?= -runs 3
