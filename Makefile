@@ -74,11 +74,13 @@ fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck (staticcheck.conf) and actionlint on .github/workflows
+lint: ## gofmt, go vet, staticcheck (staticcheck.conf), actionlint; api/ through Redocly, Spectral and the AsyncAPI parser (needs node, npm)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
 	$(GO) run $(ACTIONLINT)
+	bash scripts/api-lint.sh
+	bash scripts/asyncapi-check.sh
 
 BENCH_ARGS ?= -runs 3
 .PHONY: bench
@@ -90,5 +92,5 @@ client-check: ## generate a Go client from each OpenAPI document in api/ (the RE
 	bash scripts/client-check.sh
 
 .PHONY: asyncapi-check
-asyncapi-check: ## validate api/events.asyncapi.yaml with the AsyncAPI parser, its refs to the event schemas resolved; needs node and npm
+asyncapi-check: ## validate api/events.asyncapi.yaml with the AsyncAPI parser, its payloads compiled in their schemaFormat (also in lint); needs node and npm
 	bash scripts/asyncapi-check.sh

@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -12,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
@@ -44,6 +48,62 @@ func TestDocumentsAreValid(t *testing.T) {
 			apitest.New(t, d.doc) // fails t unless it loads and validates
 			if doc := load(t, d.doc); doc.OpenAPI != "3.1.0" {
 				t.Errorf("openapi: %s, want 3.1.0", doc.OpenAPI)
+			}
+		})
+	}
+}
+
+// TestServedDocumentMatchesItsSchema: the schema of GET /openapi.yaml's
+// answer accepts the document each way a validator may read it: parsed, the
+// object kin-openapi (api/apitest) decodes application/yaml into, and as
+// text, the string a validating proxy that parses no YAML (Prism) checks.
+func TestServedDocumentMatchesItsSchema(t *testing.T) {
+	for _, d := range documents {
+		doc := load(t, d.doc)
+		item := doc.Paths.Value("/openapi.yaml")
+		if item == nil {
+			continue // the ops listener does not serve its document
+		}
+		t.Run(d.file, func(t *testing.T) {
+			resp := item.Get.Responses.Status(200)
+			media := resp.Value.Content.Get("application/yaml")
+			if media == nil || media.Schema == nil {
+				t.Fatal("GET /openapi.yaml: no application/yaml schema for 200")
+			}
+			b, err := json.Marshal(media.Schema.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := jsonschema.NewCompiler()
+			c.DefaultDraft(jsonschema.Draft2020) // OpenAPI 3.1's dialect
+			if err := c.AddResource("mem:///openapi-yaml.json", sdoc); err != nil {
+				t.Fatal(err)
+			}
+			schema, err := c.Compile("mem:///openapi-yaml.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parsed any
+			if err := yaml.Unmarshal(d.doc, &parsed); err != nil {
+				t.Fatal(err)
+			}
+			pb, err := json.Marshal(parsed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(pb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(pdoc); err != nil {
+				t.Errorf("parsed, the document does not match its own schema: %v", err)
+			}
+			if err := schema.Validate(string(d.doc)); err != nil {
+				t.Errorf("as text, the document does not match its own schema, so a validating proxy that reads the body as a string refuses the route: %v", err)
 			}
 		})
 	}

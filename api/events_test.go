@@ -60,8 +60,10 @@ const envelopeFile = "events/envelope/v1.json"
 func isDataSchema(name string) bool { return name != envelopeFile && dataSchemaPath.MatchString(name) }
 
 // keywordsDraft07Lacks are JSON Schema keywords that draft-07 does not have.
-// AsyncAPI 3.0 reads payload schemas as draft-07, so a schema that used one
-// would mean one thing to the services and another to AsyncAPI tools.
+// The messages say their payloads are 2020-12 (TestAsyncAPIPayloadSchemaFormat),
+// but draft-07 is the one JSON Schema every AsyncAPI 3.0 tool must read, so
+// a tool that knows no other may read them as draft-07: a schema that used
+// one would mean one thing to the services and another to that tool.
 var keywordsDraft07Lacks = []string{
 	"$defs", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "$vocabulary",
 	"prefixItems", "unevaluatedItems", "unevaluatedProperties", "dependentRequired", "dependentSchemas",
@@ -94,7 +96,7 @@ func TestEventSchemasAreValid(t *testing.T) {
 			}
 			walkKeys(doc, func(key string) {
 				if slices.Contains(keywordsDraft07Lacks, key) {
-					t.Errorf("uses %s, which AsyncAPI 3.0's draft-07 does not know", key)
+					t.Errorf("uses %s, which draft-07 does not know", key)
 				}
 			})
 			c := jsonschema.NewCompiler()
@@ -213,9 +215,6 @@ func TestAsyncAPIDocument(t *testing.T) {
 		where := "components.messages." + key
 		msg, _ := messages[key].(map[string]any)
 		payload, _ := msg["payload"].(map[string]any)
-		if payload["schemaFormat"] != "application/schema+json;version=draft-07" {
-			t.Errorf("%s: payload.schemaFormat %v, want application/schema+json;version=draft-07", where, payload["schemaFormat"])
-		}
 		allOf, _ := lookup(payload, "schema", "allOf").([]any)
 		if len(allOf) != 2 {
 			t.Errorf("%s: payload.schema.allOf must be the envelope's schema and this message's type and data", where)
@@ -328,6 +327,127 @@ func TestAsyncAPIDocument(t *testing.T) {
 	if raw := at("#/operations/publishPaymentEvents/bindings/sns/consumers/0/rawMessageDelivery"); raw != true {
 		t.Errorf("the subscription's rawMessageDelivery: got %v, want true: the ledger reads the CloudEvent as the SQS body", raw)
 	}
+}
+
+// schemaFormats are the JSON Schema formats a message payload may declare
+// (the AsyncAPI 3.0 media types, application/schema+json;version=<draft>),
+// with the dialect each names.
+var schemaFormats = map[string]*jsonschema.Draft{
+	"application/schema+json;version=draft-07": jsonschema.Draft7,
+	"application/schema+json;version=2020-12":  jsonschema.Draft2020,
+}
+
+// TestAsyncAPIPayloadSchemaFormat reads each message's payload as a tool that
+// follows its schemaFormat does: the payload and every schema file it refers
+// to are in that format's dialect (AsyncAPI 3.0: a referenced resource's
+// format must match the referencing schema's), the payload compiles in it,
+// and it accepts the published example of its event (docs/events). A
+// format that names another dialect than the files' $schema fails here: a
+// validator that trusts it cannot compile them.
+func TestAsyncAPIPayloadSchemaFormat(t *testing.T) {
+	b, err := api.Events.ReadFile(api.AsyncAPIFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", api.AsyncAPIFile, err)
+	}
+	messages := asMap(lookup(doc, "components", "messages"))
+	if len(messages) == 0 {
+		t.Fatal("no components.messages: the test is not looking where it should")
+	}
+	// The document's own place, which its relative $refs resolve against.
+	const docURL = "mem:///api/" + api.AsyncAPIFile
+	for _, key := range slices.Sorted(maps.Keys(messages)) {
+		t.Run(key, func(t *testing.T) {
+			payload := asMap(lookup(messages[key], "payload"))
+			format, _ := payload["schemaFormat"].(string)
+			draft, ok := schemaFormats[format]
+			if !ok {
+				t.Fatalf("payload.schemaFormat %q is not one of %v", format, slices.Sorted(maps.Keys(schemaFormats)))
+			}
+			c := jsonschema.NewCompiler()
+			c.DefaultDraft(draft)
+			c.AssertFormat()
+			// Every file the payload reaches, directly or through another file.
+			todo := refFiles(payload["schema"], ".")
+			for seen := map[string]bool{}; len(todo) > 0; todo = todo[1:] {
+				name := todo[0]
+				if seen[name] {
+					continue
+				}
+				seen[name] = true
+				fb, err := api.Events.ReadFile(name)
+				if err != nil {
+					t.Fatalf("the payload refers to api/%s: %v", name, err)
+				}
+				fdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(fb))
+				if err != nil {
+					t.Fatalf("api/%s: %v", name, err)
+				}
+				if got, _ := asMap(fdoc)["$schema"].(string); got != "" && strings.TrimSuffix(got, "#") != draft.String() {
+					t.Errorf("api/%s is JSON Schema %s, but the payload's schemaFormat %s says %s: a validator that follows schemaFormat cannot compile it", name, got, format, draft)
+				}
+				if err := c.AddResource("mem:///api/"+name, fdoc); err != nil {
+					t.Fatal(err)
+				}
+				todo = append(todo, refFiles(fdoc, path.Dir(name))...)
+			}
+			schema, err := json.Marshal(payload["schema"]) // YAML's numbers become JSON's
+			if err != nil {
+				t.Fatal(err)
+			}
+			sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.AddResource(docURL, map[string]any{"payload": sdoc}); err != nil {
+				t.Fatal(err)
+			}
+			compiled, err := c.Compile(docURL + "#/payload")
+			if err != nil {
+				t.Fatalf("the payload does not compile as %s: %v", draft, err)
+			}
+			example, err := os.ReadFile("../docs/events/" + key + ".json")
+			if err != nil {
+				t.Fatalf("the published example of %s: %v", key, err)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(example))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := compiled.Validate(inst); err != nil {
+				t.Errorf("docs/events/%s.json does not match the message's payload: %v", key, err)
+			}
+		})
+	}
+}
+
+// refFiles returns the schema files, as paths in api.Events, that the
+// $refs in v point to, relative to dir; references within a document
+// (#...) are left out.
+func refFiles(v any, dir string) []string {
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok && !strings.HasPrefix(ref, "#") {
+				file, _, _ := strings.Cut(ref, "#")
+				out = append(out, path.Join(dir, file))
+			}
+			for _, child := range v {
+				walk(child)
+			}
+		case []any:
+			for _, child := range v {
+				walk(child)
+			}
+		}
+	}
+	walk(v)
+	return out
 }
 
 // initAWSDefaults reads the default of each setting localstack/init-aws.sh

@@ -19,10 +19,14 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -192,6 +196,61 @@ func TestEventReachesQueueVerbatim(t *testing.T) {
 		t.Errorf("got attributes %v, want id=%s type=payment.created", attrs, id)
 	}
 	waitFor(t, 10*time.Second, "row PUBLISHED", func() bool { s, _ := f.status(t, id); return s == "PUBLISHED" })
+}
+
+// TestQueueGetsTheEncodersBytes writes a payment and a refund through the
+// write side (paymentstore) and reads what the relay published from the
+// queue: each body is, byte for byte, what the producer's encoder made of the
+// event. The bytes are what a consumer hashes, signs or compares, so the
+// outbox must hand them on, not a re-rendering of them. The payer id holds
+// what a JSON store would rewrite: characters the encoder escapes (<, >, &)
+// and one it does not (ü).
+func TestQueueGetsTheEncodersBytes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	svc := payments.NewService(paymentstore.New(f.pool, paymentstore.Options{}), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
+	platform := access.PlatformPrincipal("platkey")
+	created, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_<ü>&", MerchantID: "mer_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := created.Payment
+	refunded, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: p.ID(), Amount: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := refunded.Refund
+	total, err := payment.NewMoney(refunded.Payment.RefundedMinor(), p.Amount().Currency())
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]payment.Event{ // by type: the write recorded one of each
+		payment.TypeCreated: payment.Created{PaymentID: p.ID(), Amount: p.Amount(), PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: p.CreatedAt()},
+		payment.TypeRefunded: payment.Refunded{PaymentID: p.ID(), RefundID: r.ID, Amount: r.Amount, RefundedTotal: total,
+			PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: r.CreatedAt},
+	}
+
+	run(t, relay.New(relay.Config{PollInterval: 20 * time.Millisecond}, f.store, f.publisher(), discard(), nil, time.Now))
+	msgs := f.tq.Drain(t, f.tq.QueueURL, len(events), 30*time.Second)
+	if len(msgs) != len(events) {
+		t.Fatalf("got %d messages, want %d", len(msgs), len(events))
+	}
+	for _, m := range msgs {
+		id, typ := aws.ToString(m.MessageAttributes["id"].StringValue), aws.ToString(m.MessageAttributes["type"].StringValue)
+		e, ok := events[typ]
+		if !ok {
+			t.Fatalf("message %s of type %q: the write recorded none", id, typ)
+		}
+		delete(events, typ)
+		want, err := paymentstore.EncodeEvent(id, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := aws.ToString(m.Body); got != string(want) {
+			t.Errorf("%s: the queue got\n%s\nwant the encoder's bytes\n%s", typ, got, want)
+		}
+	}
 }
 
 // TestBrokerOutageLosesNothing points a relay at a closed port first: the rows

@@ -247,7 +247,9 @@ func firstDuePerAggregate(rows []claimedRow) []relay.Message {
 }
 
 // claim locks the rows c asks for; as the transaction's first statement it
-// travels with BEGIN, in one round trip.
+// travels with BEGIN, in one round trip. Each Payload is the column's bytes
+// as the write side stored them (json keeps its input text), which the
+// relay publishes unchanged.
 func claim(ctx context.Context, tx *postgres.Tx, c relay.Claim) ([]claimedRow, error) {
 	q, args := claimQuery(c)
 	var b pgx.Batch

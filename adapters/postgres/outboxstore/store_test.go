@@ -1,11 +1,13 @@
 package outboxstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -160,6 +162,56 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 	})
 	if err != nil || n != 0 {
 		t.Errorf("second ClaimBatch: got %d, %v; want 0, nil", n, err)
+	}
+}
+
+// TestEveryClaimReturnsTheStoredBytes: each claim statement — unordered and
+// ordered, over every partition, one or several — hands the relay the
+// payload as the write side stored it, byte for byte: key order, spacing and
+// escapes are the encoder's, and a consumer that hashes or signs the
+// published event sees them.
+func TestEveryClaimReturnsTheStoredBytes(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	store := outboxstore.New(pool)
+	const partitions = 64 // the migrations' count
+	agg := uuid.New()
+	id := uuid.New()
+	// Not what Postgres would write back if it kept JSON parsed: keys out of
+	// order, a duplicate, spacing, escapes that could be written plainly.
+	payload := []byte(`{"z":1, "id":"` + id.String() + `","a" : "\u003c\u00fc\u003e","a":2}`)
+	if _, err := pool.Exec(context.Background(), `INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, 'payment.created', $2, $3)`,
+		id, agg, payload); err != nil {
+		t.Fatal(err)
+	}
+	own := relay.PartitionOf(agg, partitions)
+	for _, c := range []struct {
+		name  string
+		claim relay.Claim
+	}{
+		{"all", relay.Claim{Limit: 10}},
+		{"all ordered", relay.Claim{Limit: 10, Ordered: true}},
+		{"one partition", relay.Claim{Limit: 10, Partitions: partitions, Owned: []int{own}}},
+		{"one partition ordered", relay.Claim{Limit: 10, Partitions: partitions, Owned: []int{own}, Ordered: true}},
+		{"partitions", relay.Claim{Limit: 10, Partitions: partitions, Owned: []int{(own + 1) % partitions, own, (own + 2) % partitions}}},
+		{"partitions ordered", relay.Claim{Limit: 10, Partitions: partitions, Owned: []int{(own + 1) % partitions, own, (own + 2) % partitions}, Ordered: true}},
+	} {
+		slices.Sort(c.claim.Owned)
+		var got []relay.Message
+		_, err := store.ClaimBatch(context.Background(), c.claim, func(msgs []relay.Message) (relay.Outcome, error) {
+			got = msgs
+			return relay.Outcome{}, nil // nothing recorded: the row stays PENDING for the next claim
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if len(got) != 1 || !bytes.Equal(got[0].Payload, payload) {
+			var p []string
+			for _, m := range got {
+				p = append(p, string(m.Payload))
+			}
+			t.Errorf("%s claim: got payloads %q, want exactly %q", c.name, p, payload)
+		}
 	}
 }
 

@@ -2,13 +2,20 @@ package paymentstore_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/relay"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -52,6 +59,90 @@ func TestIdempotencyKeysGetTheirPaymentsMerchant(t *testing.T) {
 	}
 	// And back down: one key per key again.
 	if _, err := provider.DownTo(ctx, 5); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+}
+
+// TestPreviousReleaseSurvivesThePayloadMigration: during a rolling update the
+// previous release keeps running on connections that prepared their
+// statements while outbox.payload was jsonb. After the migration that makes
+// it json, its writer still commits payments with their events, and its
+// relay's claim succeeds at the latest on its retry (pgx drops a prepared
+// statement whose result type changed, after failing it once), reading every
+// payload as JSON.
+func TestPreviousReleaseSurvivesThePayloadMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	migrator, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrator.Close()
+	db := stdlib.OpenDBFromPool(migrator)
+	defer db.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, paymentsmigrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := provider.UpTo(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+
+	// The previous release: one connection, so that every statement it runs
+	// after the migration is one it prepared before.
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	old, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	svc := payments.NewService(paymentstore.New(old, paymentstore.Options{}), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
+	create := func() {
+		t.Helper()
+		if _, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {
+			t.Fatalf("the previous release's write: %v", err)
+		}
+	}
+	outbox := outboxstore.New(old)
+	claim := func() ([]relay.Message, error) {
+		var got []relay.Message
+		_, err := outbox.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.Outcome, error) {
+			got = msgs
+			return relay.Outcome{}, nil // nothing recorded: the rows stay PENDING
+		})
+		return got, err
+	}
+	create()
+	if _, err := claim(); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	create()
+	got, err := claim()
+	if err != nil {
+		t.Logf("the first claim after the migration: %v", err)
+		got, err = claim()
+	}
+	if err != nil {
+		t.Fatalf("the previous release's relay cannot claim after the migration: %v", err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("claimed %d rows, want both payments' events", len(got))
+	}
+	for _, m := range got {
+		if !json.Valid(m.Payload) {
+			t.Errorf("payload of %s is not JSON: %q", m.ID, m.Payload)
+		}
+	}
+	if _, err := provider.DownTo(ctx, 8); err != nil {
 		t.Fatalf("down: %v", err)
 	}
 }

@@ -190,6 +190,10 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		if err != nil {
 			return nil, err
 		}
+		// body goes in as bytes and stays them: payload is json, which keeps
+		// its input text, so the relay publishes exactly what encodeEvent
+		// wrote (migrations/payments/00009).
+		//
 		// pgtype.UUID, not uuid.UUID: pgx encodes it straight to binary,
 		// while uuid.UUID is a driver.Valuer whose string pgx first fails to
 		// encode as binary (building an error) and then parses, on every
