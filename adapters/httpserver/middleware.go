@@ -13,8 +13,10 @@ import (
 )
 
 // Metrics are the HTTP request metrics. Create them once per process with
-// NewMetrics; Middleware labels them by chi's route pattern, never the raw
-// path, so ids in URLs cannot explode the label set.
+// NewMetrics. No label takes a raw client value, which would let any client
+// grow /metrics without bound: Middleware labels them by chi's route pattern,
+// never the raw path, by a method of RFC 9110 or "other" (methodLabel), and
+// by the status code the handler chose.
 type Metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
@@ -72,8 +74,9 @@ func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 			}
 			elapsed := time.Since(start)
 			if m != nil {
-				m.requests.WithLabelValues(r.Method, route, strconv.Itoa(status)).Inc()
-				m.duration.WithLabelValues(r.Method, route).Observe(elapsed.Seconds())
+				method := methodLabel(r.Method)
+				m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+				m.duration.WithLabelValues(method, route).Observe(elapsed.Seconds())
 			}
 			level := slog.LevelInfo
 			if status >= 500 {
@@ -81,7 +84,7 @@ func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 			}
 			attrs := []slog.Attr{
 				slog.String("request_id", reqID),
-				slog.String("method", r.Method),
+				slog.String("method", methodLabel(r.Method)),
 				slog.String("path", r.URL.Path),
 				slog.String("route", route),
 				slog.Int("status", status),
@@ -112,4 +115,16 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// methodLabel is the method as a metric label or span name: one of the
+// methods of RFC 9110 and RFC 5789 (PATCH), or "other". A client may send any
+// token as its method, and each one a label took would be a new series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }

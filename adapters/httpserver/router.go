@@ -53,14 +53,24 @@ func newRouter(log *slog.Logger, m *Metrics, tp trace.TracerProvider) chi.Router
 		r.Use(traceRequests(tp)...) // first, so the span covers the whole request
 	}
 	r.Use(Middleware(log, m)...)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
-	})
+	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
-		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", req.Method+" is not allowed here"))
+		ms := allowed(r, req.URL.Path)
+		if len(ms) == 0 {
+			// chi answers a method it does not know 405 on any path: a path no
+			// route has is 404 whatever the method, as the documents say.
+			notFound(w, req)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(ms, ", "))
+		// The detail does not name the method: a client's bytes are not echoed.
+		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", "this path does not take this method; Allow lists the ones it takes"))
 	})
 	return r
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
 }
 
 // allowed lists the methods routes takes for path, as a 405's Allow header
