@@ -20,9 +20,10 @@ import (
 //   - ErrNoCredentials, ErrMalformedCredentials, ErrInvalidCredentials: 401
 //     with a WWW-Authenticate challenge, not logged (the access log has the
 //     401; the credential is never written anywhere).
-//   - anything else is unexpected: logged once, here, with its whole chain,
-//     and answered 500 with nothing of that chain.
+//   - anything else is unexpected: logged once, here, with its whole chain
+//     and the request's id, and answered 500 with nothing of that chain.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, unavailable error) {
+	log = requestLogger(log) // its lines are found under the request's id
 	var p Problem
 	switch {
 	case errors.Is(err, ErrNoCredentials):

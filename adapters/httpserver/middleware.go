@@ -48,19 +48,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Middleware returns the shared middleware chain for a chi router: request id
-// (an incoming X-Request-Id is kept, else one is made, and it is echoed back),
-// metrics and the access log, and a panic guard that answers 500
-// problem+json instead of dropping the connection.
+// (a client's X-Request-Id if it is safe to keep, else a new one, answered
+// in X-Request-Id: requestID), metrics and the access log, and a panic guard
+// that answers 500 problem+json instead of dropping the connection. Every
+// line they log carries the request's id (LogRequestIDs).
 func Middleware(log *slog.Logger, m *Metrics) []func(http.Handler) http.Handler {
-	return []func(http.Handler) http.Handler{middleware.RequestID, observe(log, m), recoverer(log)}
+	log = requestLogger(log)
+	return []func(http.Handler) http.Handler{requestID, observe(log, m), recoverer(log)}
 }
 
 func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			reqID := middleware.GetReqID(r.Context())
-			w.Header().Set("X-Request-Id", reqID)
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			next.ServeHTTP(ww, r)
 
@@ -83,9 +83,8 @@ func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {
 				level = slog.LevelError
 			}
 			attrs := []slog.Attr{
-				slog.String("request_id", reqID),
 				slog.String("method", methodLabel(r.Method)),
-				slog.String("path", r.URL.Path),
+				slog.String("path", logPath(r.URL.Path)),
 				slog.String("route", route),
 				slog.Int("status", status),
 				slog.Int("bytes", ww.BytesWritten()),
@@ -108,7 +107,7 @@ func recoverer(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.ErrorContext(r.Context(), "handler panic", "panic", v, "request_id", middleware.GetReqID(r.Context()))
+					log.ErrorContext(r.Context(), "handler panic", "panic", v)
 					WriteProblem(w, NewProblem(http.StatusInternalServerError, "internal", ""))
 				}
 			}()
@@ -127,4 +126,15 @@ func methodLabel(m string) string {
 		return m
 	}
 	return "other"
+}
+
+// maxLoggedPath bounds the path the access log writes: no route of these
+// APIs is near it, and a client may send a path of up to a megabyte.
+const maxLoggedPath = 512
+
+func logPath(p string) string {
+	if len(p) > maxLoggedPath {
+		return p[:maxLoggedPath] + "…"
+	}
+	return p
 }

@@ -110,6 +110,7 @@ type Ops struct {
 func NewOpsRouter(o Ops) chi.Router {
 	// Not traced: probes and scrapes would bury the requests worth a trace.
 	r := newRouter(o.Log, o.Metrics, nil)
+	log := requestLogger(o.Log)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -118,7 +119,7 @@ func NewOpsRouter(o Ops) chi.Router {
 		defer cancel()
 		if o.Ready != nil {
 			if err := o.Ready(ctx); err != nil {
-				o.Log.WarnContext(ctx, "not ready", "err", err)
+				log.WarnContext(ctx, "not ready", "err", err)
 				w.Header().Set("Retry-After", "1")
 				WriteProblem(w, NewProblem(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
 				return
