@@ -29,6 +29,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, u
 	case errors.Is(err, ErrNoCredentials):
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		p = NewProblem(http.StatusUnauthorized, "authentication-required", "this route needs an Authorization header: Bearer and a credential")
+	case errors.Is(err, errManyCredentials):
+		// 401, not the 400 RFC 6750's invalid_request suggests: to the
+		// client it is one more way of sending no usable credential.
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		p = NewProblem(http.StatusUnauthorized, "malformed-credentials", "the request has more than one Authorization header; send one")
 	case errors.Is(err, ErrMalformedCredentials):
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		p = NewProblem(http.StatusUnauthorized, "malformed-credentials", "the Authorization header is not Bearer and a credential of this service's form")

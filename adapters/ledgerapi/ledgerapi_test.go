@@ -75,14 +75,16 @@ func newServer(t *testing.T, q ledgerapi.Queries) *httptest.Server {
 }
 
 // get sends GET path with Authorization: auth (none when empty).
-func get(t *testing.T, srv *httptest.Server, path, auth string) *http.Response {
+func get(t *testing.T, srv *httptest.Server, path string, auth ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
+	for _, a := range auth {
+		if a != "" {
+			req.Header.Add("Authorization", a)
+		}
 	}
 	res, err := srv.Client().Do(req)
 	if err != nil {
@@ -140,23 +142,26 @@ func TestRoutes(t *testing.T) {
 func TestEveryRouteNeedsTheToken(t *testing.T) {
 	srv := newServer(t, fakeQueries{})
 	creds := []struct {
-		name, header string
-		status       int
-		typ, www     string
+		name     string
+		headers  []string
+		status   int
+		typ, www string
 	}{
-		{"no header", "", 401, "/problems/authentication-required", "Bearer"},
-		{"another scheme", "Basic " + token, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
-		{"bearer without token", "Bearer ", 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
-		{"token with a space", "Bearer " + token + " x", 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
-		{"unknown token", "Bearer " + strings.Repeat("u", access.MinTokenLen), 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
-		{"the token but one character", "Bearer " + token[1:], 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
-		{"the token", "Bearer " + token, 200, "", ""},
-		{"the token, scheme in lower case", "bearer " + token, 200, "", ""},
+		{"no header", nil, 401, "/problems/authentication-required", "Bearer"},
+		{"another scheme", []string{"Basic " + token}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"bearer without token", []string{"Bearer "}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"token with a space", []string{"Bearer " + token + " x"}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"unknown token", []string{"Bearer " + strings.Repeat("u", access.MinTokenLen)}, 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
+		{"the token but one character", []string{"Bearer " + token[1:]}, 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
+		{"the token, then another header", []string{"Bearer " + token, "Bearer " + strings.Repeat("u", access.MinTokenLen)}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"the token twice", []string{"Bearer " + token, "Bearer " + token}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"the token", []string{"Bearer " + token}, 200, "", ""},
+		{"the token, scheme in lower case", []string{"bearer " + token}, 200, "", ""},
 	}
 	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		for _, c := range creds {
 			t.Run(path+" "+c.name, func(t *testing.T) {
-				res := get(t, srv, path, c.header)
+				res := get(t, srv, path, c.headers...)
 				defer res.Body.Close()
 				var p struct{ Type string }
 				_ = json.NewDecoder(res.Body).Decode(&p)
