@@ -47,14 +47,28 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// Middleware returns the shared middleware chain for a chi router: request id
-// (a client's X-Request-Id if it is safe to keep, else a new one, answered
-// in X-Request-Id: requestID), metrics and the access log, and a panic guard
+// Middleware returns the shared middleware chain for a chi router: the
+// headers every answer carries (safeAnswers), request id (a client's
+// X-Request-Id if it is safe to keep, else a new one, answered in
+// X-Request-Id: requestID), metrics and the access log, and a panic guard
 // that answers 500 problem+json instead of dropping the connection. Every
 // line they log carries the request's id (LogRequestIDs).
 func Middleware(log *slog.Logger, m *Metrics) []func(http.Handler) http.Handler {
 	log = requestLogger(log)
-	return []func(http.Handler) http.Handler{requestID, observe(log, m), recoverer(log)}
+	return []func(http.Handler) http.Handler{safeAnswers, requestID, observe(log, m), recoverer(log)}
+}
+
+// safeAnswers tells every answer's reader what not to do with it: a browser
+// must not guess its type from its bytes (nosniff), and no cache, the
+// client's or a proxy's, may keep it (no-store): the answers carry payment
+// data, each for one credential.
+func safeAnswers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
 }
 
 func observe(log *slog.Logger, m *Metrics) func(http.Handler) http.Handler {

@@ -1,6 +1,8 @@
 package httpserver_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -82,6 +84,63 @@ func TestClientsCannotGrowTheMetrics(t *testing.T) {
 					break series
 				}
 			}
+		}
+	}
+}
+
+// TestEveryAnswerIsNoSniffNoStore: whatever the route and the status, an
+// answer tells browsers not to sniff its type and caches not to keep it.
+func TestEveryAnswerIsNoSniffNoStore(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ops := httpserver.NewOpsRouter(httpserver.Ops{
+		Log: slog.New(slog.DiscardHandler), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
+		Ready: func(context.Context) error { return errors.New("down") },
+	})
+	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, ops))
+	t.Cleanup(srv.Close)
+	api := httpserver.NewRouter(httpserver.API{Log: slog.New(slog.DiscardHandler), OpenAPI: []byte("openapi: 3.1.0\n")})
+	api.With(httpserver.RequireBearer(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil },
+		func(w http.ResponseWriter, r *http.Request, err error) {
+			httpserver.WriteError(w, r, slog.New(slog.DiscardHandler), err, nil)
+		},
+	)).Get("/private", func(w http.ResponseWriter, r *http.Request) {
+		httpserver.WriteJSON(w, http.StatusOK, map[string]int{"amount": 1})
+	})
+	api.Get("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	apiSrv := httptest.NewServer(api)
+	t.Cleanup(apiSrv.Close)
+
+	for _, tt := range []struct {
+		base, method, path string
+		status             int
+	}{
+		{srv.URL, "GET", "/healthz", 200},
+		{srv.URL, "GET", "/metrics", 200},
+		{srv.URL, "GET", "/readyz", 503},
+		{srv.URL, "GET", "/nope", 404},
+		{srv.URL, "POST", "/healthz", 405},
+		{apiSrv.URL, "GET", "/openapi.yaml", 200},
+		{apiSrv.URL, "GET", "/private", 401},
+		{apiSrv.URL, "GET", "/panic", 500},
+	} {
+		req, _ := http.NewRequest(tt.method, tt.base+tt.path, nil)
+		if tt.path == "/private" {
+			req.Header.Add("Authorization", "Bearer a")
+			req.Header.Add("Authorization", "Bearer b")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tt.status {
+			t.Errorf("%s %s: %d, want %d", tt.method, tt.path, res.StatusCode, tt.status)
+		}
+		if got := res.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s: X-Content-Type-Options %q, want nosniff", tt.method, tt.path, got)
+		}
+		if got := res.Header.Get("Cache-Control"); got != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q, want no-store", tt.method, tt.path, got)
 		}
 	}
 }

@@ -92,10 +92,12 @@ const (
 	methodNotAllowed = "MethodNotAllowed"
 )
 
-// transferHeaders are the response headers about the transfer of a response
-// rather than about the API, which no operation needs to document.
+// transferHeaders are the response headers about the transfer and handling
+// of a response rather than about the API, which no operation needs to
+// document: the document's description says once what every answer carries
+// (Cache-Control, X-Content-Type-Options).
 var transferHeaders = []string{
-	"Connection", "Content-Encoding", "Content-Length", "Content-Type", "Date",
+	"Cache-Control", "Connection", "Content-Encoding", "Content-Length", "Content-Type", "Date",
 	"Keep-Alive", "Transfer-Encoding", "Vary", "X-Content-Type-Options",
 }
 
