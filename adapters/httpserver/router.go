@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
@@ -53,6 +55,9 @@ func newRouter(log *slog.Logger, m *Metrics, tp trace.TracerProvider) chi.Router
 		r.Use(traceRequests(tp)...) // first, so the span covers the whole request
 	}
 	r.Use(Middleware(log, m)...)
+	// HEAD is served by every GET route, as RFC 9110 (9.1) requires: chi
+	// routes it to the GET handler, and net/http drops the body.
+	r.Use(middleware.GetHead)
 	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		ms := allowed(r, req.URL.Path)
@@ -75,10 +80,11 @@ func notFound(w http.ResponseWriter, _ *http.Request) {
 
 // allowed lists the methods routes takes for path, as a 405's Allow header
 // must (RFC 9110): chi knows them, but gives them only to its own handler.
+// A GET route takes HEAD too (GetHead).
 func allowed(routes chi.Routes, path string) []string {
 	var ms []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if routes.Match(chi.NewRouteContext(), m, path) {
+		if routes.Match(chi.NewRouteContext(), m, path) || (m == http.MethodHead && slices.Contains(ms, http.MethodGet)) {
 			ms = append(ms, m)
 		}
 	}

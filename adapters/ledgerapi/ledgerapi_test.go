@@ -133,6 +133,18 @@ func TestRoutes(t *testing.T) {
 			if strings.Contains(string(body), "secret-host") {
 				t.Errorf("body leaks the error chain: %s", body)
 			}
+			// HEAD answers as GET does, without the body.
+			req, _ := http.NewRequest(http.MethodHead, srv.URL+tt.path, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			head, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head.Body.Close()
+			if head.StatusCode != resp.StatusCode || head.Header.Get("Content-Type") != resp.Header.Get("Content-Type") || head.ContentLength >= 0 && head.ContentLength != int64(len(body)) {
+				t.Errorf("HEAD: %d %q length %d; GET: %d %q length %d", head.StatusCode, head.Header.Get("Content-Type"), head.ContentLength,
+					resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+			}
 		})
 	}
 }

@@ -196,6 +196,18 @@ func TestCreateGetRefund(t *testing.T) {
 	if g := got.json(t); g["created_at"] != p["created_at"] || g["amount"] != p["amount"] {
 		t.Errorf("get = %v, want what create returned %v", g, p)
 	}
+	// HEAD answers as GET does, without the body; a path with no GET has
+	// no HEAD either.
+	head := do(t, srv, http.MethodHead, "/payments/"+id, "", "")
+	if head.status != http.StatusOK || head.header.Get("Content-Type") != "application/json" || len(head.body) != 0 {
+		t.Errorf("HEAD: %d %q, %d bytes; want 200 application/json without a body", head.status, head.header.Get("Content-Type"), len(head.body))
+	}
+	if head := do(t, srv, http.MethodHead, "/payments/"+uuid.NewString(), "", ""); head.status != http.StatusNotFound {
+		t.Errorf("HEAD of an unknown payment: %d, want 404", head.status)
+	}
+	if head := do(t, srv, http.MethodHead, "/payments", "", ""); head.status != http.StatusMethodNotAllowed || head.header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /payments: %d Allow %q, want 405 Allow POST", head.status, head.header.Get("Allow"))
+	}
 
 	ref := do(t, srv, http.MethodPost, "/payments/"+id+"/refunds", "application/json", `{"amount": 50}`)
 	if ref.status != http.StatusCreated {

@@ -145,6 +145,11 @@ var exchanges = []struct {
 	{"an unlisted path answered off its documented shape", "GET", "/wrong-problem", "", "/problems/not-found"},
 	{"a refused request accepted", "POST", "/things", `{"name":""}`, "refuses the request"},
 	{"an unknown request field accepted", "POST", "/things", `{"name":"a","size":1}`, "refuses the request"},
+	{"a HEAD, checked as its path's GET", "HEAD", "/things/1", "", ""},
+	{"a HEAD of a path without GET, answered 405", "HEAD", "/things", "", ""},
+	{"a HEAD of an unlisted path, answered 404", "HEAD", "/nope", "", ""},
+	{"a HEAD with a status its GET does not have", "HEAD", "/things/teapot", "", "418"},
+	{"a HEAD with a header its GET does not have", "HEAD", "/things/extra-header", "", "X-Debug"},
 }
 
 // recorder is a testing.TB that records what a helper reports instead of
@@ -229,7 +234,7 @@ func TestTransportBites(t *testing.T) {
 			}
 			body, err := io.ReadAll(res.Body)
 			res.Body.Close()
-			if err != nil || len(body) == 0 && res.StatusCode != http.StatusTeapot {
+			if err != nil || len(body) == 0 && res.StatusCode != http.StatusTeapot && ex.method != http.MethodHead {
 				t.Errorf("the client read %q (%v): the transport must hand the body on", body, err)
 			}
 			checkReports(t, rec, ex.want)
