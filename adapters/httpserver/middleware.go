@@ -50,12 +50,35 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // Middleware returns the shared middleware chain for a chi router: the
 // headers every answer carries (safeAnswers), request id (a client's
 // X-Request-Id if it is safe to keep, else a new one, answered in
-// X-Request-Id: requestID), metrics and the access log, and a panic guard
-// that answers 500 problem+json instead of dropping the connection. Every
-// line they log carries the request's id (LogRequestIDs).
+// X-Request-Id: requestID), metrics and the access log, a panic guard that
+// answers 500 problem+json instead of dropping the connection, and the
+// refusal of a body framed by Transfer-Encoding (lengthFramed). Every line
+// they log carries the request's id (LogRequestIDs).
 func Middleware(log *slog.Logger, m *Metrics) []func(http.Handler) http.Handler {
 	log = requestLogger(log)
-	return []func(http.Handler) http.Handler{safeAnswers, requestID, observe(log, m), recoverer(log)}
+	return []func(http.Handler) http.Handler{safeAnswers, requestID, observe(log, m), recoverer(log), lengthFramed}
+}
+
+// lengthFramed refuses a request whose body is framed by Transfer-Encoding,
+// 400, and closes its connection. A request with both Transfer-Encoding and
+// Content-Length is the shape of request smuggling (RFC 9112, 6.3 and 11.2):
+// a proxy before the service that reads Content-Length and this server,
+// which reads the chunks, disagree on where the request ends, and the rest
+// becomes a request of its own on the connection. net/http drops the
+// Content-Length of such a request before any handler runs, so the handler
+// cannot tell it from a plainly chunked one: both are refused. The APIs take
+// small JSON bodies whose length every client knows, and no answer here is
+// followed by another request on the same connection.
+func lengthFramed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+			WriteProblem(w, NewProblem(http.StatusBadRequest, "transfer-encoding-refused",
+				"send the body with Content-Length alone: a request with Transfer-Encoding is refused, and its connection closed"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // safeAnswers tells every answer's reader what not to do with it: a browser

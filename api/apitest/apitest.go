@@ -12,9 +12,11 @@
 //     not allow) must be answered 4xx: the tests send bad input on purpose,
 //     and the service must refuse at least what its document refuses.
 //   - A path the document does not list must be answered as its
-//     components.responses.RouteNotFound describes (404), and a method a
-//     listed path does not list as components.responses.MethodNotAllowed
-//     (405): those are the only answers a client can get off the document.
+//     components.responses.RouteNotFound describes (404), a method a listed
+//     path does not list as components.responses.MethodNotAllowed (405), and
+//     a request whose body is framed by Transfer-Encoding, on any route, as
+//     components.responses.TransferEncodingRefused (400): those are the only
+//     answers a client can get off the document.
 //   - Every status must be documented for its route (no `default`), and
 //     every response header must be documented for its response, except the
 //     few that describe the transfer itself (transferHeaders).
@@ -74,9 +76,9 @@ func load(doc []byte) (*Validator, error) {
 	if err := d.Validate(loader.Context); err != nil {
 		return nil, fmt.Errorf("the OpenAPI document is invalid: %w", err)
 	}
-	for _, name := range []string{routeNotFound, methodNotAllowed} {
+	for _, name := range []string{routeNotFound, methodNotAllowed, transferEncodingRefused} {
 		if d.Components == nil || d.Components.Responses[name] == nil {
-			return nil, fmt.Errorf("the OpenAPI document has no components.responses.%s: what does the service answer a route it does not list?", name)
+			return nil, fmt.Errorf("the OpenAPI document has no components.responses.%s: what does the service answer off the document?", name)
 		}
 	}
 	// Match paths alone: the servers name where the service runs, and a test
@@ -90,11 +92,19 @@ func load(doc []byte) (*Validator, error) {
 }
 
 // The responses of the document that describe what the service answers off
-// the document: a path it does not list, a method a listed path does not list.
+// the document: a path it does not list, a method a listed path does not
+// list, a body framed by Transfer-Encoding.
 const (
-	routeNotFound    = "RouteNotFound"
-	methodNotAllowed = "MethodNotAllowed"
+	routeNotFound           = "RouteNotFound"
+	methodNotAllowed        = "MethodNotAllowed"
+	transferEncodingRefused = "TransferEncodingRefused"
 )
+
+var offRouteStatus = map[string]int{
+	routeNotFound:           http.StatusNotFound,
+	methodNotAllowed:        http.StatusMethodNotAllowed,
+	transferEncodingRefused: http.StatusBadRequest,
+}
 
 // transferHeaders are the response headers about the transfer and handling
 // of a response rather than about the API, which no operation needs to
@@ -126,6 +136,8 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 		offRoute string
 	)
 	switch {
+	case len(req.TransferEncoding) > 0:
+		offRoute = transferEncodingRefused
 	case errors.Is(err, routers.ErrPathNotFound):
 		offRoute = routeNotFound
 	case errors.Is(err, routers.ErrMethodNotAllowed):
@@ -136,8 +148,11 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 	if offRoute != "" {
 		// Off the document, the one answer is the response that stands for it.
 		ref := v.doc.Components.Responses[offRoute]
-		want := map[string]int{routeNotFound: http.StatusNotFound, methodNotAllowed: http.StatusMethodNotAllowed}[offRoute]
+		want := offRouteStatus[offRoute]
 		if status != want {
+			if offRoute == transferEncodingRefused {
+				return fmt.Errorf("%s %s with Transfer-Encoding %q answered %d, not %d (%s)", method, req.URL.Path, req.TransferEncoding, status, want, offRoute)
+			}
 			return fmt.Errorf("the document lists no %s %s (%s), but the service answered %d: an undocumented route", method, req.URL.Path, offRoute, status)
 		}
 		op := openapi3.NewOperation()
