@@ -311,6 +311,68 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
+// TestStrictJSON: a body that could mean two things — to this API and to
+// whatever else reads it (a proxy, a log, the client's own library) — is
+// refused with a detail that says why, never read one way in silence: a
+// field name in another case, a name given twice, invalid UTF-8, a currency
+// that only upper-casing makes ISO. None leaves a row behind.
+func TestStrictJSON(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+	id := create(t, srv).json(t)["id"].(string)
+	before := rowCounts(t, pool)
+	refunds := "/payments/" + id + "/refunds"
+
+	tests := []struct {
+		name, path, body string
+		status           int
+		typ, detail      string // detail: a word of the problem's detail, or of a field error's
+	}{
+		{"upper-case field", "/payments", `{"AMOUNT": 4242, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `"AMOUNT" (field names are case-sensitive)`},
+		{"a field in title case", "/payments", `{"amount": 4242, "Currency": "BRL", "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `"Currency"`},
+		{"duplicate field", "/payments", `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "amount": 4242}`,
+			400, "/problems/malformed-body", `the field "amount" twice`},
+		{"duplicate field, same value", "/payments", `{"amount": 1, "amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `twice`},
+		{"invalid UTF-8 in a value", "/payments", "{\"amount\": 1, \"currency\": \"BRL\", \"payer_id\": \"a\xffb\", \"merchant_id\": \"b\"}",
+			400, "/problems/malformed-body", `UTF-8 in "payer_id"`},
+		{"invalid UTF-8 in a name", "/payments", "{\"amount\": 1, \"currency\": \"BRL\", \"payer_id\": \"a\", \"merchant_id\": \"b\", \"d\xc3\": 1}",
+			400, "/problems/malformed-body", `UTF-8`},
+		{"a lone surrogate escape", "/payments", `{"amount": 1, "currency": "BRL", "payer_id": "\ud800", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `surrogate`},
+		{"dotless i currency", "/payments", `{"amount": 1, "currency": "ıdr", "payer_id": "a", "merchant_id": "b"}`,
+			422, "/problems/validation-failed", `ISO 4217`},
+		{"long s currency", "/payments", `{"amount": 1, "currency": "uſd", "payer_id": "a", "merchant_id": "b"}`,
+			422, "/problems/validation-failed", `ISO 4217`},
+		{"null body", "/payments", `null`, 400, "/problems/malformed-body", `a JSON object`},
+		{"trailing data", "/payments", createBody + ` x`, 400, "/problems/malformed-body", `exactly one JSON object`},
+		{"wrong field type", "/payments", `{"amount": 1, "currency": ["BRL"], "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `field "currency" must be a JSON string`},
+		{"refund in upper case", refunds, `{"AMOUNT": 1}`, 400, "/problems/malformed-body", `"AMOUNT"`},
+		{"refund amount twice", refunds, `{"amount": 1, "amount": 1000}`, 400, "/problems/malformed-body", `twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := do(t, srv, "POST", tt.path, "application/json", tt.body)
+			p := assertProblem(t, res, tt.status, tt.typ)
+			detail, _ := p["detail"].(string)
+			if errs, ok := p["errors"].([]any); ok {
+				for _, e := range errs {
+					detail += "; " + e.(map[string]any)["detail"].(string)
+				}
+			}
+			if !strings.Contains(detail, tt.detail) {
+				t.Errorf("detail %q, want it to say %s", detail, tt.detail)
+			}
+		})
+	}
+	if after := rowCounts(t, pool); after != before {
+		t.Errorf("rows (payments, refunds, outbox, keys) = %v after the refused bodies, want %v as before", after, before)
+	}
+}
+
 func TestTextIsStoredVerbatim(t *testing.T) {
 	t.Parallel()
 	srv, _ := newServer(t)
