@@ -1,6 +1,7 @@
 package ledgerapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -262,4 +263,35 @@ func TestEntriesSumToZero(t *testing.T) {
 func TestRoutesAreDocumented(t *testing.T) {
 	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler)})
 	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
+}
+
+// TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with
+// the id its answer's X-Request-Id gave the client, as the document says.
+func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
+	tokens, err := access.NewTokens(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := ledgerapi.NewHandler(ledgerapi.Config{
+		Queries: fakeQueries{err: errors.New("dial tcp: secret-host refused")}, Tokens: tokens,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
+	t.Cleanup(srv.Close)
+	res := get(t, srv, "/accounts/mer_1/balance", "Bearer "+token)
+	res.Body.Close()
+	id := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusInternalServerError || id == "" {
+		t.Fatalf("got %d X-Request-Id %q, want 500 with an id", res.StatusCode, id)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"msg":"request failed"`) {
+			if !strings.Contains(line, `"request_id":"`+id+`"`) || !strings.Contains(line, "secret-host") {
+				t.Errorf("the failure's line %s, want request_id %s and the cause", line, id)
+			}
+			return
+		}
+	}
+	t.Errorf("no \"request failed\" line in\n%s", logs.String())
 }

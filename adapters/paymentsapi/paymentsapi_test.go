@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,6 +31,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -516,5 +518,52 @@ func TestServesItsOpenAPIDocument(t *testing.T) {
 	res := do(t, srv, http.MethodGet, "/openapi.yaml", "", "")
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/yaml" || !bytes.Equal(res.body, apidoc.Payments()) {
 		t.Errorf("GET /openapi.yaml: %d %q, %d bytes; want 200 application/yaml with api/%s", res.status, res.header.Get("Content-Type"), len(res.body), apidoc.PaymentsFile)
+	}
+}
+
+// failingService fails every use case with an error the API does not know.
+type failingService struct{}
+
+var errUnexpected = errors.New("constraint secret-host violated")
+
+func (failingService) Create(context.Context, payments.CreatePayment) (payments.Outcome, error) {
+	return payments.Outcome{}, errUnexpected
+}
+
+func (failingService) Get(context.Context, access.Principal, payment.ID) (*payment.Payment, error) {
+	return nil, errUnexpected
+}
+
+func (failingService) Refund(context.Context, payments.RefundPayment) (payments.Outcome, error) {
+	return payments.Outcome{}, errUnexpected
+}
+
+// TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with
+// the id its answer's X-Request-Id gave the client, as the document says.
+func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
+	t.Parallel()
+	store := accesstest.NewFakeStore()
+	keys := issueKeys(t, store)
+	var logs bytes.Buffer
+	h := paymentsapi.NewHandler(paymentsapi.Config{
+		Service: failingService{}, Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	srv := httptest.NewServer(validated(t, h))
+	t.Cleanup(srv.Close)
+	srv.Client().Transport = withKey(keys.mer1, nil)
+	res := do(t, srv, http.MethodGet, "/payments/"+uuid.NewString(), "", "", httpserver.RequestIDHeader, "req-500")
+	assertProblem(t, res, http.StatusInternalServerError, "/problems/internal")
+	if got := res.header.Get(httpserver.RequestIDHeader); got != "req-500" {
+		t.Errorf("X-Request-Id %q, want the client's req-500", got)
+	}
+	var failed []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"msg":"request failed"`) {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0], `"request_id":"req-500"`) || !strings.Contains(failed[0], "secret-host") {
+		t.Errorf("the failure's lines %q, want one with request_id req-500 and the cause", failed)
 	}
 }
