@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -38,7 +39,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil || mt != "application/json" {
 		return &requestError{http.StatusUnsupportedMediaType, "unsupported-media-type", "the body must be application/json"}
 	}
-	dec := jsontext.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec := decoders.Get().(*jsontext.Decoder)
+	defer func() {
+		dec.Reset(http.NoBody) // forget the request's body
+		decoders.Put(dec)
+	}()
+	dec.Reset(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if dec.PeekKind() != '{' {
 		if _, err := dec.ReadToken(); err != nil {
 			return decodeError(err)
@@ -57,6 +63,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	}
 	return nil
 }
+
+// decoders are reused, as json.UnmarshalRead reuses its own: each holds a
+// 4 KiB cache of the short strings it decoded, which a new decoder per
+// request would allocate.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(http.NoBody) }}
 
 func malformed(detail string) error {
 	return &requestError{http.StatusBadRequest, "malformed-body", detail}
