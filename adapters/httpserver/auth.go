@@ -3,6 +3,7 @@ package httpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -22,6 +23,11 @@ var (
 	// or revoked.
 	ErrInvalidCredentials = errors.New("invalid credentials")
 )
+
+// errManyCredentials is a request with more than one Authorization header:
+// which one a server, or a proxy before it, reads is anyone's guess, so
+// neither is.
+var errManyCredentials = fmt.Errorf("%w: more than one Authorization header", ErrMalformedCredentials)
 
 // ParseBearer returns the token of an Authorization header of the Bearer
 // scheme (RFC 6750 section 2.1): the scheme, case-insensitive, one or more
@@ -52,11 +58,21 @@ func ParseBearer(header string) (string, error) {
 // to WriteError: verify wraps its "malformed" and "unknown" in
 // ErrMalformedCredentials and ErrInvalidCredentials, and returns an outage
 // as the service's unavailable error, answered 503. The middleware parses
-// the header and nothing more: the decision is verify's.
+// the header and nothing more: the decision is verify's. A request with two
+// Authorization headers is malformed, never read as its first.
 func RequireBearer(verify func(ctx context.Context, token string) (context.Context, error), onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token, err := ParseBearer(r.Header.Get("Authorization"))
+			var header string
+			switch vs := r.Header.Values("Authorization"); len(vs) {
+			case 0:
+			case 1:
+				header = vs[0]
+			default:
+				onError(w, r, errManyCredentials)
+				return
+			}
+			token, err := ParseBearer(header)
 			if err != nil {
 				onError(w, r, err)
 				return

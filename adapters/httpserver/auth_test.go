@@ -91,19 +91,34 @@ func TestRequireBearer(t *testing.T) {
 			t.Error("the handler did not get the verifier's context")
 		}
 	}))
-	for header, want := range map[string]int{"": 401, "Bearer bad": 401, "Basic x": 401, "Bearer good": 200} {
+	tests := []struct {
+		headers []string
+		want    int
+		err     error
+	}{
+		{nil, 401, httpserver.ErrNoCredentials},
+		{[]string{"Bearer bad"}, 401, httpserver.ErrInvalidCredentials},
+		{[]string{"Basic x"}, 401, httpserver.ErrMalformedCredentials},
+		{[]string{"Bearer good"}, 200, nil},
+		// Never read as the first: which one a proxy before the service
+		// read is anyone's guess.
+		{[]string{"Bearer good", "Bearer bad"}, 401, httpserver.ErrMalformedCredentials},
+		{[]string{"Bearer good", "Bearer good"}, 401, httpserver.ErrMalformedCredentials},
+	}
+	for _, tt := range tests {
+		got = nil
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		if header != "" {
-			req.Header.Set("Authorization", header)
+		for _, h := range tt.headers {
+			req.Header.Add("Authorization", h)
 		}
 		h.ServeHTTP(rec, req)
-		if rec.Code != want {
-			t.Errorf("%q: %d, want %d", header, rec.Code, want)
+		if rec.Code != tt.want {
+			t.Errorf("%q: %d, want %d", tt.headers, rec.Code, tt.want)
 		}
-	}
-	if len(got) != 3 {
-		t.Errorf("onError called %d times, want 3", len(got))
+		if tt.err != nil && (len(got) != 1 || !errors.Is(got[0], tt.err)) {
+			t.Errorf("%q: onError got %v, want once %v", tt.headers, got, tt.err)
+		}
 	}
 }
 

@@ -7,6 +7,8 @@
 //     router of its operational listener, /healthz, /readyz and /metrics;
 //   - the middleware every request goes through: request id, access log,
 //     Prometheus metrics, panic recovery, and Timeout for the API routes;
+//     LogRequestIDs, which puts the request's id on every line logged with
+//     its context;
 //   - RequireBearer and ParseBearer, which read Authorization: Bearer and
 //     leave the decision to the service, and RateLimit, per API key;
 //   - RFC 9457 problem+json (Problem, WriteProblem) and WriteJSON;

@@ -20,14 +20,20 @@ import (
 //   - ErrNoCredentials, ErrMalformedCredentials, ErrInvalidCredentials: 401
 //     with a WWW-Authenticate challenge, not logged (the access log has the
 //     401; the credential is never written anywhere).
-//   - anything else is unexpected: logged once, here, with its whole chain,
-//     and answered 500 with nothing of that chain.
+//   - anything else is unexpected: logged once, here, with its whole chain
+//     and the request's id, and answered 500 with nothing of that chain.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, unavailable error) {
+	log = requestLogger(log) // its lines are found under the request's id
 	var p Problem
 	switch {
 	case errors.Is(err, ErrNoCredentials):
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		p = NewProblem(http.StatusUnauthorized, "authentication-required", "this route needs an Authorization header: Bearer and a credential")
+	case errors.Is(err, errManyCredentials):
+		// 401, not the 400 RFC 6750's invalid_request suggests: to the
+		// client it is one more way of sending no usable credential.
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		p = NewProblem(http.StatusUnauthorized, "malformed-credentials", "the request has more than one Authorization header; send one")
 	case errors.Is(err, ErrMalformedCredentials):
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		p = NewProblem(http.StatusUnauthorized, "malformed-credentials", "the Authorization header is not Bearer and a credential of this service's form")

@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
@@ -65,8 +67,8 @@ func TestOpsRouter(t *testing.T) {
 				t.Errorf("got %d %s, want %d containing %s", res.StatusCode, b, tt.status, tt.want)
 			}
 			if tt.status == http.StatusMethodNotAllowed {
-				if got := res.Header.Get("Allow"); got != "GET" {
-					t.Errorf("Allow: got %q, want GET, the one method %s takes", got, tt.path)
+				if got := res.Header.Get("Allow"); got != "GET, HEAD" {
+					t.Errorf("Allow: got %q, want GET, HEAD, the methods %s takes", got, tt.path)
 				}
 			}
 		})
@@ -78,4 +80,58 @@ func TestOpsRouter(t *testing.T) {
 func TestOpsRoutesAreDocumented(t *testing.T) {
 	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Gatherer: prometheus.NewRegistry()})
 	apitest.New(t, apidoc.Ops()).CheckRoutes(t, h)
+}
+
+// TestHeadIsServedForEveryGet: every GET route answers HEAD as it answers
+// GET, without the body (RFC 9110, 9.3.2), and lists HEAD in Allow.
+func TestHeadIsServedForEveryGet(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
+		Ready: func(context.Context) error { return nil }})
+	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
+	t.Cleanup(srv.Close)
+	send := func(method, path string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, b
+	}
+	headerNames := func(h http.Header) string {
+		var names []string
+		for k := range h {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return strings.Join(names, ",")
+	}
+
+	var gets []string
+	_ = chi.Walk(h, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if method == http.MethodGet {
+			gets = append(gets, route)
+		}
+		return nil
+	})
+	if len(gets) != 3 {
+		t.Fatalf("GET routes %v, want /healthz, /readyz and /metrics", gets)
+	}
+	for _, path := range gets {
+		get, getBody := send(http.MethodGet, path)
+		head, headBody := send(http.MethodHead, path)
+		if head.StatusCode != get.StatusCode || headerNames(head.Header) != headerNames(get.Header) || len(headBody) != 0 || len(getBody) == 0 {
+			t.Errorf("HEAD %s: %d [%s] %d bytes; GET: %d [%s] %d bytes", path,
+				head.StatusCode, headerNames(head.Header), len(headBody), get.StatusCode, headerNames(get.Header), len(getBody))
+		}
+		if got := head.Header.Get("Content-Type"); got != get.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s: Content-Type %q, GET's %q", path, got, get.Header.Get("Content-Type"))
+		}
+	}
+	if res, _ := send(http.MethodHead, "/nope"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("HEAD /nope: %d, want 404", res.StatusCode)
+	}
 }

@@ -35,7 +35,6 @@ func NewProblem(status int, slug, detail string) Problem {
 // WriteProblem sends p as the response.
 func WriteProblem(w http.ResponseWriter, p Problem) {
 	w.Header().Set("Content-Type", ProblemContentType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

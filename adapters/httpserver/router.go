@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
@@ -53,22 +55,36 @@ func newRouter(log *slog.Logger, m *Metrics, tp trace.TracerProvider) chi.Router
 		r.Use(traceRequests(tp)...) // first, so the span covers the whole request
 	}
 	r.Use(Middleware(log, m)...)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
-	})
+	// HEAD is served by every GET route, as RFC 9110 (9.1) requires: chi
+	// routes it to the GET handler, and net/http drops the body.
+	r.Use(middleware.GetHead)
+	r.NotFound(notFound)
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		w.Header().Set("Allow", strings.Join(allowed(r, req.URL.Path), ", "))
-		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", req.Method+" is not allowed here"))
+		ms := allowed(r, req.URL.Path)
+		if len(ms) == 0 {
+			// chi answers a method it does not know 405 on any path: a path no
+			// route has is 404 whatever the method, as the documents say.
+			notFound(w, req)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(ms, ", "))
+		// The detail does not name the method: a client's bytes are not echoed.
+		WriteProblem(w, NewProblem(http.StatusMethodNotAllowed, "method-not-allowed", "this path does not take this method; Allow lists the ones it takes"))
 	})
 	return r
 }
 
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	WriteProblem(w, NewProblem(http.StatusNotFound, "not-found", "no route has this path"))
+}
+
 // allowed lists the methods routes takes for path, as a 405's Allow header
 // must (RFC 9110): chi knows them, but gives them only to its own handler.
+// A GET route takes HEAD too (GetHead).
 func allowed(routes chi.Routes, path string) []string {
 	var ms []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if routes.Match(chi.NewRouteContext(), m, path) {
+		if routes.Match(chi.NewRouteContext(), m, path) || (m == http.MethodHead && slices.Contains(ms, http.MethodGet)) {
 			ms = append(ms, m)
 		}
 	}
@@ -100,6 +116,7 @@ type Ops struct {
 func NewOpsRouter(o Ops) chi.Router {
 	// Not traced: probes and scrapes would bury the requests worth a trace.
 	r := newRouter(o.Log, o.Metrics, nil)
+	log := requestLogger(o.Log)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -108,7 +125,7 @@ func NewOpsRouter(o Ops) chi.Router {
 		defer cancel()
 		if o.Ready != nil {
 			if err := o.Ready(ctx); err != nil {
-				o.Log.WarnContext(ctx, "not ready", "err", err)
+				log.WarnContext(ctx, "not ready", "err", err)
 				w.Header().Set("Retry-After", "1")
 				WriteProblem(w, NewProblem(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
 				return

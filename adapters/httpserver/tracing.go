@@ -21,7 +21,8 @@ const TraceParentHeader = "traceparent"
 
 // traceRequests returns the middleware that traces every request as a server
 // span named by its method and chi route pattern ("POST /payments"), never
-// by its raw path, whose ids would make every name unique.
+// by its raw path, whose ids would make every name unique, nor by a method a
+// client invented (methodLabel).
 //
 // The APIs face clients, so a request's own traceparent does not become the
 // parent of its span (otelhttp's public endpoint): a client cannot choose the
@@ -33,7 +34,7 @@ func traceRequests(tp trace.TracerProvider) []func(http.Handler) http.Handler {
 			otelhttp.WithPropagators(propagation.TraceContext{}),
 			otelhttp.WithPublicEndpointFn(func(*http.Request) bool { return true }),
 			otelhttp.WithMeterProvider(noopmetric.NewMeterProvider()), // the HTTP metrics are Prometheus's (Metrics)
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return methodLabel(r.Method) }),
 		),
 		nameByRoute,
 	}
@@ -52,7 +53,7 @@ func nameByRoute(next http.Handler) http.Handler {
 			route = rc.RoutePattern()
 		}
 		span := trace.SpanFromContext(r.Context())
-		span.SetName(r.Method + " " + route)
+		span.SetName(methodLabel(r.Method) + " " + route)
 		span.SetAttributes(attribute.String("http.route", route))
 	})
 }

@@ -1,6 +1,7 @@
 package ledgerapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,14 +76,16 @@ func newServer(t *testing.T, q ledgerapi.Queries) *httptest.Server {
 }
 
 // get sends GET path with Authorization: auth (none when empty).
-func get(t *testing.T, srv *httptest.Server, path, auth string) *http.Response {
+func get(t *testing.T, srv *httptest.Server, path string, auth ...string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
+	for _, a := range auth {
+		if a != "" {
+			req.Header.Add("Authorization", a)
+		}
 	}
 	res, err := srv.Client().Do(req)
 	if err != nil {
@@ -131,6 +134,18 @@ func TestRoutes(t *testing.T) {
 			if strings.Contains(string(body), "secret-host") {
 				t.Errorf("body leaks the error chain: %s", body)
 			}
+			// HEAD answers as GET does, without the body.
+			req, _ := http.NewRequest(http.MethodHead, srv.URL+tt.path, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			head, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head.Body.Close()
+			if head.StatusCode != resp.StatusCode || head.Header.Get("Content-Type") != resp.Header.Get("Content-Type") || head.ContentLength >= 0 && head.ContentLength != int64(len(body)) {
+				t.Errorf("HEAD: %d %q length %d; GET: %d %q length %d", head.StatusCode, head.Header.Get("Content-Type"), head.ContentLength,
+					resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+			}
 		})
 	}
 }
@@ -140,23 +155,26 @@ func TestRoutes(t *testing.T) {
 func TestEveryRouteNeedsTheToken(t *testing.T) {
 	srv := newServer(t, fakeQueries{})
 	creds := []struct {
-		name, header string
-		status       int
-		typ, www     string
+		name     string
+		headers  []string
+		status   int
+		typ, www string
 	}{
-		{"no header", "", 401, "/problems/authentication-required", "Bearer"},
-		{"another scheme", "Basic " + token, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
-		{"bearer without token", "Bearer ", 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
-		{"token with a space", "Bearer " + token + " x", 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
-		{"unknown token", "Bearer " + strings.Repeat("u", access.MinTokenLen), 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
-		{"the token but one character", "Bearer " + token[1:], 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
-		{"the token", "Bearer " + token, 200, "", ""},
-		{"the token, scheme in lower case", "bearer " + token, 200, "", ""},
+		{"no header", nil, 401, "/problems/authentication-required", "Bearer"},
+		{"another scheme", []string{"Basic " + token}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"bearer without token", []string{"Bearer "}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"token with a space", []string{"Bearer " + token + " x"}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"unknown token", []string{"Bearer " + strings.Repeat("u", access.MinTokenLen)}, 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
+		{"the token but one character", []string{"Bearer " + token[1:]}, 401, "/problems/invalid-credentials", `Bearer error="invalid_token"`},
+		{"the token, then another header", []string{"Bearer " + token, "Bearer " + strings.Repeat("u", access.MinTokenLen)}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"the token twice", []string{"Bearer " + token, "Bearer " + token}, 401, "/problems/malformed-credentials", `Bearer error="invalid_token"`},
+		{"the token", []string{"Bearer " + token}, 200, "", ""},
+		{"the token, scheme in lower case", []string{"bearer " + token}, 200, "", ""},
 	}
 	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		for _, c := range creds {
 			t.Run(path+" "+c.name, func(t *testing.T) {
-				res := get(t, srv, path, c.header)
+				res := get(t, srv, path, c.headers...)
 				defer res.Body.Close()
 				var p struct{ Type string }
 				_ = json.NewDecoder(res.Body).Decode(&p)
@@ -245,4 +263,35 @@ func TestEntriesSumToZero(t *testing.T) {
 func TestRoutesAreDocumented(t *testing.T) {
 	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler)})
 	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
+}
+
+// TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with
+// the id its answer's X-Request-Id gave the client, as the document says.
+func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
+	tokens, err := access.NewTokens(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := ledgerapi.NewHandler(ledgerapi.Config{
+		Queries: fakeQueries{err: errors.New("dial tcp: secret-host refused")}, Tokens: tokens,
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
+	t.Cleanup(srv.Close)
+	res := get(t, srv, "/accounts/mer_1/balance", "Bearer "+token)
+	res.Body.Close()
+	id := res.Header.Get("X-Request-Id")
+	if res.StatusCode != http.StatusInternalServerError || id == "" {
+		t.Fatalf("got %d X-Request-Id %q, want 500 with an id", res.StatusCode, id)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"msg":"request failed"`) {
+			if !strings.Contains(line, `"request_id":"`+id+`"`) || !strings.Contains(line, "secret-host") {
+				t.Errorf("the failure's line %s, want request_id %s and the cause", line, id)
+			}
+			return
+		}
+	}
+	t.Errorf("no \"request failed\" line in\n%s", logs.String())
 }

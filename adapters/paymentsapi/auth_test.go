@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -94,6 +95,25 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 				case c.want.status != 401 && www != "":
 					t.Errorf("%d with WWW-Authenticate %q", c.want.status, www)
 				}
+			})
+		}
+		// Two Authorization headers are never read as the first.
+		for name, second := range map[string]string{"a key, then another": keys.platform, "a key twice": keys.mer1} {
+			t.Run(rt.name+"/"+name, func(t *testing.T) {
+				req, err := http.NewRequest(rt.method, srv.URL+rt.path, strings.NewReader(rt.body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Add("Authorization", "Bearer "+keys.mer1)
+				req.Header.Add("Authorization", "Bearer "+second)
+				res, err := srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				body, _ := io.ReadAll(res.Body)
+				assertProblem(t, response{res.StatusCode, res.Header, body}, 401, "/problems/malformed-credentials")
 			})
 		}
 	}

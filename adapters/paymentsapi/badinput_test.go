@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -258,5 +259,55 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("GET /openapi.yaml after the slow client: %d", res.StatusCode)
+	}
+}
+
+// TestSmuggledPaymentIsNeverCreated: a POST whose Content-Length covers a
+// second request that its chunked framing leaves out — what a proxy that
+// reads Content-Length forwards as one request, and this server would read
+// as two — is refused 400 on a real listener, its connection closed, and the
+// hidden payment never created.
+func TestSmuggledPaymentIsNeverCreated(t *testing.T) {
+	t.Parallel()
+	srv, pool, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	body := `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`
+	hidden := fmt.Sprintf("POST /payments HTTP/1.1\r\nHost: payments\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		keys.platform, len(body), body)
+	smuggled := "0\r\n\r\n" + hidden
+	raw := fmt.Sprintf("POST /payments HTTP/1.1\r\nHost: payments\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n%s",
+		keys.platform, len(smuggled), smuggled)
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil { // a failsafe: the server closes at once
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	assertProblem(t, response{res.StatusCode, res.Header, first}, http.StatusBadRequest, "/problems/transfer-encoding-refused")
+	if !res.Close {
+		t.Error("the connection was not closed after the refusal")
+	}
+	rest, err := io.ReadAll(br)
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		t.Fatal("the connection was left open")
+	}
+	if len(rest) > 0 {
+		t.Errorf("the hidden request was served: %q", rest)
+	}
+	if n := rowCounts(t, pool); n != [4]int{} {
+		t.Errorf("rows after the smuggling attempt = %v, want none", n)
 	}
 }

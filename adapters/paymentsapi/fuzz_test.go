@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -120,6 +122,10 @@ func FuzzCreatePayment(f *testing.F) {
 		{``, "application/json", ""},
 		{`{"amount":`, "application/json", ""},
 		{"\xff\xfe{", "application/json", ""},
+		{`{"AMOUNT": 4242, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{`{"amount": 1, "currency": "ıdr", "payer_id": "a", "merchant_id": "b"}`, "application/json", ""},
+		{"{\"amount\": 1, \"currency\": \"BRL\", \"payer_id\": \"a\xff\", \"merchant_id\": \"b\"}", "application/json", ""},
+		{`null`, "application/json", ""},
 		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "text/plain", ""},
 		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json; charset", ""},
 		{`{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, "application/json", "key with spaces"},
@@ -135,8 +141,10 @@ func FuzzCreatePayment(f *testing.F) {
 		if rec.Code != http.StatusCreated {
 			return
 		}
-		// Accepted: the request was one JSON object, and the payment
+		// Accepted: the request was one JSON object that means one thing —
+		// UTF-8, each field once and by its exact name — and the payment
 		// holds exactly what it said, text verbatim and currency upper-case.
+		checkUnambiguous(t, body, "amount", "currency", "payer_id", "merchant_id", "description")
 		var sent sentPayment
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
@@ -150,7 +158,7 @@ func FuzzCreatePayment(f *testing.F) {
 		if sent.Amount.String() != fmtInt(got.Amount) || got.Amount <= 0 {
 			t.Errorf("amount: sent %s, stored %d", sent.Amount, got.Amount)
 		}
-		if got.Currency != strings.ToUpper(sent.Currency) || got.PayerID != sent.PayerID ||
+		if len(sent.Currency) != 3 || got.Currency != strings.ToUpper(sent.Currency) || got.PayerID != sent.PayerID ||
 			got.MerchantID != sent.MerchantID || got.Description != sent.Description {
 			t.Errorf("stored %+v, sent %+v", got, sent)
 		}
@@ -192,6 +200,8 @@ func FuzzRefund(f *testing.F) {
 		{"", `{"amount": 99999999999999999999}`, "application/json", ""},
 		{"", `{"amount": 1, "reason": "x"}`, "application/json", ""},
 		{"", `{}`, "application/json", ""},
+		{"", `{"Amount": 1}`, "application/json", ""},
+		{"", `{"amount": 1, "amount": 1000}`, "application/json", ""},
 		{"", `{"amount": 1}`, "application/xml", ""},
 		{"not-a-uuid", `{"amount": 1}`, "application/json", ""},
 		{"' OR 1=1--", `{"amount": 1}`, "application/json", ""},
@@ -231,6 +241,7 @@ func FuzzRefund(f *testing.F) {
 		if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Refund == nil {
 			t.Fatalf("201 body %q: %v", rec.Body, err)
 		}
+		checkUnambiguous(t, body, "amount")
 		var sent struct {
 			Amount json.Number `json:"amount"`
 		}
@@ -246,3 +257,36 @@ func FuzzRefund(f *testing.F) {
 }
 
 func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// checkUnambiguous fails t unless body, which the API accepted, is valid
+// UTF-8 and a JSON object whose every member name is one of names, exactly,
+// and given once: a body another reader could read otherwise must have been
+// refused. It reads the names with encoding/json v1's tokenizer, which,
+// unlike the API's decoder, matches nothing and refuses neither repeats nor
+// another case.
+func checkUnambiguous(t *testing.T, body []byte, names ...string) {
+	t.Helper()
+	if !utf8.Valid(body) {
+		t.Errorf("accepted a body that is not UTF-8: %q", body)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("accepted a body that is not a JSON object (%v): %q", err, body)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("accepted %q: %v", body, err)
+		}
+		name, _ := tok.(string)
+		if seen[name] || !slices.Contains(names, name) {
+			t.Errorf("accepted a body with the member %q repeated or not one of %v: %q", name, names, body)
+		}
+		seen[name] = true
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			t.Fatalf("accepted %q: %v", body, err)
+		}
+	}
+}

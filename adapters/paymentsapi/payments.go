@@ -1,12 +1,12 @@
 package paymentsapi
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/application/payments"
@@ -27,15 +27,15 @@ const (
 )
 
 type createRequest struct {
-	Amount      json.RawMessage `json:"amount"`
-	Currency    string          `json:"currency"`
-	PayerID     string          `json:"payer_id"`
-	MerchantID  string          `json:"merchant_id"`
-	Description string          `json:"description"`
+	Amount      jsontext.Value `json:"amount"`
+	Currency    string         `json:"currency"`
+	PayerID     string         `json:"payer_id"`
+	MerchantID  string         `json:"merchant_id"`
+	Description string         `json:"description"`
 }
 
 type refundRequest struct {
-	Amount json.RawMessage `json:"amount"`
+	Amount jsontext.Value `json:"amount"`
 }
 
 type paymentResponse struct {

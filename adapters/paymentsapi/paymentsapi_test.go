@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -30,6 +31,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -196,6 +198,18 @@ func TestCreateGetRefund(t *testing.T) {
 	if g := got.json(t); g["created_at"] != p["created_at"] || g["amount"] != p["amount"] {
 		t.Errorf("get = %v, want what create returned %v", g, p)
 	}
+	// HEAD answers as GET does, without the body; a path with no GET has
+	// no HEAD either.
+	head := do(t, srv, http.MethodHead, "/payments/"+id, "", "")
+	if head.status != http.StatusOK || head.header.Get("Content-Type") != "application/json" || len(head.body) != 0 {
+		t.Errorf("HEAD: %d %q, %d bytes; want 200 application/json without a body", head.status, head.header.Get("Content-Type"), len(head.body))
+	}
+	if head := do(t, srv, http.MethodHead, "/payments/"+uuid.NewString(), "", ""); head.status != http.StatusNotFound {
+		t.Errorf("HEAD of an unknown payment: %d, want 404", head.status)
+	}
+	if head := do(t, srv, http.MethodHead, "/payments", "", ""); head.status != http.StatusMethodNotAllowed || head.header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /payments: %d Allow %q, want 405 Allow POST", head.status, head.header.Get("Allow"))
+	}
 
 	ref := do(t, srv, http.MethodPost, "/payments/"+id+"/refunds", "application/json", `{"amount": 50}`)
 	if ref.status != http.StatusCreated {
@@ -296,6 +310,68 @@ func TestBadRequests(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("rows after bad requests = %d, want the first payment and its outbox row only", n)
+	}
+}
+
+// TestStrictJSON: a body that could mean two things — to this API and to
+// whatever else reads it (a proxy, a log, the client's own library) — is
+// refused with a detail that says why, never read one way in silence: a
+// field name in another case, a name given twice, invalid UTF-8, a currency
+// that only upper-casing makes ISO. None leaves a row behind.
+func TestStrictJSON(t *testing.T) {
+	t.Parallel()
+	srv, pool := newServer(t)
+	id := create(t, srv).json(t)["id"].(string)
+	before := rowCounts(t, pool)
+	refunds := "/payments/" + id + "/refunds"
+
+	tests := []struct {
+		name, path, body string
+		status           int
+		typ, detail      string // detail: a word of the problem's detail, or of a field error's
+	}{
+		{"upper-case field", "/payments", `{"AMOUNT": 4242, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `"AMOUNT" (field names are case-sensitive)`},
+		{"a field in title case", "/payments", `{"amount": 4242, "Currency": "BRL", "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `"Currency"`},
+		{"duplicate field", "/payments", `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b", "amount": 4242}`,
+			400, "/problems/malformed-body", `the field "amount" twice`},
+		{"duplicate field, same value", "/payments", `{"amount": 1, "amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `twice`},
+		{"invalid UTF-8 in a value", "/payments", "{\"amount\": 1, \"currency\": \"BRL\", \"payer_id\": \"a\xffb\", \"merchant_id\": \"b\"}",
+			400, "/problems/malformed-body", `UTF-8 in "payer_id"`},
+		{"invalid UTF-8 in a name", "/payments", "{\"amount\": 1, \"currency\": \"BRL\", \"payer_id\": \"a\", \"merchant_id\": \"b\", \"d\xc3\": 1}",
+			400, "/problems/malformed-body", `UTF-8`},
+		{"a lone surrogate escape", "/payments", `{"amount": 1, "currency": "BRL", "payer_id": "\ud800", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `surrogate`},
+		{"dotless i currency", "/payments", `{"amount": 1, "currency": "ıdr", "payer_id": "a", "merchant_id": "b"}`,
+			422, "/problems/validation-failed", `ISO 4217`},
+		{"long s currency", "/payments", `{"amount": 1, "currency": "uſd", "payer_id": "a", "merchant_id": "b"}`,
+			422, "/problems/validation-failed", `ISO 4217`},
+		{"null body", "/payments", `null`, 400, "/problems/malformed-body", `a JSON object`},
+		{"trailing data", "/payments", createBody + ` x`, 400, "/problems/malformed-body", `exactly one JSON object`},
+		{"wrong field type", "/payments", `{"amount": 1, "currency": ["BRL"], "payer_id": "a", "merchant_id": "b"}`,
+			400, "/problems/malformed-body", `field "currency" must be a JSON string`},
+		{"refund in upper case", refunds, `{"AMOUNT": 1}`, 400, "/problems/malformed-body", `"AMOUNT"`},
+		{"refund amount twice", refunds, `{"amount": 1, "amount": 1000}`, 400, "/problems/malformed-body", `twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := do(t, srv, "POST", tt.path, "application/json", tt.body)
+			p := assertProblem(t, res, tt.status, tt.typ)
+			detail, _ := p["detail"].(string)
+			if errs, ok := p["errors"].([]any); ok {
+				for _, e := range errs {
+					detail += "; " + e.(map[string]any)["detail"].(string)
+				}
+			}
+			if !strings.Contains(detail, tt.detail) {
+				t.Errorf("detail %q, want it to say %s", detail, tt.detail)
+			}
+		})
+	}
+	if after := rowCounts(t, pool); after != before {
+		t.Errorf("rows (payments, refunds, outbox, keys) = %v after the refused bodies, want %v as before", after, before)
 	}
 }
 
@@ -442,5 +518,52 @@ func TestServesItsOpenAPIDocument(t *testing.T) {
 	res := do(t, srv, http.MethodGet, "/openapi.yaml", "", "")
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/yaml" || !bytes.Equal(res.body, apidoc.Payments()) {
 		t.Errorf("GET /openapi.yaml: %d %q, %d bytes; want 200 application/yaml with api/%s", res.status, res.header.Get("Content-Type"), len(res.body), apidoc.PaymentsFile)
+	}
+}
+
+// failingService fails every use case with an error the API does not know.
+type failingService struct{}
+
+var errUnexpected = errors.New("constraint secret-host violated")
+
+func (failingService) Create(context.Context, payments.CreatePayment) (payments.Outcome, error) {
+	return payments.Outcome{}, errUnexpected
+}
+
+func (failingService) Get(context.Context, access.Principal, payment.ID) (*payment.Payment, error) {
+	return nil, errUnexpected
+}
+
+func (failingService) Refund(context.Context, payments.RefundPayment) (payments.Outcome, error) {
+	return payments.Outcome{}, errUnexpected
+}
+
+// TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with
+// the id its answer's X-Request-Id gave the client, as the document says.
+func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
+	t.Parallel()
+	store := accesstest.NewFakeStore()
+	keys := issueKeys(t, store)
+	var logs bytes.Buffer
+	h := paymentsapi.NewHandler(paymentsapi.Config{
+		Service: failingService{}, Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	srv := httptest.NewServer(validated(t, h))
+	t.Cleanup(srv.Close)
+	srv.Client().Transport = withKey(keys.mer1, nil)
+	res := do(t, srv, http.MethodGet, "/payments/"+uuid.NewString(), "", "", httpserver.RequestIDHeader, "req-500")
+	assertProblem(t, res, http.StatusInternalServerError, "/problems/internal")
+	if got := res.header.Get(httpserver.RequestIDHeader); got != "req-500" {
+		t.Errorf("X-Request-Id %q, want the client's req-500", got)
+	}
+	var failed []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if strings.Contains(line, `"msg":"request failed"`) {
+			failed = append(failed, line)
+		}
+	}
+	if len(failed) != 1 || !strings.Contains(failed[0], `"request_id":"req-500"`) || !strings.Contains(failed[0], "secret-host") {
+		t.Errorf("the failure's lines %q, want one with request_id req-500 and the cause", failed)
 	}
 }

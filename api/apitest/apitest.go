@@ -12,12 +12,18 @@
 //     not allow) must be answered 4xx: the tests send bad input on purpose,
 //     and the service must refuse at least what its document refuses.
 //   - A path the document does not list must be answered as its
-//     components.responses.RouteNotFound describes (404), and a method a
-//     listed path does not list as components.responses.MethodNotAllowed
-//     (405): those are the only answers a client can get off the document.
+//     components.responses.RouteNotFound describes (404), a method a listed
+//     path does not list as components.responses.MethodNotAllowed (405), and
+//     a request whose body is framed by Transfer-Encoding, on any route, as
+//     components.responses.TransferEncodingRefused (400): those are the only
+//     answers a client can get off the document.
 //   - Every status must be documented for its route (no `default`), and
 //     every response header must be documented for its response, except the
 //     few that describe the transfer itself (transferHeaders).
+//   - A HEAD request is checked against its path's GET operation, without
+//     the body (RFC 9110, 9.3.2: the answer a GET would get, headers only):
+//     the services serve HEAD wherever they serve GET, and a document that
+//     listed each HEAD would repeat each GET.
 //
 // Validation uses kin-openapi's openapi3filter, which validates OpenAPI 3.1
 // documents' schemas as JSON Schema 2020-12.
@@ -70,9 +76,9 @@ func load(doc []byte) (*Validator, error) {
 	if err := d.Validate(loader.Context); err != nil {
 		return nil, fmt.Errorf("the OpenAPI document is invalid: %w", err)
 	}
-	for _, name := range []string{routeNotFound, methodNotAllowed} {
+	for _, name := range []string{routeNotFound, methodNotAllowed, transferEncodingRefused} {
 		if d.Components == nil || d.Components.Responses[name] == nil {
-			return nil, fmt.Errorf("the OpenAPI document has no components.responses.%s: what does the service answer a route it does not list?", name)
+			return nil, fmt.Errorf("the OpenAPI document has no components.responses.%s: what does the service answer off the document?", name)
 		}
 	}
 	// Match paths alone: the servers name where the service runs, and a test
@@ -86,16 +92,26 @@ func load(doc []byte) (*Validator, error) {
 }
 
 // The responses of the document that describe what the service answers off
-// the document: a path it does not list, a method a listed path does not list.
+// the document: a path it does not list, a method a listed path does not
+// list, a body framed by Transfer-Encoding.
 const (
-	routeNotFound    = "RouteNotFound"
-	methodNotAllowed = "MethodNotAllowed"
+	routeNotFound           = "RouteNotFound"
+	methodNotAllowed        = "MethodNotAllowed"
+	transferEncodingRefused = "TransferEncodingRefused"
 )
 
-// transferHeaders are the response headers about the transfer of a response
-// rather than about the API, which no operation needs to document.
+var offRouteStatus = map[string]int{
+	routeNotFound:           http.StatusNotFound,
+	methodNotAllowed:        http.StatusMethodNotAllowed,
+	transferEncodingRefused: http.StatusBadRequest,
+}
+
+// transferHeaders are the response headers about the transfer and handling
+// of a response rather than about the API, which no operation needs to
+// document: the document's description says once what every answer carries
+// (Cache-Control, X-Content-Type-Options).
 var transferHeaders = []string{
-	"Connection", "Content-Encoding", "Content-Length", "Content-Type", "Date",
+	"Cache-Control", "Connection", "Content-Encoding", "Content-Length", "Content-Type", "Date",
 	"Keep-Alive", "Transfer-Encoding", "Vary", "X-Content-Type-Options",
 }
 
@@ -109,12 +125,19 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 	req.Body = io.NopCloser(bytes.NewReader(reqBody))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(reqBody)), nil }
 
+	method := req.Method
+	head := method == http.MethodHead
+	if head {
+		req.Method = http.MethodGet // req is a copy
+	}
 	route, params, err := v.router.FindRoute(req)
 	var (
 		reqErr   error
 		offRoute string
 	)
 	switch {
+	case len(req.TransferEncoding) > 0:
+		offRoute = transferEncodingRefused
 	case errors.Is(err, routers.ErrPathNotFound):
 		offRoute = routeNotFound
 	case errors.Is(err, routers.ErrMethodNotAllowed):
@@ -125,9 +148,12 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 	if offRoute != "" {
 		// Off the document, the one answer is the response that stands for it.
 		ref := v.doc.Components.Responses[offRoute]
-		want := map[string]int{routeNotFound: http.StatusNotFound, methodNotAllowed: http.StatusMethodNotAllowed}[offRoute]
+		want := offRouteStatus[offRoute]
 		if status != want {
-			return fmt.Errorf("the document lists no %s %s (%s), but the service answered %d: an undocumented route", req.Method, req.URL.Path, offRoute, status)
+			if offRoute == transferEncodingRefused {
+				return fmt.Errorf("%s %s with Transfer-Encoding %q answered %d, not %d (%s)", method, req.URL.Path, req.TransferEncoding, status, want, offRoute)
+			}
+			return fmt.Errorf("the document lists no %s %s (%s), but the service answered %d: an undocumented route", method, req.URL.Path, offRoute, status)
 		}
 		op := openapi3.NewOperation()
 		op.Responses = openapi3.NewResponses(openapi3.WithStatus(want, ref))
@@ -147,7 +173,7 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
 		Status:                 status,
 		Header:                 header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, ExcludeResponseBody: head},
 	}
 	in.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(ctx, in); err != nil {
@@ -159,7 +185,7 @@ func (v *Validator) Check(req *http.Request, reqBody []byte, status int, header 
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%s %s answered %d does not follow the OpenAPI document: %w", req.Method, req.URL.RequestURI(), status, errors.Join(errs...))
+		return fmt.Errorf("%s %s answered %d does not follow the OpenAPI document: %w", method, req.URL.RequestURI(), status, errors.Join(errs...))
 	}
 	return nil
 }
@@ -216,7 +242,11 @@ func (v *Validator) Handler(t testing.TB, h http.Handler) http.Handler {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		res := rec.Result()
-		if err := v.Check(r, reqBody, res.StatusCode, res.Header, rec.Body.Bytes()); err != nil {
+		body := rec.Body.Bytes()
+		if r.Method == http.MethodHead {
+			body = nil // what net/http sends of it, writing it below
+		}
+		if err := v.Check(r, reqBody, res.StatusCode, res.Header, body); err != nil {
 			t.Error(err)
 		}
 		for k, vs := range res.Header {

@@ -86,6 +86,14 @@ components:
             allOf:
               - $ref: '#/components/schemas/Problem'
               - properties: {type: {const: /problems/method-not-allowed}}
+    TransferEncodingRefused:
+      description: A body framed by Transfer-Encoding.
+      content:
+        application/problem+json:
+          schema:
+            allOf:
+              - $ref: '#/components/schemas/Problem'
+              - properties: {type: {const: /problems/transfer-encoding-refused}}
 `
 
 // things is a fake service that follows thingsDoc except where a path asks
@@ -101,6 +109,8 @@ func things(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, body)
 	}
 	switch {
+	case len(r.TransferEncoding) > 0 && r.URL.Path != "/things/chunked-accepted":
+		problem(http.StatusBadRequest, "/problems/transfer-encoding-refused")
 	case r.URL.Path == "/things" && r.Method == http.MethodPost:
 		// Accepts any body, even one the document refuses.
 		w.Header().Set("Location", "/things/1")
@@ -118,6 +128,8 @@ func things(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/things/extra-header":
 		w.Header().Set("X-Debug", "1")
 		thing(`{"id":"4","name":"d"}`)
+	case r.URL.Path == "/things/chunked-accepted":
+		thing(`{"id":"5","name":"e"}`)
 	case r.URL.Path == "/wrong-problem":
 		problem(http.StatusNotFound, "/problems/thing-not-found")
 	case strings.HasPrefix(r.URL.Path, "/things/"):
@@ -132,19 +144,28 @@ func things(w http.ResponseWriter, r *http.Request) {
 var exchanges = []struct {
 	name, method, path, body string
 	want                     string // a word of the failure; "" when the exchange follows the document
+	chunked                  bool   // the body is sent with Transfer-Encoding: chunked
 }{
-	{"documented read", "GET", "/things/1", "", ""},
-	{"documented write", "POST", "/things", `{"name":"a"}`, ""},
-	{"unlisted path, answered 404 as documented", "GET", "/nope", "", ""},
-	{"unlisted method, answered 405 as documented", "DELETE", "/things", "", ""},
-	{"undocumented field", "GET", "/things/extra-field", "", `"color"`},
-	{"missing required field", "GET", "/things/missing-field", "", `"name"`},
-	{"undocumented status", "GET", "/things/teapot", "", "418"},
-	{"undocumented route", "GET", "/secret", "", "undocumented route"},
-	{"undocumented header", "GET", "/things/extra-header", "", "X-Debug"},
-	{"an unlisted path answered off its documented shape", "GET", "/wrong-problem", "", "/problems/not-found"},
-	{"a refused request accepted", "POST", "/things", `{"name":""}`, "refuses the request"},
-	{"an unknown request field accepted", "POST", "/things", `{"name":"a","size":1}`, "refuses the request"},
+	{"documented read", "GET", "/things/1", "", "", false},
+	{"documented write", "POST", "/things", `{"name":"a"}`, "", false},
+	{"unlisted path, answered 404 as documented", "GET", "/nope", "", "", false},
+	{"unlisted method, answered 405 as documented", "DELETE", "/things", "", "", false},
+	{"undocumented field", "GET", "/things/extra-field", "", `"color"`, false},
+	{"missing required field", "GET", "/things/missing-field", "", `"name"`, false},
+	{"undocumented status", "GET", "/things/teapot", "", "418", false},
+	{"undocumented route", "GET", "/secret", "", "undocumented route", false},
+	{"undocumented header", "GET", "/things/extra-header", "", "X-Debug", false},
+	{"an unlisted path answered off its documented shape", "GET", "/wrong-problem", "", "/problems/not-found", false},
+	{"a refused request accepted", "POST", "/things", `{"name":""}`, "refuses the request", false},
+	{"an unknown request field accepted", "POST", "/things", `{"name":"a","size":1}`, "refuses the request", false},
+	{"a HEAD, checked as its path's GET", "HEAD", "/things/1", "", "", false},
+	{"a HEAD of a path without GET, answered 405", "HEAD", "/things", "", "", false},
+	{"a HEAD of an unlisted path, answered 404", "HEAD", "/nope", "", "", false},
+	{"a HEAD with a status its GET does not have", "HEAD", "/things/teapot", "", "418", false},
+	{"a HEAD with a header its GET does not have", "HEAD", "/things/extra-header", "", "X-Debug", false},
+	{"a chunked body, refused as documented", "POST", "/things", `{"name":"a"}`, "", true},
+	{"a chunked body on a read, refused as documented", "GET", "/things/1", `{}`, "", true},
+	{"a chunked body accepted", "GET", "/things/chunked-accepted", `{}`, "TransferEncodingRefused", true},
 }
 
 // recorder is a testing.TB that records what a helper reports instead of
@@ -191,7 +212,14 @@ func TestHandlerBites(t *testing.T) {
 	for _, ex := range exchanges {
 		t.Run(ex.name, func(t *testing.T) {
 			rec := &recorder{}
-			req := httptest.NewRequest(ex.method, ex.path, strings.NewReader(ex.body))
+			newRequest := func() *http.Request {
+				req := httptest.NewRequest(ex.method, ex.path, strings.NewReader(ex.body))
+				if ex.chunked {
+					req.TransferEncoding, req.ContentLength = []string{"chunked"}, -1 // as net/http reads it
+				}
+				return req
+			}
+			req := newRequest()
 			if ex.body != "" {
 				req.Header.Set("Content-Type", "application/json")
 			}
@@ -200,7 +228,7 @@ func TestHandlerBites(t *testing.T) {
 			checkReports(t, rec, ex.want)
 			// The client still gets exactly what the service answered.
 			direct := httptest.NewRecorder()
-			things(direct, httptest.NewRequest(ex.method, ex.path, strings.NewReader(ex.body)))
+			things(direct, newRequest())
 			if w.Code != direct.Code || w.Body.String() != direct.Body.String() {
 				t.Errorf("the wrapped handler answered %d %s, the service %d %s", w.Code, w.Body, direct.Code, direct.Body)
 			}
@@ -223,13 +251,16 @@ func TestTransportBites(t *testing.T) {
 			if ex.body != "" {
 				req.Header.Set("Content-Type", "application/json")
 			}
+			if ex.chunked {
+				req.TransferEncoding = []string{"chunked"}
+			}
 			res, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, err := io.ReadAll(res.Body)
 			res.Body.Close()
-			if err != nil || len(body) == 0 && res.StatusCode != http.StatusTeapot {
+			if err != nil || len(body) == 0 && res.StatusCode != http.StatusTeapot && ex.method != http.MethodHead {
 				t.Errorf("the client read %q (%v): the transport must hand the body on", body, err)
 			}
 			checkReports(t, rec, ex.want)
@@ -268,9 +299,11 @@ func TestCheckRoutes(t *testing.T) {
 }
 
 func TestLoadRefusesADocumentWithoutOffRouteAnswers(t *testing.T) {
-	doc := strings.Replace(thingsDoc, "    RouteNotFound:", "    Other:", 1)
-	if _, err := load([]byte(doc)); err == nil || !strings.Contains(err.Error(), "RouteNotFound") {
-		t.Errorf("got %v, want an error naming components.responses.RouteNotFound", err)
+	for _, name := range []string{"RouteNotFound", "MethodNotAllowed", "TransferEncodingRefused"} {
+		doc := strings.Replace(thingsDoc, "    "+name+":", "    Other:", 1)
+		if _, err := load([]byte(doc)); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("got %v, want an error naming components.responses.%s", err, name)
+		}
 	}
 	if _, err := load([]byte(strings.Replace(thingsDoc, "openapi: 3.1.0", "openapi: 3.1.0\nwebhooks: 3", 1))); err == nil {
 		t.Error("an invalid document loaded")

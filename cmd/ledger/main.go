@@ -150,8 +150,11 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 }
 
+// newLogger is the service's one logger. Every line logged with a request's
+// context carries the request's id (httpserver.LogRequestIDs), the one its
+// answer's X-Request-Id gave the client.
 func newLogger(out io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level})).With("service", "ledger")
+	return slog.New(httpserver.LogRequestIDs(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))).With("service", "ledger")
 }
 
 func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {

@@ -27,14 +27,32 @@ func NewMoney(minor int64, currency string) (Money, error) {
 	return Money{minor: minor, currency: code}, nil
 }
 
-// ParseCurrency returns the upper-case ISO 4217 code for s, or ErrInvalidAmount
-// when s names no active currency.
+// ParseCurrency returns the upper-case ISO 4217 code for s, three ASCII
+// letters in any case, or ErrInvalidAmount when s names no active currency.
+// The letters are checked before they are upper-cased: strings.ToUpper maps
+// some other letters to ASCII ones ("ı" to "I", "ſ" to "S"), so "ıdr" would
+// otherwise be IDR.
 func ParseCurrency(s string) (string, error) {
+	if !isASCIILetters(s, 3) {
+		return "", fmt.Errorf("%w: a currency is three letters A to Z", ErrInvalidAmount)
+	}
 	code := strings.ToUpper(s)
 	if _, ok := currencies[code]; !ok {
 		return "", fmt.Errorf("%w: unknown currency %q", ErrInvalidAmount, s)
 	}
 	return code, nil
+}
+
+func isASCIILetters(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // Minor returns the amount in minor units.

@@ -23,6 +23,11 @@ func TestNewMoney(t *testing.T) {
 		{"unknown currency", 100, "XXX", Money{}, ErrInvalidAmount},
 		{"empty currency", 100, "", Money{}, ErrInvalidAmount},
 		{"not a code", 100, "BRLX", Money{}, ErrInvalidAmount},
+		// strings.ToUpper makes these "IDR" and "USD".
+		{"dotless i", 100, "ıdr", Money{}, ErrInvalidAmount},
+		{"long s", 100, "uſd", Money{}, ErrInvalidAmount},
+		{"punctuation", 100, "BR@", Money{}, ErrInvalidAmount},
+		{"digits", 100, "986", Money{}, ErrInvalidAmount},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
