@@ -103,7 +103,7 @@ func TestProcessorAppliesAndNotesDuplicates(t *testing.T) {
 	if len(m.Transactions()) != 2 || metrics.posted != 2 || metrics.already != 1 {
 		t.Errorf("got %d transactions, metrics %+v; want 2 posted, 1 already posted", len(m.Transactions()), metrics)
 	}
-	if b := balance(t, svc, "mer_1"); b != 700 {
+	if b := balance(t, svc, "merchant:mer_1"); b != 700 {
 		t.Errorf("merchant: got %d, want 700", b)
 	}
 	notes := 0

@@ -167,10 +167,12 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 // posted under another message id.
 const noteAlreadyPosted = "business key already posted by another message"
 
-// Balances returns the balances of account id, one per currency.
+// Balances returns the balances of the account named id, one per currency.
+// id is the account's canonical name (ledger.ParseAccountID):
+// "merchant:mer_1", "payer:mer_1:cus_1".
 // Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound, ErrUnavailable.
 func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, error) {
-	account, err := ledger.NewAccountID(id)
+	account, err := ledger.ParseAccountID(id)
 	if err != nil {
 		return nil, err
 	}

@@ -71,10 +71,10 @@ func TestApplyPostsAPaymentOnce(t *testing.T) {
 	if len(m.Transactions()) != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
 	}
-	if got := balance(t, svc, "cus_1"); got != -1050 {
+	if got := balance(t, svc, "payer:mer_1:cus_1"); got != -1050 {
 		t.Errorf("payer balance: got %d, want -1050", got)
 	}
-	if got := balance(t, svc, "mer_1"); got != 1050 {
+	if got := balance(t, svc, "merchant:mer_1"); got != 1050 {
 		t.Errorf("merchant balance: got %d, want 1050", got)
 	}
 	if msg := m.Inbox()[msgA]; msg.ProcessedAt.IsZero() || msg.Type != posting.TypePaymentCreated {
@@ -97,10 +97,10 @@ func TestApplyIsOrderIndependent(t *testing.T) {
 					t.Fatalf("Apply: %v", err)
 				}
 			}
-			if got := balance(t, svc, "cus_1"); got != -550 {
+			if got := balance(t, svc, "payer:mer_1:cus_1"); got != -550 {
 				t.Errorf("payer: got %d, want -550", got)
 			}
-			if got := balance(t, svc, "mer_1"); got != 550 {
+			if got := balance(t, svc, "merchant:mer_1"); got != 550 {
 				t.Errorf("merchant: got %d, want 550", got)
 			}
 			txs, err := svc.Entries(context.Background(), paymentID)
@@ -261,7 +261,10 @@ func TestQueries(t *testing.T) {
 	if _, err := svc.Balances(ctx, ""); !errors.Is(err, ledger.ErrInvalidAccount) {
 		t.Errorf("empty account: got %v, want ErrInvalidAccount", err)
 	}
-	if _, err := svc.Balances(ctx, "nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
+	if _, err := svc.Balances(ctx, "mer_1"); !errors.Is(err, ledger.ErrInvalidAccount) {
+		t.Errorf("a name without its role: got %v, want ErrInvalidAccount", err)
+	}
+	if _, err := svc.Balances(ctx, "merchant:nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
 		t.Errorf("unknown account: got %v, want ErrAccountNotFound", err)
 	}
 	if _, err := svc.Entries(ctx, paymentID); !errors.Is(err, ledger.ErrPaymentNotFound) {

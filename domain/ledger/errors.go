@@ -8,7 +8,9 @@ var (
 	// well-identified ledger transaction. A message that produces it will never
 	// post, however often it is retried.
 	ErrInvalidTransaction = errors.New("invalid ledger transaction")
-	// ErrInvalidAccount means an account id is empty or too long.
+	// ErrInvalidAccount means an owner id cannot name an account (empty, too
+	// long, not UTF-8, a control character), or a name is not an account's
+	// canonical name.
 	ErrInvalidAccount = errors.New("invalid account id")
 	// ErrAccountNotFound means no entry was ever posted to the account.
 	ErrAccountNotFound = errors.New("account not found")

@@ -285,7 +285,7 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 			flush()
 			cur, entries = p, nil
 		}
-		acc, err := ledger.NewAccountID(account)
+		acc, err := ledger.ParseAccountID(account)
 		if err != nil {
 			return nil, fmt.Errorf("stored entry: %w", err)
 		}

@@ -139,7 +139,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("reads", func(t *testing.T) {
 		s := open(t)
-		acc, _ := ledger.NewAccountID("cus_c")
+		acc, _ := ledger.PayerAccount("mer_c", "cus_c")
 		if _, err := s.Balances(ctx, acc); !errors.Is(err, ledger.ErrAccountNotFound) {
 			t.Errorf("empty ledger: got %v, want ErrAccountNotFound", err)
 		}
@@ -167,8 +167,9 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("first transaction (in posting order): got %s %s %d %s", first.Kind(), first.FactID(), first.Amount(), first.OccurredAt())
 		}
 		es := first.Entries()
-		if len(es) != 2 || es[0].Account().String() != "mer_c" || es[0].Amount() != -400 || es[1].Account().String() != "cus_c" || es[1].Amount() != 400 {
-			t.Errorf("refund entries: got %+v, want mer_c -400, cus_c +400", es)
+		if len(es) != 2 || es[0].Account().String() != "merchant:mer_c" || es[0].Amount() != -400 ||
+			es[1].Account() != acc || es[1].Amount() != 400 {
+			t.Errorf("refund entries: got %+v, want merchant:mer_c -400, payer:mer_c:cus_c +400", es)
 		}
 	})
 }
