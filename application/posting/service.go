@@ -2,6 +2,7 @@ package posting
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,6 +28,11 @@ const (
 	// Recorded: the message was new and is recorded in the inbox, pending,
 	// for the inbox processor to apply (Record, the async mode).
 	Recorded
+	// Parked: the message was new and its posting can never apply as it is
+	// (ledger.ErrBalanceLimit); it is recorded in the inbox parked, with the
+	// reason, where inbox_parked_rows counts it and `ledger inbox retry`
+	// finds it. Nothing was posted.
+	Parked
 )
 
 // String names the outcome, for logs and metric labels.
@@ -40,6 +46,8 @@ func (o Outcome) String() string {
 		return "ignored"
 	case Recorded:
 		return "recorded"
+	case Parked:
+		return "parked"
 	default:
 		return "unknown"
 	}
@@ -75,6 +83,11 @@ func NewService(tx Transactor, reader Reader, schemas Schemas, now func() time.T
 // ledger transaction. It returns only after the commit, so the caller may
 // acknowledge the message exactly when err is nil. This is the inbox's sync
 // mode (LEDGER_INBOX_MODE=sync).
+//
+// A posting the database refuses for good — an account's balance would
+// pass what int64 holds — is not retried: a second transaction records the
+// message in the inbox parked, with the reason, and Apply returns Parked, to
+// be acknowledged like any committed outcome.
 //
 // Errors: ErrMalformed or ErrInvalidEvent for a message that will never
 // apply, one its schema refuses included (leave it for the DLQ); anything
@@ -157,8 +170,32 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 		res.Outcome = Applied
 		return nil
 	})
+	if apply && errors.Is(err, ledger.ErrBalanceLimit) {
+		return s.park(ctx, res, msg, err)
+	}
 	if err != nil {
 		return Result{MessageID: env.id, Type: env.typ, EventTime: env.time}, fmt.Errorf("apply message %s: %w", env.id, err)
+	}
+	return res, nil
+}
+
+// park records msg in the inbox parked, with cause as its reason, in a
+// transaction of its own: the one that tried to post it rolled back. A
+// message another delivery recorded meanwhile is a duplicate, as in Apply.
+// If this transaction fails too, the message is left for redelivery.
+func (s *Service) park(ctx context.Context, res Result, msg InboxMessage, cause error) (Result, error) {
+	msg.ProcessedAt, msg.ParkedAt, msg.Error = time.Time{}, msg.ReceivedAt, cause.Error()
+	res.Outcome = Parked
+	err := s.tx.Transact(ctx, func(r Repos) error {
+		inserted, err := r.Inbox.Insert(ctx, msg)
+		if err == nil && !inserted {
+			res.Outcome = Duplicate
+		}
+		return err
+	})
+	if err != nil {
+		return Result{MessageID: res.MessageID, Type: res.Type, EventTime: res.EventTime},
+			fmt.Errorf("apply message %s: %w; parking it failed: %w", msg.ID, cause, err)
 	}
 	return res, nil
 }

@@ -277,17 +277,20 @@ func ValidCurrency(code string) bool {
 	return true
 }
 
-// Balance is the sum of an account's entries in one currency: positive when
-// the account has received more than it paid (a merchant), negative for a
-// payer. It is a read model computed from entries, never stored on its own.
+// Balance is what an account holds in one currency: the sum of its entries,
+// positive when the account has received more than it paid (a merchant),
+// negative for a payer. Storage keeps it per account and currency, updated by
+// the database in every posting's transaction, so a read costs the same
+// however long the account's history; a posting that would take it past
+// what int64 holds is refused (ErrBalanceLimit).
 type Balance struct {
 	account  AccountID
 	currency string
 	amount   int64
 }
 
-// RehydrateBalance rebuilds a Balance that storage summed from entries. It
-// trusts its input: the entries were validated when they were posted.
+// RehydrateBalance rebuilds a Balance that storage kept. It trusts its
+// input: the entries were validated when they were posted.
 func RehydrateBalance(account AccountID, currency string, amount int64) Balance {
 	return Balance{account: account, currency: currency, amount: amount}
 }

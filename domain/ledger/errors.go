@@ -16,4 +16,8 @@ var (
 	ErrAccountNotFound = errors.New("account not found")
 	// ErrPaymentNotFound means no ledger transaction refers to the payment.
 	ErrPaymentNotFound = errors.New("payment not found in ledger")
+	// ErrBalanceLimit means a posting would take an account's balance past
+	// what int64 holds. Storage refuses it, and it would be refused again on
+	// every retry: the message is parked with the reason for an operator.
+	ErrBalanceLimit = errors.New("balance limit")
 )

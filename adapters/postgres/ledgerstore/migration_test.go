@@ -2,6 +2,8 @@ package ledgerstore_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +21,8 @@ import (
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
-// chartVersion is the migration that introduces the chart of accounts.
+// chartVersion is the migration that introduces the chart of accounts and
+// ledger_balances.
 const chartVersion = 6
 
 // oldLedger is a ledger database migrated up to the version before the
@@ -86,7 +89,8 @@ func entryNames(t *testing.T, pool *pgxpool.Pool) []string {
 // accounts — the cross-merchant attack's rows included — the migration
 // renames every entry's account by its role (a payment's credit and a
 // refund's debit are the merchant's, the other leg that merchant's payer),
-// and leaves the ledger append-only; the Down restores the old names.
+// fills ledger_balances with the sums of the renamed entries, and leaves the
+// ledger append-only; the Down restores the old names.
 func TestChartOfAccountsMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -120,11 +124,38 @@ func TestChartOfAccountsMigration(t *testing.T) {
 	if got := entryNames(t, pool); !slices.Equal(got, want) {
 		t.Errorf("entries after the migration:\ngot  %q\nwant %q", got, want)
 	}
+	wantBalances := map[string]int64{
+		"merchant:mer_1 BRL": 750, "merchant:mer_1 USD": 7, "payer:mer_1:cus_1 BRL": -750, "payer:mer_1:cus_1 USD": -7,
+		"merchant:mer_2 BRL": 500, "payer:mer_2:cus_1 BRL": -500,
+		"merchant:mer_B JPY": 100, "payer:mer_B:cus_b JPY": -100,
+		"merchant:mer_A JPY": 12345, "payer:mer_A:mer_B JPY": -12345,
+		"merchant:m%3A1%25 BRL": -1, "payer:m%3A1%25:%C3%BC%20x BRL": 1,
+	}
+	rows, err := pool.Query(ctx, `SELECT account_id || ' ' || currency, posted FROM ledger_balances`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotBalances, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		Key    string
+		Posted int64
+	}])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gotBalances) != len(wantBalances) {
+		t.Errorf("ledger_balances: got %d rows %v, want %d", len(gotBalances), gotBalances, len(wantBalances))
+	}
+	for _, b := range gotBalances {
+		if w, ok := wantBalances[b.Key]; !ok || w != b.Posted {
+			t.Errorf("ledger_balances %s: got %d, want %d (present: %v)", b.Key, b.Posted, w, ok)
+		}
+	}
 	if _, err := pool.Exec(ctx, `UPDATE ledger_entries SET amount = amount`); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Errorf("after the migration an UPDATE of entries: got %v, want the append-only trigger to refuse it", err)
 	}
 
-	// The migrated ledger posts and reads as a new one.
+	// The migrated ledger posts and reads as a new one: the balance the
+	// migration filled goes on from there.
 	if _, err := provider.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -155,5 +186,33 @@ func TestChartOfAccountsMigration(t *testing.T) {
 	}
 	if _, err := provider.UpTo(ctx, chartVersion); err != nil {
 		t.Fatalf("up again: %v", err)
+	}
+}
+
+// TestChartOfAccountsMigrationRefusesABalancePastInt64: an old ledger whose
+// entries on one account sum past int64 — the two int64-max payments the old
+// ledger posted — cannot be given a balance: the migration fails, naming the
+// account, and leaves the database as it was, old names included.
+func TestChartOfAccountsMigrationRefusesABalancePastInt64(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, provider := oldLedger(t)
+	postOld(t, pool, "payment", "cus_1", "mer_big", math.MaxInt64, "BRL")
+	postOld(t, pool, "payment", "cus_2", "mer_big", math.MaxInt64, "BRL")
+	_, err := provider.UpTo(ctx, chartVersion)
+	if err == nil || !strings.Contains(err.Error(), "merchant:mer_big") || !strings.Contains(err.Error(), fmt.Sprint(uint64(math.MaxInt64)*2)) {
+		t.Fatalf("got %v, want the migration to fail naming merchant:mer_big and its sum", err)
+	}
+	if v, err := provider.GetDBVersion(ctx); err != nil || v != chartVersion-1 {
+		t.Errorf("version: got %d, %v; want %d", v, err, chartVersion-1)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ledger_entries WHERE account_id = 'mer_big'`); n != 2 {
+		t.Errorf("entries on the old name: got %d, want 2: the failed migration rolled back, the rename with it", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM pg_tables WHERE tablename = 'ledger_balances'`); n != 0 {
+		t.Errorf("ledger_balances exists: the failed migration did not roll back")
+	}
+	if _, err := pool.Exec(ctx, `UPDATE ledger_entries SET amount = amount`); err == nil || !strings.Contains(err.Error(), "append-only") {
+		t.Errorf("after the failed migration an UPDATE of entries: got %v, want the append-only trigger to refuse it", err)
 	}
 }

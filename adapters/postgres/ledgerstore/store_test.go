@@ -344,6 +344,15 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM (SELECT currency FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0) x`); n != 0 {
 		t.Errorf("currencies whose entries do not sum to zero: %d", n)
 	}
+	// Eight workers updated the same balance rows side by side: each is
+	// still the sum of its entries.
+	if n := count(t, pool, `
+		SELECT count(*) FROM ledger_balances b FULL JOIN
+		       (SELECT account_id, currency, sum(amount)::bigint AS total FROM ledger_entries GROUP BY account_id, currency) e
+		       USING (account_id, currency)
+		WHERE b.posted IS DISTINCT FROM e.total`); n != 0 {
+		t.Errorf("%d balances differ from the sum of their entries", n)
+	}
 
 	rec := posting.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
 	divs, err := rec.Reconcile(ctx, time.Minute)
