@@ -1,5 +1,6 @@
 // Package ledgerapi is the ledger service's read-only HTTP API on chi:
-// balances per account and the ledger transactions of a payment. The ledger
+// balances per account (named as the chart of accounts names them,
+// docs/LEDGER.md) and the ledger transactions of a payment. The ledger
 // is an internal service: every route needs an operator token
 // (Authorization: Bearer, one of LEDGER_API_TOKENS), checked by hash. Errors
 // are RFC 9457 problem+json, mapped in one place (writeError). The router
@@ -16,6 +17,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -105,8 +108,18 @@ type currencyBalance struct {
 	Balance  int64  `json:"balance"`
 }
 
+// balance answers GET /accounts/{id}/balance. id is the account's canonical
+// name (ledger.ParseAccountID), sent as any path parameter is: the name's
+// own "%" travel as "%25".
 func (a *api) balance(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
+	if r.URL.RawPath != "" {
+		// chi routed on the escaped path (it holds an escape that decoding
+		// would change, such as %2F), so the parameter is still escaped.
+		if u, err := url.PathUnescape(id); err == nil {
+			id = u
+		}
+	}
 	bs, err := a.q.Balances(r.Context(), id)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -174,7 +187,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var p httpserver.Problem
 	switch {
 	case errors.Is(err, ledger.ErrInvalidAccount):
-		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-account-id", "the account id is empty, too long or has control characters")
+		// The reason names only what the client sent (and the canonical
+		// name, when it sent another spelling of one).
+		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-account-id",
+			"not an account's name (merchant:<merchant_id> or payer:<merchant_id>:<payer_id>, each id percent-encoded): "+
+				strings.TrimPrefix(err.Error(), ledger.ErrInvalidAccount.Error()+": "))
 	case errors.Is(err, ledger.ErrAccountNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "no entry was ever posted to this account")
 	case errors.Is(err, ledger.ErrPaymentNotFound):

@@ -10,10 +10,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
+	"testing/quick"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
@@ -33,14 +36,17 @@ func (f fakeQueries) Balances(_ context.Context, account string) ([]ledger.Balan
 	if f.err != nil {
 		return nil, f.err
 	}
-	id, err := ledger.NewAccountID(account)
+	id, err := ledger.ParseAccountID(account)
 	if err != nil {
 		return nil, err
 	}
-	if account != "mer_1" {
-		return nil, ledger.ErrAccountNotFound
+	switch account {
+	case "merchant:mer_1":
+		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550), ledger.RehydrateBalance(id, "USD", 7)}, nil
+	case "payer:mer_1:cus%2F1":
+		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", -3)}, nil
 	}
-	return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550), ledger.RehydrateBalance(id, "USD", 7)}, nil
+	return nil, ledger.ErrAccountNotFound
 }
 
 func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction, error) {
@@ -103,15 +109,22 @@ func TestRoutes(t *testing.T) {
 		ctype    string
 		contains string
 	}{
-		{"balance", fakeQueries{}, "/accounts/mer_1/balance", 200, "application/json",
-			`{"account_id":"mer_1","balances":[{"currency":"BRL","balance":550},{"currency":"USD","balance":7}]}`},
-		{"unknown account", fakeQueries{}, "/accounts/nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
-		{"control character in account", fakeQueries{}, "/accounts/a%0Ab/balance", 400, "application/problem+json", `invalid-account-id`},
+		{"balance", fakeQueries{}, "/accounts/merchant:mer_1/balance", 200, "application/json",
+			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","balance":550},{"currency":"USD","balance":7}]}`},
+		// The name's own % travels as %25, as in any path parameter.
+		{"balance of a name with an escape", fakeQueries{}, "/accounts/payer:mer_1:cus%252F1/balance", 200, "application/json",
+			`{"account_id":"payer:mer_1:cus%2F1","balances":[{"currency":"BRL","balance":-3}]}`},
+		{"unknown account", fakeQueries{}, "/accounts/merchant:nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
+		{"a raw id is no account's name", fakeQueries{}, "/accounts/mer_1/balance", 400, "application/problem+json", `does not start with a role`},
+		{"a name spelled another way", fakeQueries{}, "/accounts/merchant:mer%255F1/balance", 400, "application/problem+json",
+			`the account's name is \"merchant:mer_1\"`},
+		{"a name not encoded for the URL", fakeQueries{}, "/accounts/payer:mer_1:cus%2F1/balance", 400, "application/problem+json", `invalid-account-id`},
+		{"control character in account", fakeQueries{}, "/accounts/merchant:a%0Ab/balance", 400, "application/problem+json", `invalid-account-id`},
 		{"entries", fakeQueries{}, "/payments/" + paymentID + "/entries", 200, "application/json",
-			`"entries":[{"account_id":"cus_1","amount":-1050,"currency":"BRL"},{"account_id":"mer_1","amount":1050,"currency":"BRL"}]`},
+			`"entries":[{"account_id":"payer:mer_1:cus_1","amount":-1050,"currency":"BRL"},{"account_id":"merchant:mer_1","amount":1050,"currency":"BRL"}]`},
 		{"unknown payment", fakeQueries{}, "/payments/" + strings.Replace(paymentID, "7d", "8d", 1) + "/entries", 404, "application/problem+json", `payment-not-found`},
 		{"malformed payment id", fakeQueries{}, "/payments/42/entries", 400, "application/problem+json", `invalid-payment-id`},
-		{"unexpected failure", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, "/accounts/mer_1/balance", 500, "application/problem+json", `"status":500`},
+		{"unexpected failure", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, "/accounts/merchant:mer_1/balance", 500, "application/problem+json", `"status":500`},
 		{"no route", fakeQueries{}, "/nope", 404, "application/problem+json", `not-found`},
 		{"no ops route here", fakeQueries{}, "/metrics", 404, "application/problem+json", `not-found`},
 		{"openapi", fakeQueries{}, "/openapi.yaml", 200, "application/yaml", string(apidoc.Ledger())},
@@ -171,7 +184,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		{"the token", []string{"Bearer " + token}, 200, "", ""},
 		{"the token, scheme in lower case", []string{"bearer " + token}, 200, "", ""},
 	}
-	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
+	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		for _, c := range creds {
 			t.Run(path+" "+c.name, func(t *testing.T) {
 				res := get(t, srv, path, c.headers...)
@@ -188,7 +201,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		h := ledgerapi.NewHandler(ledgerapi.Config{Queries: fakeQueries{}, Log: slog.New(slog.DiscardHandler)})
 		srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 		defer srv.Close()
-		res := get(t, srv, "/accounts/mer_1/balance", "Bearer "+token)
+		res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)
 		res.Body.Close()
 		if res.StatusCode != http.StatusUnauthorized {
 			t.Errorf("got %d, want 401: an unconfigured ledger serves no one", res.StatusCode)
@@ -203,7 +216,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 func TestDatabaseOutageAnswers503(t *testing.T) {
 	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", posting.ErrUnavailable)
 	srv := newServer(t, fakeQueries{err: outage})
-	for _, path := range []string{"/accounts/mer_1/balance", "/payments/" + paymentID + "/entries"} {
+	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		t.Run(path, func(t *testing.T) {
 			resp := get(t, srv, path, "Bearer "+token)
 			defer resp.Body.Close()
@@ -279,7 +292,7 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 	})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
-	res := get(t, srv, "/accounts/mer_1/balance", "Bearer "+token)
+	res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)
 	res.Body.Close()
 	id := res.Header.Get("X-Request-Id")
 	if res.StatusCode != http.StatusInternalServerError || id == "" {
@@ -294,4 +307,46 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 		}
 	}
 	t.Errorf("no \"request failed\" line in\n%s", logs.String())
+}
+
+// TestAccountIdPatternTakesEveryAccount: the document's AccountId pattern
+// matches the name of every account the ledger can have, so the document
+// never refuses a name the service answers; the pattern is only the form,
+// and the service refuses more (a control character, another spelling).
+func TestAccountIdPatternTakesEveryAccount(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(apidoc.Ledger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(doc.Components.Schemas["AccountId"].Value.Pattern)
+	maxLen := int(*doc.Components.Schemas["AccountId"].Value.MaxLength)
+	check := func(merchant, payer string) bool {
+		m, errM := ledger.MerchantAccount(merchant)
+		p, errP := ledger.PayerAccount(merchant, payer)
+		for _, a := range []struct {
+			acc ledger.AccountID
+			err error
+		}{{m, errM}, {p, errP}} {
+			if a.err == nil && (!re.MatchString(a.acc.String()) || len(a.acc.String()) > maxLen) {
+				t.Errorf("the document refuses account %q (%d bytes)", a.acc, len(a.acc.String()))
+				return false
+			}
+		}
+		return true
+	}
+	long := strings.Repeat("é", 127) + "x" // 255 bytes, each encoded
+	for _, ids := range [][2]string{{"mer_1", "cus_1"}, {"m:1%", "ü x"}, {long, long}, {"a/b", "?#"}} {
+		check(ids[0], ids[1])
+	}
+	if err := quick.Check(check, &quick.Config{MaxCount: 5000}); err != nil {
+		t.Error(err)
+	}
+	for _, s := range []string{"mer_1", "merchant:", "payer:mer_1", "merchant:a b", "merchant:a%2f", "merchant:ü"} {
+		if re.MatchString(s) {
+			t.Errorf("the document takes %q, no account's name", s)
+		}
+		if _, err := ledger.ParseAccountID(s); err == nil {
+			t.Errorf("ParseAccountID(%q) took a name the document refuses", s)
+		}
+	}
 }

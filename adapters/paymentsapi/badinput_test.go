@@ -119,7 +119,7 @@ func TestBadInputNeverWritesOrFails(t *testing.T) {
 		{name: "NUL in payer", method: "POST", path: "/payments", ct: "application/json", body: nul("payer_id"), status: 422, typ: "/problems/validation-failed"},
 		{name: "NUL in merchant", method: "POST", path: "/payments", ct: "application/json", body: nul("merchant_id"), status: 422, typ: "/problems/validation-failed"},
 		// Party ids become ledger account ids: what the ledger would refuse
-		// (ledger.NewAccountID) must be refused here, not dead-lettered there.
+		// (ledger.PayerAccount) must be refused here, not dead-lettered there.
 		{name: "tab in payer", method: "POST", path: "/payments", ct: "application/json", body: `{"amount": 1, "currency": "BRL", "payer_id": "a\tb", "merchant_id": "b"}`, status: 422, typ: "/problems/validation-failed"},
 		{name: "DEL in merchant", method: "POST", path: "/payments", ct: "application/json", body: `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b\u007f"}`, status: 422, typ: "/problems/validation-failed"},
 		{name: "payer over 255 bytes", method: "POST", path: "/payments", ct: "application/json", body: `{"amount": 1, "currency": "BRL", "payer_id": "` + strings.Repeat("é", 128) + `", "merchant_id": "b"}`, status: 422, typ: "/problems/validation-failed"},

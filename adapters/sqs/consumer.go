@@ -333,6 +333,9 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 		log.InfoContext(cut, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
 	case posting.Recorded:
 		log.DebugContext(cut, "recorded for the inbox processor", "event_id", res.MessageID, "type", res.Type)
+	case posting.Parked:
+		log.ErrorContext(cut, "message parked in the inbox (the row holds the reason) and acknowledged; `ledger inbox retry` applies it again once the cause is fixed",
+			"event_id", res.MessageID, "type", res.Type)
 	case posting.Applied:
 		if !res.EventTime.IsZero() {
 			c.cfg.Metrics.eventAge.Observe(max(0, c.cfg.Now().Sub(res.EventTime).Seconds()))

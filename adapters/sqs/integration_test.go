@@ -310,7 +310,7 @@ func TestRefundBeforePaymentThroughTheBroker(t *testing.T) {
 	waitFor(t, time.Minute, "the payment applied", func() bool {
 		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 2
 	})
-	for account, want := range map[string]int64{"cus_o": -600, "mer_o": 600} {
+	for account, want := range map[string]int64{"payer:mer_o:cus_o": -600, "merchant:mer_o": 600} {
 		bs, err := r.svc.Balances(context.Background(), account)
 		if err != nil || len(bs) != 1 || bs[0].Amount() != want {
 			t.Errorf("%s: got %v %v, want %d BRL (as if in order)", account, bs, err, want)
@@ -343,7 +343,7 @@ func TestEightWorkersThroughTheBroker(t *testing.T) {
 		t.Errorf("ledger transactions: got %d, want %d", n, len(unique))
 	}
 	var sum int64
-	if err := r.pool.QueryRow(context.Background(), `SELECT coalesce(sum(amount), 0) FROM ledger_entries WHERE account_id LIKE 'mer_%'`).Scan(&sum); err != nil {
+	if err := r.pool.QueryRow(context.Background(), `SELECT coalesce(sum(amount), 0) FROM ledger_entries WHERE account_id LIKE 'merchant:%'`).Scan(&sum); err != nil {
 		t.Fatal(err)
 	}
 	var want int64

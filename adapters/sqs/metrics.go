@@ -19,7 +19,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ledger_messages_processed_total",
-			Help: "Messages committed and acknowledged, by outcome (applied, duplicate, ignored; recorded: left for the inbox processor, in the async mode).",
+			Help: "Messages committed and acknowledged, by outcome (applied, duplicate, ignored; recorded: left for the inbox processor, in the async mode; parked: recorded parked, its posting refused for good).",
 		}, []string{"outcome"}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ledger_duplicates_suppressed_total",
@@ -47,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12),
 		}),
 	}
-	for _, o := range []string{"applied", "duplicate", "ignored", "recorded"} {
+	for _, o := range []string{"applied", "duplicate", "ignored", "recorded", "parked"} {
 		m.processed.WithLabelValues(o)
 	}
 	for _, r := range []string{"poison", "error"} {

@@ -67,7 +67,8 @@ type Backlog interface {
 	// the BatchOutcome fn returns and commits. It returns how many rows it
 	// claimed (0 when none: fn is not called). When fn returns an error, ctx
 	// ends, or the commit fails, everything rolls back: every claimed row is
-	// as it was, its lock released.
+	// as it was, its lock released. A commit that would take an account's
+	// balance past int64 fails with ledger.ErrBalanceLimit.
 	ClaimPending(ctx context.Context, c Claim, fn func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchOutcome, error)) (int, error)
 }
 

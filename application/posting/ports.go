@@ -17,7 +17,11 @@ type InboxMessage struct {
 	// ProcessedAt is when the message was applied; the zero value records it
 	// as not applied (an event type this version does not handle).
 	ProcessedAt time.Time
-	Error       string // why it was not applied, or a note about how it was
+	// ParkedAt, when set, records the message as tried once and parked: it
+	// can never apply as it is (a posting past an account's balance limit),
+	// so it waits, counted, for an operator (`ledger inbox retry`).
+	ParkedAt time.Time
+	Error    string // why it was not applied, or a note about how it was
 }
 
 // Inbox is the inbox table as seen from inside a transaction.
@@ -35,7 +39,8 @@ type Ledger interface {
 	// Post stores tx and its entries and reports whether it did. false (and
 	// nothing stored) means a transaction with the same business key — or
 	// the same message id — is already posted: the second layer of
-	// idempotency. The database refuses an unbalanced transaction at commit.
+	// idempotency. At commit the database refuses an unbalanced
+	// transaction, and adds the entries to the balances of their accounts.
 	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
 }
 
@@ -49,7 +54,9 @@ type Repos struct {
 // nil and rolls back otherwise, so an inbox row exists if and only if the
 // ledger rows of its message do.
 type Transactor interface {
-	// Transact returns fn's error, or the error of beginning or committing.
+	// Transact returns fn's error, or the error of beginning or committing:
+	// ledger.ErrBalanceLimit when the commit would take an account's
+	// balance past what int64 holds (nothing is committed).
 	Transact(ctx context.Context, fn func(Repos) error) error
 }
 
@@ -62,8 +69,9 @@ var ErrUnavailable = errors.New("service unavailable")
 // Reader answers the ledger's read queries, outside any write transaction.
 type Reader interface {
 	// Balances returns the account's balance in every currency it has
-	// entries in, or ledger.ErrAccountNotFound when it has none.
-	// Errors: ErrUnavailable.
+	// entries in, or ledger.ErrAccountNotFound when it has none. It reads
+	// the balances the postings keep, never the entries: its cost does not
+	// grow with the account's history. Errors: ErrUnavailable.
 	Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error)
 	// PaymentTransactions returns the payment's ledger transactions, oldest
 	// first, or ledger.ErrPaymentNotFound when there are none.

@@ -1,6 +1,7 @@
 package posting
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/backlog"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // AppliedTypes returns the event types this version applies, sorted: the
@@ -92,7 +94,8 @@ func (noProcessorMetrics) Backlog(InboxStats)            {}
 // batch; the processor then applies that batch's rows one per transaction, so
 // that only the row at fault is charged an attempt and the rows behind it
 // are not blocked. A row fails at most MaxAttempts times, then is parked; a
-// row that can never apply (its data breaks the schema) is parked at once.
+// row that can never apply (its data breaks the schema, or its posting would
+// take a balance past int64) is parked at once.
 type Processor struct {
 	cfg     ProcessorConfig
 	backlog Backlog
@@ -222,61 +225,115 @@ type batchResult struct {
 	types  map[string]string // parked id → event type, for the log
 }
 
-// process applies each claimed row in its own savepoint.
+// process applies each claimed row in its own savepoint. It decodes every
+// row first, then posts them in lock order (lockOrder), so that batches
+// committing side by side never wait on each other's balance rows in a
+// cycle.
 func (p *Processor) process(ctx context.Context, rows []PendingMessage, apply ApplyFunc) batchResult {
 	res := batchResult{out: BatchOutcome{At: p.now()}}
+	jobs := make([]job, 0, len(rows))
 	for _, m := range rows {
-		posted, age, err := p.applyRow(ctx, m, apply, res.out.At)
+		j, err := p.decode(m)
 		if err != nil {
 			p.fail(&res, m, err)
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	slices.SortStableFunc(jobs, func(a, b job) int { return lockOrder(a.tx, b.tx) })
+	for _, j := range jobs {
+		posted, age, err := p.post(ctx, j, apply, res.out.At)
+		if err != nil {
+			p.fail(&res, j.m, err)
 			continue
 		}
 		note := ""
 		if !posted {
 			note = noteAlreadyPosted
 		}
-		res.out.Processed = append(res.out.Processed, Processed{ID: m.ID, Note: note})
+		res.out.Processed = append(res.out.Processed, Processed{ID: j.m.ID, Note: note})
 		res.posted = append(res.posted, posted)
 		res.ages = append(res.ages, age)
 	}
 	return res
 }
 
-// applyRow posts one row's transaction. It reports whether the row posted (false:
-// its business key was already posted) and the event's age (-1 if none).
-func (p *Processor) applyRow(ctx context.Context, m PendingMessage, apply ApplyFunc, now time.Time) (bool, time.Duration, error) {
+// job is a claimed row decoded into the transaction it posts.
+type job struct {
+	m   PendingMessage
+	env envelope
+	tx  ledger.Transaction
+}
+
+// decode turns a claimed row into the transaction it posts, checked as
+// Apply checks it.
+func (p *Processor) decode(m PendingMessage) (job, error) {
 	env, err := decodeEnvelope(m.Payload)
 	if err != nil {
-		return false, 0, err
+		return job{}, err
 	}
 	r, ok := rules[m.Type]
 	if !ok || env.typ != m.Type {
-		return false, 0, fmt.Errorf("%w: row of type %q holds an event of type %q", ErrInvalidEvent, m.Type, env.typ)
+		return job{}, fmt.Errorf("%w: row of type %q holds an event of type %q", ErrInvalidEvent, m.Type, env.typ)
 	}
 	tx, err := env.transaction(r, p.schemas)
 	if err != nil {
-		return false, 0, err
+		return job{}, err
 	}
+	return job{m: m, env: env, tx: tx}, nil
+}
+
+// lockOrder orders a batch's postings by the balance rows they lock. The
+// database adds a transaction's postings to their balances at commit, in the
+// order they were posted, each posting's merchant row before its payer's;
+// posted by merchant, then currency, then payer, every commit — a batch's,
+// or a single posting's in the sync mode — takes the rows it shares with
+// another in the same order, and none waits for another that waits for it.
+func lockOrder(a, b ledger.Transaction) int {
+	ka, kb := lockKey(a), lockKey(b)
+	return cmp.Or(cmp.Compare(ka[0], kb[0]), cmp.Compare(ka[1], kb[1]), cmp.Compare(ka[2], kb[2]))
+}
+
+// lockKey is (merchant, currency, payer) of a transfer's accounts.
+func lockKey(tx ledger.Transaction) [3]string {
+	var k [3]string
+	k[1] = tx.Currency()
+	for _, e := range tx.Entries() {
+		k[0] = e.Account().Merchant()
+		if payer := e.Account().Payer(); payer != "" {
+			k[2] = payer
+		}
+	}
+	return k
+}
+
+// post posts one decoded row's transaction. It reports whether the row
+// posted (false: its business key was already posted) and the event's age
+// (-1 if none).
+func (p *Processor) post(ctx context.Context, j job, apply ApplyFunc, now time.Time) (bool, time.Duration, error) {
 	var posted bool
-	err = apply(ctx, func(repos Repos) error {
-		posted, err = repos.Ledger.Post(ctx, tx, now)
+	err := apply(ctx, func(repos Repos) error {
+		var err error
+		posted, err = repos.Ledger.Post(ctx, j.tx, now)
 		return err
 	})
 	if err != nil {
 		return false, 0, err
 	}
 	age := time.Duration(-1)
-	if !env.time.IsZero() {
-		age = max(0, now.Sub(env.time))
+	if !j.env.time.IsZero() {
+		age = max(0, now.Sub(j.env.time))
 	}
 	return posted, age, nil
 }
 
 // fail schedules m's next attempt, or parks it: after MaxAttempts, or at
-// once when it can never apply (retrying would only repeat the refusal).
+// once when it can never apply (retrying would only repeat the refusal): its
+// event is malformed or invalid, or its posting would take a balance past
+// what int64 holds.
 func (p *Processor) fail(res *batchResult, m PendingMessage, err error) {
 	f := Failure{ID: m.ID, Error: err.Error(), Attempts: m.Attempts + 1}
-	permanent := errors.Is(err, ErrMalformed) || errors.Is(err, ErrInvalidEvent)
+	permanent := errors.Is(err, ErrMalformed) || errors.Is(err, ErrInvalidEvent) || errors.Is(err, ledger.ErrBalanceLimit)
 	if permanent || f.Attempts >= p.cfg.MaxAttempts {
 		res.out.Parked = append(res.out.Parked, f)
 		if res.types == nil {

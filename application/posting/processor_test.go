@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/application/posting/postingtest"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -103,7 +106,7 @@ func TestProcessorAppliesAndNotesDuplicates(t *testing.T) {
 	if len(m.Transactions()) != 2 || metrics.posted != 2 || metrics.already != 1 {
 		t.Errorf("got %d transactions, metrics %+v; want 2 posted, 1 already posted", len(m.Transactions()), metrics)
 	}
-	if b := balance(t, svc, "mer_1"); b != 700 {
+	if b := balance(t, svc, "merchant:mer_1"); b != 700 {
 		t.Errorf("merchant: got %d, want 700", b)
 	}
 	notes := 0
@@ -217,5 +220,87 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnT
 	txs := m.Transactions()
 	if len(txs) != 2 || txs[0].Kind() != "dispute" || txs[1].Kind() != "dispute" {
 		t.Fatalf("got %d transactions, want 2 disputes, one per message", len(txs))
+	}
+}
+
+// TestProcessorParksAPostingPastTheBalanceLimitAtOnce: in the async mode, a
+// row whose posting would take a balance past int64 can never apply. Its
+// batch fails at commit, where the balances are added; the processor applies
+// the batch's rows one per transaction, the others commit, and it parks that
+// row at its first attempt, as a row whose data can never post.
+func TestProcessorParksAPostingPastTheBalanceLimitAtOnce(t *testing.T) {
+	m := postingtest.NewFakeStore()
+	svc := newService(m)
+	ctx := context.Background()
+	for _, b := range [][]byte{
+		createdOf(msgA, "7d4f8f7c-1d2b-4a53-b8d4-000000000001", math.MaxInt64),
+		createdOf(msgB, "7d4f8f7c-1d2b-4a53-b8d4-000000000002", math.MaxInt64),
+	} {
+		if _, err := svc.Record(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics := &countingMetrics{}
+	p := posting.NewProcessor(posting.ProcessorConfig{MaxAttempts: 10}, m, &postingtest.FakeSchemas{}, quiet, metrics, time.Now)
+	if n := step(t, p); n != 2 {
+		t.Fatalf("claimed %d, want 2", n)
+	}
+	if n := step(t, p); n != 0 {
+		t.Fatalf("claimed %d again, want 0: the refused row is parked, not retried", n)
+	}
+	parked := 0
+	for _, id := range []string{msgA, msgB} {
+		attempts, isParked, err := m.Attempts(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isParked {
+			parked++
+			if row := m.Inbox()[id]; attempts != 1 || !strings.Contains(row.Error, ledger.ErrBalanceLimit.Error()) {
+				t.Errorf("parked row %s: %d attempts, error %q; want 1 and the balance limit", id, attempts, row.Error)
+			}
+		}
+	}
+	if parked != 1 || metrics.posted != 1 || metrics.parked != 1 || metrics.retried != 0 {
+		t.Errorf("got %d parked, metrics %+v; want one posted, one parked, none retried", parked, metrics)
+	}
+	if got := balance(t, svc, "merchant:mer_1"); got != math.MaxInt64 {
+		t.Errorf("merchant: got %d, want %d", got, int64(math.MaxInt64))
+	}
+}
+
+// TestProcessorPostsABatchInLockOrder: the database adds a batch's postings
+// to their balances at commit, in the order they were posted, so the
+// processor posts each batch by (merchant, currency, payer), whatever order
+// the rows were claimed in: two batches' commits then lock the balance rows
+// they share in the same order, and never deadlock.
+func TestProcessorPostsABatchInLockOrder(t *testing.T) {
+	m := postingtest.NewFakeStore()
+	svc := newService(m)
+	ctx := context.Background()
+	parties := []struct{ merchant, currency, payer string }{
+		{"mer_2", "BRL", "cus_1"}, {"mer_1", "USD", "cus_1"}, {"mer_1", "BRL", "cus_9"},
+		{"mer_1", "BRL", "cus_1"}, {"mer_0", "USD", "cus_5"}, {"mer_2", "BRL", "cus_0"},
+	}
+	for i, p := range parties {
+		body := strings.NewReplacer(`"merchant_id":"mer_1"`, `"merchant_id":"`+p.merchant+`"`,
+			`"payer_id":"cus_1"`, `"payer_id":"`+p.payer+`"`, `"currency":"BRL"`, `"currency":"`+p.currency+`"`,
+		).Replace(string(createdOf(fmt.Sprintf("0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6b%02d", i), fmt.Sprintf("7d4f8f7c-1d2b-4a53-b8d4-0000000000%02d", i), 100)))
+		if _, err := svc.Record(ctx, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := posting.NewProcessor(posting.ProcessorConfig{BatchSize: 10}, m, &postingtest.FakeSchemas{}, quiet, nil, time.Now)
+	if n := step(t, p); n != len(parties) {
+		t.Fatalf("claimed %d, want %d in one batch", n, len(parties))
+	}
+	var got []string
+	for _, tx := range m.Transactions() {
+		es := tx.Entries()
+		got = append(got, es[1].Account().Merchant()+" "+tx.Currency()+" "+es[0].Account().Payer())
+	}
+	want := []string{"mer_0 USD cus_5", "mer_1 BRL cus_1", "mer_1 BRL cus_9", "mer_1 USD cus_1", "mer_2 BRL cus_0", "mer_2 BRL cus_1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("posting order:\ngot  %q\nwant %q", got, want)
 	}
 }

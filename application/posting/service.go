@@ -2,6 +2,7 @@ package posting
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -27,6 +28,11 @@ const (
 	// Recorded: the message was new and is recorded in the inbox, pending,
 	// for the inbox processor to apply (Record, the async mode).
 	Recorded
+	// Parked: the message was new and its posting can never apply as it is
+	// (ledger.ErrBalanceLimit); it is recorded in the inbox parked, with the
+	// reason, where inbox_parked_rows counts it and `ledger inbox retry`
+	// finds it. Nothing was posted.
+	Parked
 )
 
 // String names the outcome, for logs and metric labels.
@@ -40,6 +46,8 @@ func (o Outcome) String() string {
 		return "ignored"
 	case Recorded:
 		return "recorded"
+	case Parked:
+		return "parked"
 	default:
 		return "unknown"
 	}
@@ -75,6 +83,11 @@ func NewService(tx Transactor, reader Reader, schemas Schemas, now func() time.T
 // ledger transaction. It returns only after the commit, so the caller may
 // acknowledge the message exactly when err is nil. This is the inbox's sync
 // mode (LEDGER_INBOX_MODE=sync).
+//
+// A posting the database refuses for good — an account's balance would
+// pass what int64 holds — is not retried: a second transaction records the
+// message in the inbox parked, with the reason, and Apply returns Parked, to
+// be acknowledged like any committed outcome.
 //
 // Errors: ErrMalformed or ErrInvalidEvent for a message that will never
 // apply, one its schema refuses included, or one of a type this version does
@@ -165,8 +178,32 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 		res.Outcome = Applied
 		return nil
 	})
+	if apply && errors.Is(err, ledger.ErrBalanceLimit) {
+		return s.park(ctx, res, msg, err)
+	}
 	if err != nil {
 		return Result{MessageID: env.id, Type: env.typ, EventTime: env.time}, fmt.Errorf("apply message %s: %w", env.id, err)
+	}
+	return res, nil
+}
+
+// park records msg in the inbox parked, with cause as its reason, in a
+// transaction of its own: the one that tried to post it rolled back. A
+// message another delivery recorded meanwhile is a duplicate, as in Apply.
+// If this transaction fails too, the message is left for redelivery.
+func (s *Service) park(ctx context.Context, res Result, msg InboxMessage, cause error) (Result, error) {
+	msg.ProcessedAt, msg.ParkedAt, msg.Error = time.Time{}, msg.ReceivedAt, cause.Error()
+	res.Outcome = Parked
+	err := s.tx.Transact(ctx, func(r Repos) error {
+		inserted, err := r.Inbox.Insert(ctx, msg)
+		if err == nil && !inserted {
+			res.Outcome = Duplicate
+		}
+		return err
+	})
+	if err != nil {
+		return Result{MessageID: res.MessageID, Type: res.Type, EventTime: res.EventTime},
+			fmt.Errorf("apply message %s: %w; parking it failed: %w", msg.ID, cause, err)
 	}
 	return res, nil
 }
@@ -175,10 +212,12 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 // posted under another message id.
 const noteAlreadyPosted = "business key already posted by another message"
 
-// Balances returns the balances of account id, one per currency.
+// Balances returns the balances of the account named id, one per currency.
+// id is the account's canonical name (ledger.ParseAccountID):
+// "merchant:mer_1", "payer:mer_1:cus_1".
 // Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound, ErrUnavailable.
 func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, error) {
-	account, err := ledger.NewAccountID(id)
+	account, err := ledger.ParseAccountID(id)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -71,10 +72,10 @@ func TestApplyPostsAPaymentOnce(t *testing.T) {
 	if len(m.Transactions()) != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
 	}
-	if got := balance(t, svc, "cus_1"); got != -1050 {
+	if got := balance(t, svc, "payer:mer_1:cus_1"); got != -1050 {
 		t.Errorf("payer balance: got %d, want -1050", got)
 	}
-	if got := balance(t, svc, "mer_1"); got != 1050 {
+	if got := balance(t, svc, "merchant:mer_1"); got != 1050 {
 		t.Errorf("merchant balance: got %d, want 1050", got)
 	}
 	if msg := m.Inbox()[msgA]; msg.ProcessedAt.IsZero() || msg.Type != posting.TypePaymentCreated {
@@ -97,10 +98,10 @@ func TestApplyIsOrderIndependent(t *testing.T) {
 					t.Fatalf("Apply: %v", err)
 				}
 			}
-			if got := balance(t, svc, "cus_1"); got != -550 {
+			if got := balance(t, svc, "payer:mer_1:cus_1"); got != -550 {
 				t.Errorf("payer: got %d, want -550", got)
 			}
-			if got := balance(t, svc, "mer_1"); got != 550 {
+			if got := balance(t, svc, "merchant:mer_1"); got != 550 {
 				t.Errorf("merchant: got %d, want 550", got)
 			}
 			txs, err := svc.Entries(context.Background(), paymentID)
@@ -261,10 +262,76 @@ func TestQueries(t *testing.T) {
 	if _, err := svc.Balances(ctx, ""); !errors.Is(err, ledger.ErrInvalidAccount) {
 		t.Errorf("empty account: got %v, want ErrInvalidAccount", err)
 	}
-	if _, err := svc.Balances(ctx, "nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
+	if _, err := svc.Balances(ctx, "mer_1"); !errors.Is(err, ledger.ErrInvalidAccount) {
+		t.Errorf("a name without its role: got %v, want ErrInvalidAccount", err)
+	}
+	if _, err := svc.Balances(ctx, "merchant:nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
 		t.Errorf("unknown account: got %v, want ErrAccountNotFound", err)
 	}
 	if _, err := svc.Entries(ctx, paymentID); !errors.Is(err, ledger.ErrPaymentNotFound) {
 		t.Errorf("unknown payment: got %v, want ErrPaymentNotFound", err)
+	}
+}
+
+// createdOf is created for a payment of its own, so that two of them are two
+// facts.
+func createdOf(msgID, payment string, amount int64) []byte {
+	return []byte(strings.ReplaceAll(string(created(msgID, amount)), paymentID, payment))
+}
+
+// TestApplyParksAPostingPastTheBalanceLimit: in the sync mode, a posting the
+// store refuses for good (ErrBalanceLimit) is not left for redelivery — it
+// would be refused forever, and the queue would move it to the DLQ as if it
+// were malformed — but recorded in the inbox parked, with the reason, and
+// acknowledged; the first posting stands.
+func TestApplyParksAPostingPastTheBalanceLimit(t *testing.T) {
+	m := postingtest.NewFakeStore()
+	svc := newService(m)
+	ctx := context.Background()
+	first := createdOf(msgA, "7d4f8f7c-1d2b-4a53-b8d4-000000000001", math.MaxInt64)
+	second := createdOf(msgB, "7d4f8f7c-1d2b-4a53-b8d4-000000000002", math.MaxInt64)
+	if res, err := svc.Apply(ctx, first); err != nil || res.Outcome != posting.Applied {
+		t.Fatalf("first: got %v, %v; want applied", res.Outcome, err)
+	}
+	res, err := svc.Apply(ctx, second)
+	if err != nil || res.Outcome != posting.Parked || res.MessageID != msgB {
+		t.Fatalf("second: got %+v, %v; want parked, no error (acknowledge it)", res, err)
+	}
+	row := m.Inbox()[msgB]
+	if attempts, parked, err := m.Attempts(msgB); err != nil || !parked || attempts != 1 || !row.ProcessedAt.IsZero() ||
+		!strings.Contains(row.Error, ledger.ErrBalanceLimit.Error()) || !strings.Contains(row.Error, ":mer_1") {
+		t.Errorf("inbox row: parked=%v attempts=%d processed=%v error %q (%v); want parked once, unprocessed, the reason naming the account",
+			parked, attempts, row.ProcessedAt, row.Error, err)
+	}
+	if got := balance(t, svc, "merchant:mer_1"); got != math.MaxInt64 {
+		t.Errorf("merchant: got %d, want the first payment's %d", got, int64(math.MaxInt64))
+	}
+	if len(m.Transactions()) != 1 {
+		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
+	}
+	if st, _ := m.InboxStats(ctx, posting.AppliedTypes()); st.Parked != 1 {
+		t.Errorf("stats: got %+v, want 1 parked (inbox_parked_rows pages on it)", st)
+	}
+	if res, err := svc.Apply(ctx, second); err != nil || res.Outcome != posting.Duplicate {
+		t.Errorf("redelivery of the parked message: got %v, %v; want duplicate", res.Outcome, err)
+	}
+}
+
+// TestApplyLeavesAMessageItCouldNotParkForRedelivery: if the transaction
+// that parks the message fails too, nothing is acknowledged.
+func TestApplyLeavesAMessageItCouldNotParkForRedelivery(t *testing.T) {
+	m := postingtest.NewFakeStore()
+	svc := newService(m)
+	ctx := context.Background()
+	if _, err := svc.Apply(ctx, createdOf(msgA, "7d4f8f7c-1d2b-4a53-b8d4-000000000001", math.MaxInt64)); err != nil {
+		t.Fatal(err)
+	}
+	m.FailCommits(errors.New("connection reset"))
+	res, err := svc.Apply(ctx, createdOf(msgB, "7d4f8f7c-1d2b-4a53-b8d4-000000000002", 1))
+	if err == nil || !errors.Is(err, ledger.ErrBalanceLimit) || errors.Is(err, posting.ErrInvalidEvent) {
+		t.Fatalf("got %v, %v; want a transient error naming the balance limit", res.Outcome, err)
+	}
+	if _, ok := m.Inbox()[msgB]; ok {
+		t.Error("the message is in the inbox: its redelivery would be acknowledged as a duplicate")
 	}
 }

@@ -212,7 +212,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		res, err := client.Get(base + "/accounts/" + merchant + "/balance")
+		res, err := client.Get(base + "/accounts/merchant:" + merchant + "/balance")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +255,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	// The public port has no operational endpoints, and the read API
 	// refuses a request without the token.
 	anonymous := apitest.New(t, apidoc.Ledger()).Client(t)
-	for path, want := range map[string]int{"/metrics": 404, "/readyz": 404, "/accounts/" + merchant + "/balance": 401} {
+	for path, want := range map[string]int{"/metrics": 404, "/readyz": 404, "/accounts/merchant:" + merchant + "/balance": 401} {
 		res, err := anonymous.Get(base + path)
 		if err != nil {
 			t.Fatal(err)

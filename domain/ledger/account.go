@@ -1,36 +1,265 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
-// maxAccountLen bounds account ids so that a hostile event cannot bloat the
-// ledger's indexes; payer and merchant ids are short opaque strings.
-const maxAccountLen = 255
+// maxPartLen bounds each part of an account id (a merchant or payer id), so
+// that a hostile event cannot bloat the ledger's indexes; the ids are short
+// opaque strings.
+const maxPartLen = 255
 
-// AccountID names a ledger account: a payer or merchant id as the payments
-// service sends it. The zero value is invalid.
-type AccountID struct {
-	id string
+// Role is what an account is for in the ledger's chart of accounts
+// (docs/LEDGER.md). The set is closed: the roles below are the only ones,
+// and each names the owners that identify an account of it. A new role (a
+// merchant's held funds, a fee account) is a constant and a line in roles,
+// plus a constructor; the names storage holds do not change.
+type Role uint8
+
+// The roles. The zero Role is invalid.
+const (
+	// RoleMerchant is a merchant's account: what its payers paid it, less
+	// what it refunded. Owned by the merchant alone.
+	RoleMerchant Role = iota + 1
+	// RolePayer is a payer as one merchant knows it, like a customer of one
+	// Stripe account: owned by the merchant and the payer id. The same payer
+	// id at another merchant is another account, so no merchant can name an
+	// account that another merchant's payments move.
+	RolePayer
+)
+
+// roleSpec is a role's canonical name and the owners that identify its
+// accounts, in the order they appear in the account's name.
+type roleSpec struct {
+	name   string
+	owners []string // what each owner is, for error messages
 }
 
-// NewAccountID validates s as an account id: non-empty valid UTF-8 of at most
-// 255 bytes, without control characters.
-func NewAccountID(s string) (AccountID, error) {
-	if s == "" || len(s) > maxAccountLen || !utf8.ValidString(s) {
-		return AccountID{}, fmt.Errorf("%w: %q", ErrInvalidAccount, s)
+var roles = [...]roleSpec{
+	RoleMerchant: {name: "merchant", owners: []string{"merchant id"}},
+	RolePayer:    {name: "payer", owners: []string{"merchant id", "payer id"}},
+}
+
+// maxOwners is the most owners a role has: the length of AccountID.owners.
+const maxOwners = 2
+
+func (r Role) spec() (roleSpec, bool) {
+	if r == 0 || int(r) >= len(roles) {
+		return roleSpec{}, false
+	}
+	return roles[r], true
+}
+
+// String returns the role's canonical name, the first part of its accounts'
+// names: "merchant", "payer".
+func (r Role) String() string {
+	if s, ok := r.spec(); ok {
+		return s.name
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// AccountID names a ledger account: a role and its owners. It is a
+// comparable value; the zero value is invalid. The ledger builds accounts
+// from who the payments service says the parties are — the merchant from the
+// API key that created the payment, the payer as that merchant names it —
+// never from an account name in an event.
+type AccountID struct {
+	role   Role
+	owners [maxOwners]string // the role's owners in order, unused ones empty
+}
+
+// MerchantAccount returns the account of merchant merchantID. The id must be
+// non-empty valid UTF-8 of at most 255 bytes, without control characters.
+// Errors: ErrInvalidAccount.
+func MerchantAccount(merchantID string) (AccountID, error) {
+	return newAccount(RoleMerchant, merchantID)
+}
+
+// PayerAccount returns the account of payer payerID as merchant merchantID
+// knows it. Each id must be non-empty valid UTF-8 of at most 255 bytes,
+// without control characters. Errors: ErrInvalidAccount.
+func PayerAccount(merchantID, payerID string) (AccountID, error) {
+	return newAccount(RolePayer, merchantID, payerID)
+}
+
+func newAccount(r Role, owners ...string) (AccountID, error) {
+	spec, ok := r.spec()
+	if !ok || len(owners) != len(spec.owners) {
+		return AccountID{}, fmt.Errorf("%w: role %s with %d owners", ErrInvalidAccount, r, len(owners))
+	}
+	a := AccountID{role: r}
+	for i, o := range owners {
+		if err := checkPart(o); err != nil {
+			return AccountID{}, fmt.Errorf("%w: %s account: %s %w", ErrInvalidAccount, spec.name, spec.owners[i], err)
+		}
+		a.owners[i] = o
+	}
+	return a, nil
+}
+
+// checkPart checks one owner id: non-empty valid UTF-8 of at most 255
+// bytes, without control characters. The error it returns completes a
+// sentence naming the part.
+func checkPart(s string) error {
+	switch {
+	case s == "":
+		return errors.New("is empty")
+	case len(s) > maxPartLen:
+		return fmt.Errorf("is %d bytes, over %d", len(s), maxPartLen)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%q is not valid UTF-8", s)
 	}
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f {
-			return AccountID{}, fmt.Errorf("%w: %q has a control character", ErrInvalidAccount, s)
+			return fmt.Errorf("%q has a control character", s)
 		}
 	}
-	return AccountID{id: s}, nil
+	return nil
 }
 
-// String returns the id as given.
-func (a AccountID) String() string { return a.id }
+// ParseAccountID reads an account's canonical name, as String writes it:
+// "merchant:<merchant>" or "payer:<merchant>:<payer>", each part
+// percent-encoded. Only the canonical form is accepted (no lower-case hex, no
+// escape of a character that needs none), so that one account has exactly
+// one name. Errors: ErrInvalidAccount.
+func ParseAccountID(s string) (AccountID, error) {
+	fields := strings.Split(s, ":")
+	var r Role
+	for i := range roles {
+		if Role(i) != 0 && roles[i].name == fields[0] {
+			r = Role(i)
+		}
+	}
+	spec, ok := r.spec()
+	if !ok {
+		return AccountID{}, fmt.Errorf("%w: %q does not start with a role (merchant:, payer:)", ErrInvalidAccount, s)
+	}
+	if len(fields)-1 != len(spec.owners) {
+		return AccountID{}, fmt.Errorf("%w: %q: a %s account is %s", ErrInvalidAccount, s, spec.name, spec.pattern())
+	}
+	owners := make([]string, len(fields)-1)
+	for i, f := range fields[1:] {
+		o, ok := unescapePart(f)
+		if !ok {
+			return AccountID{}, fmt.Errorf("%w: %q: %s %q is not percent-encoded", ErrInvalidAccount, s, spec.owners[i], f)
+		}
+		owners[i] = o
+	}
+	a, err := newAccount(r, owners...)
+	if err != nil {
+		return AccountID{}, err
+	}
+	if a.String() != s {
+		return AccountID{}, fmt.Errorf("%w: %q is not canonical: the account's name is %q", ErrInvalidAccount, s, a.String())
+	}
+	return a, nil
+}
+
+// pattern describes the role's names for error messages.
+func (s roleSpec) pattern() string {
+	var b strings.Builder
+	b.WriteString(s.name)
+	for _, o := range s.owners {
+		b.WriteString(":<" + strings.ReplaceAll(o, " ", "_") + ">")
+	}
+	return b.String()
+}
+
+// String returns the account's canonical name: its role, then each owner
+// percent-encoded, joined by ":". An owner's encoding leaves only
+// [A-Za-z0-9._~-] as they are, so neither ":" nor "%" ever appears raw in a
+// part, and no owner id can make the name of another role's account or
+// another merchant's: "mer_1" is "merchant:mer_1", payer "cus_1" of mer_1
+// is "payer:mer_1:cus_1", and a payer named "mer_B" by merchant mer_A is
+// "payer:mer_A:mer_B". The zero AccountID's name is "".
+func (a AccountID) String() string {
+	spec, ok := a.role.spec()
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(spec.name)
+	for _, o := range a.owners[:len(spec.owners)] {
+		b.WriteByte(':')
+		escapePart(&b, o)
+	}
+	return b.String()
+}
+
+// Role returns the account's role.
+func (a AccountID) Role() Role { return a.role }
+
+// Merchant returns the merchant the account belongs to: every role has one.
+func (a AccountID) Merchant() string { return a.owners[0] }
+
+// Payer returns the payer id of a payer account, or "" for any other role.
+func (a AccountID) Payer() string {
+	if a.role != RolePayer {
+		return ""
+	}
+	return a.owners[1]
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// unreserved reports whether c stands for itself in an account name: the
+// unreserved characters of RFC 3986, which also travel unescaped in a URL
+// path.
+func unreserved(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// escapePart writes s with every byte that is not unreserved as %XX
+// (upper-case hex).
+func escapePart(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(upperHex[c>>4])
+		b.WriteByte(upperHex[c&15])
+	}
+}
+
+// unescapePart decodes %XX escapes (either case of hex: ParseAccountID then
+// refuses a name that is not canonical). It reports false for a character
+// outside the unreserved set, or a broken escape.
+func unescapePart(s string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case unreserved(c):
+			b.WriteByte(c)
+		case c == '%' && i+2 < len(s) && fromHex(s[i+1]) >= 0 && fromHex(s[i+2]) >= 0:
+			b.WriteByte(byte(fromHex(s[i+1])<<4 | fromHex(s[i+2])))
+			i += 2
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func fromHex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	}
+	return -1
+}
 
 // ValidCurrency reports whether code looks like an ISO 4217 code: three
 // upper-case ASCII letters. The ledger deliberately does not keep its own list
@@ -48,17 +277,20 @@ func ValidCurrency(code string) bool {
 	return true
 }
 
-// Balance is the sum of an account's entries in one currency: positive when
-// the account has received more than it paid (a merchant), negative for a
-// payer. It is a read model computed from entries, never stored on its own.
+// Balance is what an account holds in one currency: the sum of its entries,
+// positive when the account has received more than it paid (a merchant),
+// negative for a payer. Storage keeps it per account and currency, updated by
+// the database in every posting's transaction, so a read costs the same
+// however long the account's history; a posting that would take it past
+// what int64 holds is refused (ErrBalanceLimit).
 type Balance struct {
 	account  AccountID
 	currency string
 	amount   int64
 }
 
-// RehydrateBalance rebuilds a Balance that storage summed from entries. It
-// trusts its input: the entries were validated when they were posted.
+// RehydrateBalance rebuilds a Balance that storage kept. It trusts its
+// input: the entries were validated when they were posted.
 func RehydrateBalance(account AccountID, currency string, amount int64) Balance {
 	return Balance{account: account, currency: currency, amount: amount}
 }

@@ -4,8 +4,16 @@
 // A Transaction is a set of entries that sums to zero in every currency: money
 // only ever moves between accounts, it never appears or vanishes. A payment
 // debits the payer's account and credits the merchant's; a refund moves the
-// refunded amount back. Accounts are the payer and merchant ids exactly as the
-// payments service sends them and come into being on first use.
+// refunded amount back.
+//
+// Accounts form a chart (docs/LEDGER.md): each is a Role and its owners — a
+// merchant's own account, or a payer as one merchant knows it — with one
+// canonical name, "merchant:<merchant>" or "payer:<merchant>:<payer>", each
+// part percent-encoded. The posting rules build both accounts from the
+// event's merchant id (which the payments service takes from the API key)
+// and its payer id (free text the merchant sent), so the payer id can only
+// ever name an account of the merchant that sent it. Accounts come into
+// being on first use.
 //
 // Each transaction carries two keys that make posting idempotent: the id of
 // the message it came from, and its business key (payment id, kind, fact id:

@@ -24,9 +24,12 @@ func (k Kind) valid() bool {
 	return k != ""
 }
 
-// Direction is a posting rule: which of the two parties pays the other. A
-// new kind of fact picks one of these; only a fact that moves money some
-// other way (a fee to a third account, say) needs a new rule here.
+// Direction is a posting rule: which of the two parties of a payment pays
+// the other. A new kind of fact picks one of these; only a fact that moves
+// money some other way (a fee to a third account, say) needs a new rule
+// here. Either way the rule builds the accounts from the posting's merchant
+// and payer ids (MerchantAccount, PayerAccount): a posting never takes an
+// account's name from the event.
 type Direction int
 
 // The posting rules.
@@ -79,32 +82,44 @@ type Posting struct {
 	// FactID tells apart the facts of one kind on the same payment: a
 	// refund's id. It is empty for a kind a payment has at most once (the
 	// payment itself), so that a second such fact collides in storage.
-	FactID     string
-	Payer      string    // the payer's account id
-	Merchant   string    // the merchant's account id
+	FactID string
+	// Merchant is the merchant's id: the payments service takes it from the
+	// API key that created the payment, so no merchant can name another.
+	Merchant string
+	// Payer is the payer's id as the merchant named it: free text, which
+	// is why it only ever names an account of that merchant's
+	// (PayerAccount).
+	Payer      string
 	Amount     int64     // minor units moved by this event, > 0
 	Currency   string    // ISO 4217, upper case
 	OccurredAt time.Time // when the payments service recorded the fact
 }
 
 // NewTransfer posts p as a two-entry transaction moving p.Amount between the
-// payer and the merchant in direction d. It needs nothing from any other
-// transaction, so a refund that arrives before its payment.created posts
-// just the same.
+// payer's account and the merchant's in direction d. It needs nothing from
+// any other transaction, so a refund that arrives before its
+// payment.created posts just the same.
 func NewTransfer(p Posting, d Direction) (Transaction, error) {
-	switch d {
-	case PayerToMerchant:
-		return newTransfer(p, p.Payer, p.Merchant)
-	case MerchantToPayer:
-		return newTransfer(p, p.Merchant, p.Payer)
-	default:
+	if d != PayerToMerchant && d != MerchantToPayer {
 		return Transaction{}, fmt.Errorf("%w: unknown direction %d", ErrInvalidTransaction, d)
 	}
+	merchant, err := MerchantAccount(p.Merchant)
+	if err != nil {
+		return Transaction{}, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
+	}
+	payer, err := PayerAccount(p.Merchant, p.Payer)
+	if err != nil {
+		return Transaction{}, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
+	}
+	if d == PayerToMerchant {
+		return newTransfer(p, payer, merchant)
+	}
+	return newTransfer(p, merchant, payer)
 }
 
 // newTransfer checks every rule before building anything, then returns a
 // two-entry transaction moving p.Amount from one account to another.
-func newTransfer(p Posting, from, to string) (Transaction, error) {
+func newTransfer(p Posting, debit, credit AccountID) (Transaction, error) {
 	if p.MessageID == "" || p.PaymentID == "" {
 		return Transaction{}, fmt.Errorf("%w: message id and payment id are required", ErrInvalidTransaction)
 	}
@@ -119,14 +134,6 @@ func newTransfer(p Posting, from, to string) (Transaction, error) {
 	}
 	if p.OccurredAt.IsZero() {
 		return Transaction{}, fmt.Errorf("%w: occurrence time is required", ErrInvalidTransaction)
-	}
-	debit, err := NewAccountID(from)
-	if err != nil {
-		return Transaction{}, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
-	}
-	credit, err := NewAccountID(to)
-	if err != nil {
-		return Transaction{}, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
 	}
 	return Transaction{
 		messageID:  p.MessageID,

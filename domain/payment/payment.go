@@ -112,7 +112,7 @@ func checkParty(v *ValidationError, field, s string) {
 	case s == "":
 		v.add(field, "is required")
 	case !utf8.ValidString(s) || len(s) > MaxPartyIDLen || hasControl(s):
-		// The same rule as the ledger's account ids (ledger.NewAccountID): a
+		// The same rule as the ledger's account owners (ledger.PayerAccount): a
 		// payment the ledger cannot post must be refused here, not accepted
 		// and then dead-lettered.
 		v.add(field, "must be valid UTF-8 of at most %d bytes, without control characters", MaxPartyIDLen)

@@ -195,7 +195,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	// Traffic.
 	key := platformKey(ctx, t, payDB)
 	cl := newClient([]string{pays[0].Addr(), pays[1].Addr()}, key)
-	acc := &accepted{payments: map[string]int64{}, refunds: map[string]int64{}}
+	acc := &accepted{payments: map[string]int64{}, refunds: map[string]int64{}, balances: map[string]int64{}}
 	trafficDone, faultsDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		sendTraffic(ctx, cl, name, p.Payments, p.Rate, faultsDone, acc)
@@ -629,6 +629,56 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatalf("read entries: %v", err)
+	}
+
+	// Every account's balance is what the accepted payments and refunds
+	// add up to on it, named by the chart of accounts (the merchant's
+	// account, and the payer's as that merchant knows it), and is the sum
+	// of its entries: the balance rows the postings keep lost nothing and
+	// counted nothing twice, whatever the faults did to the postings.
+	rows, err = led.Query(ctx, `
+		SELECT coalesce(b.account_id, e.account_id) || ' ' || coalesce(b.currency, e.currency), coalesce(b.posted, 0), e.total IS NOT NULL AND b.posted = e.total
+		FROM ledger_balances b FULL JOIN
+		     (SELECT account_id, currency, sum(amount) AS total FROM ledger_entries GROUP BY account_id, currency) e
+		     USING (account_id, currency)`)
+	if err != nil {
+		t.Fatalf("read balances: %v", err)
+	}
+	balances := map[string]int64{}
+	for rows.Next() {
+		var key string
+		var posted int64
+		var isSum bool
+		if err := rows.Scan(&key, &posted, &isSum); err != nil {
+			t.Fatalf("read balances: %v", err)
+		}
+		if !isSum {
+			rep.fail("balance %s: %d is not the sum of its entries", key, posted)
+		}
+		balances[key] = posted
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read balances: %v", err)
+	}
+	acc.mu.Lock()
+	bad := 0
+	for key, want := range acc.balances {
+		if got, ok := balances[key]; !ok || got != want {
+			if bad++; bad <= 5 {
+				rep.fail("balance %s: ledger has %d (present: %v), the accepted requests add up to %d", key, got, ok, want)
+			}
+		}
+	}
+	for key := range balances {
+		if _, ok := acc.balances[key]; !ok {
+			if bad++; bad <= 5 {
+				rep.fail("balance %s: no accepted request moved this account", key)
+			}
+		}
+	}
+	acc.mu.Unlock()
+	if bad > 5 {
+		rep.fail("… %d balances wrong in all", bad)
 	}
 
 	// The clients: never a hang, never a 5xx but 503, never a refusal of a

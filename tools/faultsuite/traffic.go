@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // client is a well-behaved API client: every request carries an
@@ -57,9 +59,12 @@ func (c *client) problem(format string, args ...any) {
 }
 
 type paymentView struct {
-	ID     string `json:"id"`
-	Amount int64  `json:"amount"`
-	Refund *struct {
+	ID         string `json:"id"`
+	Amount     int64  `json:"amount"`
+	Currency   string `json:"currency"`
+	PayerID    string `json:"payer_id"`
+	MerchantID string `json:"merchant_id"`
+	Refund     *struct {
 		ID     string `json:"id"`
 		Amount int64  `json:"amount"`
 	} `json:"refund"`
@@ -135,6 +140,9 @@ type accepted struct {
 	mu       sync.Mutex
 	payments map[string]int64 // payment id → amount
 	refunds  map[string]int64 // refund id → amount
+	// balances is what the accepted payments and refunds add up to on each
+	// ledger account, by account name and currency ("merchant:mer_1 BRL").
+	balances map[string]int64
 	sent     int
 	refSent  int
 	gaveUp   int
@@ -186,8 +194,11 @@ func onePayment(ctx context.Context, c *client, run string, i int, acc *accepted
 		acc.mu.Unlock()
 		return
 	}
+	merchant, payer := accountNames(p)
 	acc.mu.Lock()
 	acc.payments[p.ID] = p.Amount
+	acc.balances[merchant] += p.Amount
+	acc.balances[payer] -= p.Amount
 	acc.mu.Unlock()
 
 	left := p.Amount
@@ -202,6 +213,8 @@ func onePayment(ctx context.Context, c *client, run string, i int, acc *accepted
 		acc.mu.Lock()
 		if ok && got.Refund != nil {
 			acc.refunds[got.Refund.ID] = got.Refund.Amount
+			acc.balances[merchant] -= got.Refund.Amount
+			acc.balances[payer] += got.Refund.Amount
 		} else {
 			acc.gaveUp++
 		}
@@ -210,4 +223,18 @@ func onePayment(ctx context.Context, c *client, run string, i int, acc *accepted
 			return
 		}
 	}
+}
+
+// accountNames names the ledger accounts payment p moves, each with the
+// currency, as ledger_balances keys them: its merchant's, and its payer's
+// as that merchant knows it (docs/LEDGER.md).
+func accountNames(p paymentView) (merchant, payer string) {
+	m, errM := ledger.MerchantAccount(p.MerchantID)
+	c, errP := ledger.PayerAccount(p.MerchantID, p.PayerID)
+	if errM != nil || errP != nil {
+		// The payments service accepted it, so the ledger must take it:
+		// an account that no balance row can have shows up in the check.
+		return "invalid " + p.MerchantID, "invalid " + p.PayerID
+	}
+	return m.String() + " " + p.Currency, c.String() + " " + p.Currency
 }

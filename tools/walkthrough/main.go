@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -77,14 +78,21 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 
 const createBody = `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "description": "coffee"}`
 
+// The ledger accounts the walkthrough's payment moves: mer_1's, and payer
+// cus_1's as mer_1 knows it (docs/LEDGER.md).
+const (
+	merchantAccount = "merchant:mer_1"
+	payerAccount    = "payer:mer_1:cus_1"
+)
+
 func (w *walk) run(ctx context.Context) error {
 	// Balances before, so the ledger steps can wait for this walkthrough's
 	// own events even when the ledger has seen earlier runs.
-	merBefore, err := w.balance(ctx, "mer_1")
+	merBefore, err := w.balance(ctx, merchantAccount)
 	if err != nil {
 		return err
 	}
-	cusBefore, err := w.balance(ctx, "cus_1")
+	cusBefore, err := w.balance(ctx, payerAccount)
 	if err != nil {
 		return err
 	}
@@ -117,11 +125,11 @@ func (w *walk) run(ctx context.Context) error {
 		return err
 	}
 
-	w.say("The relay published `payment.created`; the ledger posted it — the payer debited, the merchant credited:")
-	if err := w.waitBalance(ctx, "mer_1", merBefore+1050); err != nil {
+	w.say("The relay published `payment.created`; the ledger posted it: the merchant's account credited, the payer's debited. Accounts are named by role and owner ([docs/LEDGER.md](docs/LEDGER.md)): `merchant:mer_1`, and `payer:mer_1:cus_1` — payer `cus_1` as `mer_1` knows it, another account than a `cus_1` of any other merchant:")
+	if err := w.waitBalance(ctx, merchantAccount, merBefore+1050); err != nil {
 		return err
 	}
-	if err := w.waitBalance(ctx, "cus_1", cusBefore-1050); err != nil {
+	if err := w.waitBalance(ctx, payerAccount, cusBefore-1050); err != nil {
 		return err
 	}
 	if _, err := w.curl(ctx, "GET", w.ledger, "/payments/"+p.ID+"/entries", "", "", http.StatusOK); err != nil {
@@ -133,10 +141,10 @@ func (w *walk) run(ctx context.Context) error {
 		return err
 	}
 	w.say("The balances move back by the refunded amount:")
-	if err := w.waitBalance(ctx, "mer_1", merBefore+750); err != nil {
+	if err := w.waitBalance(ctx, merchantAccount, merBefore+750); err != nil {
 		return err
 	}
-	if err := w.waitBalance(ctx, "cus_1", cusBefore-750); err != nil {
+	if err := w.waitBalance(ctx, payerAccount, cusBefore-750); err != nil {
 		return err
 	}
 
@@ -252,7 +260,7 @@ func (w *walk) curlAs(ctx context.Context, auth, method, base, path, body, key s
 
 // balance returns the account's BRL balance, 0 for an account never posted to.
 func (w *walk) balance(ctx context.Context, account string) (int64, error) {
-	res, err := w.request(ctx, "GET", w.ledger+"/accounts/"+account+"/balance", "", "", w.auth(w.ledger))
+	res, err := w.request(ctx, "GET", w.ledger+"/accounts/"+url.PathEscape(account)+"/balance", "", "", w.auth(w.ledger))
 	if err != nil {
 		return 0, err
 	}
@@ -289,7 +297,7 @@ func (w *walk) waitBalance(ctx context.Context, account string, want int64) erro
 			return err
 		}
 		if got == want {
-			_, err := w.curl(ctx, "GET", w.ledger, "/accounts/"+account+"/balance", "", "", http.StatusOK)
+			_, err := w.curl(ctx, "GET", w.ledger, "/accounts/"+url.PathEscape(account)+"/balance", "", "", http.StatusOK)
 			return err
 		}
 		if time.Now().After(deadline) {

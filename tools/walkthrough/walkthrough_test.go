@@ -47,69 +47,18 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	if testing.Short() {
 		t.Skip("starts both services")
 	}
-	dbServer, err := url.Parse(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := awstest.Endpoint(t)
-	fixture := awstest.NewTopicQueue(t, opts...)
-	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-
-	env, jobs := composeEnv(t)
-	swapHosts := func(v string) string {
-		v = strings.ReplaceAll(v, "postgres:postgres@postgres:5432", dbServer.User.String()+"@"+dbServer.Host)
-		return strings.ReplaceAll(v, "http://localstack:4566", endpoint)
-	}
-	for _, svc := range env {
-		for k, v := range svc {
-			svc[k] = swapHosts(v)
-		}
-	}
-	env["payments"]["DATABASE_URL"] = paymentsDB
-	env["payments"]["PAYMENTS_TOPIC_ARN"] = fixture.TopicARN
-	env["ledger"]["DATABASE_URL"] = ledgerDB
-	env["ledger"]["PAYMENTS_DATABASE_URL"] = paymentsDB
-	env["ledger"]["LEDGER_QUEUE_URL"] = fixture.QueueURL
-	env["ledger"]["LEDGER_DLQ_URL"] = fixture.DLQURL
-
-	// The one-shot jobs compose runs before payments (the schema, the demo's
-	// key), with their command and environment as compose gives them.
-	dir := t.TempDir()
-	for _, job := range []string{"payments-migrate", "demo-key"} {
-		runJob(t, dir, jobs[job], paymentsDB)
-	}
-	pay := start(t, dir, "payments", env["payments"])
-	payAddr, payOps := pay.Addr(), pay.OpsAddr()
-	led := start(t, dir, "ledger", env["ledger"])
-	ledAddr := led.Addr()
-
-	// Every exchange of the walkthrough is checked against its service's
-	// OpenAPI document: what the README shows is what the documents promise.
-	toPayments := apitest.New(t, apidoc.Payments()).Transport(t, nil)
-	toLedger := apitest.New(t, apidoc.Ledger()).Transport(t, nil)
-	toOps := apitest.New(t, apidoc.Ops()).Transport(t, nil)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
-		switch r.URL.Host {
-		case payAddr:
-			return toPayments.RoundTrip(r)
-		case ledAddr:
-			return toLedger.RoundTrip(r)
-		case payOps:
-			return toOps.RoundTrip(r)
-		}
-		return nil, fmt.Errorf("the walkthrough called %s, neither service", r.URL.Host)
-	})}
+	svc := startServices(t, nil, opts...)
 
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// The walkthrough's default credentials are the demo's: compose's
 	// demo-key job stored the key, and the ledger got compose's token.
-	if err := run(ctx, []string{"-payments", "http://" + payAddr, "-ledger", "http://" + ledAddr, "-payments-ops", "http://" + payOps, "-key", "order-1001"}, &out, client); err != nil {
+	if err := run(ctx, []string{"-payments", "http://" + svc.payAddr, "-ledger", "http://" + svc.ledAddr, "-payments-ops", "http://" + svc.payOps, "-key", "order-1001"}, &out, svc.client); err != nil {
 		t.Fatalf("walkthrough: %v\n%s", err, out.String())
 	}
-	got := strings.NewReplacer("http://"+payAddr, "http://localhost:8080", "http://"+ledAddr, "http://localhost:8081",
-		"http://"+payOps, "http://localhost:9090").Replace(out.String())
+	got := strings.NewReplacer("http://"+svc.payAddr, "http://localhost:8080", "http://"+svc.ledAddr, "http://localhost:8081",
+		"http://"+svc.payOps, "http://localhost:9090").Replace(out.String())
 
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -127,8 +76,83 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	// outbox and the ledger, so each service now exposes every series it
 	// ever will: the dashboard and the alert rules must read those.
 	t.Run("dashboard and alert rules read what the services expose", func(t *testing.T) {
-		checkQueries(t, map[string]string{"payments": payOps, "ledger": led.OpsAddr()})
+		checkQueries(t, map[string]string{"payments": svc.payOps, "ledger": svc.ledOps})
 	})
+}
+
+// services are the two binaries running as docker-compose.yml runs them,
+// each on databases of the test's own and its own topic and queues.
+type services struct {
+	payAddr, payOps, ledAddr, ledOps string
+	paymentsDB, ledgerDB             string // database URLs
+	dir                              string // the built binaries and their logs
+	// client sends to either service and checks every exchange against
+	// its OpenAPI document.
+	client *http.Client
+}
+
+// startServices starts payments and ledger with the environment
+// docker-compose.yml gives them — host names swapped for the test's Postgres
+// and SNS/SQS endpoint, databases and queues of the test's own — after the
+// one-shot jobs compose runs before payments (the schema, the demo's key).
+// ledgerEnv overrides the ledger's variables.
+func startServices(t *testing.T, ledgerEnv map[string]string, opts ...awstest.Option) *services {
+	t.Helper()
+	dbServer, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := awstest.Endpoint(t)
+	fixture := awstest.NewTopicQueue(t, opts...)
+	svc := &services{paymentsDB: pgtest.NewDatabase(t), ledgerDB: pgtest.NewDatabase(t), dir: t.TempDir()}
+
+	env, jobs := composeEnv(t)
+	swapHosts := func(v string) string {
+		v = strings.ReplaceAll(v, "postgres:postgres@postgres:5432", dbServer.User.String()+"@"+dbServer.Host)
+		return strings.ReplaceAll(v, "http://localstack:4566", endpoint)
+	}
+	for _, e := range env {
+		for k, v := range e {
+			e[k] = swapHosts(v)
+		}
+	}
+	env["payments"]["DATABASE_URL"] = svc.paymentsDB
+	env["payments"]["PAYMENTS_TOPIC_ARN"] = fixture.TopicARN
+	env["ledger"]["DATABASE_URL"] = svc.ledgerDB
+	env["ledger"]["PAYMENTS_DATABASE_URL"] = svc.paymentsDB
+	env["ledger"]["LEDGER_QUEUE_URL"] = fixture.QueueURL
+	env["ledger"]["LEDGER_DLQ_URL"] = fixture.DLQURL
+	for k, v := range ledgerEnv {
+		env["ledger"][k] = v
+	}
+
+	// The one-shot jobs compose runs before payments (the schema, the demo's
+	// key), with their command and environment as compose gives them.
+	for _, job := range []string{"payments-migrate", "demo-key"} {
+		runJob(t, svc.dir, jobs[job], svc.paymentsDB)
+	}
+	pay := start(t, svc.dir, "payments", env["payments"])
+	svc.payAddr, svc.payOps = pay.Addr(), pay.OpsAddr()
+	led := start(t, svc.dir, "ledger", env["ledger"])
+	svc.ledAddr, svc.ledOps = led.Addr(), led.OpsAddr()
+
+	// Every exchange is checked against its service's OpenAPI document:
+	// what the README shows is what the documents promise.
+	toPayments := apitest.New(t, apidoc.Payments()).Transport(t, nil)
+	toLedger := apitest.New(t, apidoc.Ledger()).Transport(t, nil)
+	toOps := apitest.New(t, apidoc.Ops()).Transport(t, nil)
+	svc.client = &http.Client{Timeout: 10 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		switch r.URL.Host {
+		case svc.payAddr:
+			return toPayments.RoundTrip(r)
+		case svc.ledAddr:
+			return toLedger.RoundTrip(r)
+		case svc.payOps:
+			return toOps.RoundTrip(r)
+		}
+		return nil, fmt.Errorf("the test called %s, neither service", r.URL.Host)
+	})}
+	return svc
 }
 
 type roundTripper func(*http.Request) (*http.Response, error)

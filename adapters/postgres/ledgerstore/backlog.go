@@ -30,7 +30,8 @@ const claimSQL = `
 
 // ClaimPending implements posting.Backlog. It runs on pgx.BeginFunc, the
 // plain shape: each row's savepoint costs round trips of its own, so the
-// pipelining of postgres.Transact would save little here.
+// pipelining of postgres.Transact would save little here. A commit that
+// would take a balance past int64 fails with ledger.ErrBalanceLimit.
 func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(context.Context, []posting.PendingMessage, posting.ApplyFunc) (posting.BatchOutcome, error)) (int, error) {
 	var ids []string // nil: any row
 	if len(c.IDs) > 0 {
@@ -73,7 +74,7 @@ func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(conte
 		}
 		return writeOutcome(ctx, tx, out)
 	})
-	return n, err
+	return n, balanceLimit(err)
 }
 
 // traceParents returns the trace context each message's event carries as its

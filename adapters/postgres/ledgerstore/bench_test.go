@@ -128,3 +128,91 @@ func benchBodies(n int) [][]byte {
 	}
 	return bodies
 }
+
+// BenchmarkOneMerchant measures what many postings on one merchant cost,
+// against the same postings spread over 50 merchants: every posting
+// updates its merchant's balance row in ledger_balances, so postings on one
+// merchant wait for each other's commit (sync: one message's transaction;
+// drain: a whole batch of the processor). path=sync is Service.Apply from
+// workers goroutines; path=drain is the inbox processor with workers claim
+// loops, the backlog recorded first (untimed). docs/BENCHMARKS.md records
+// the figures.
+//
+//	go test -run '^$' -bench OneMerchant -benchtime 5000x ./adapters/postgres/ledgerstore/
+func BenchmarkOneMerchant(b *testing.B) {
+	for _, path := range []string{"sync", "drain"} {
+		for _, merchants := range []int{50, 1} {
+			for _, workers := range []int{1, 4, 8} {
+				b.Run(fmt.Sprintf("path=%s/merchants=%d/workers=%d", path, merchants, workers), func(b *testing.B) {
+					bodies := make([][]byte, b.N)
+					for i := range bodies {
+						bodies[i] = newPayment(int64(1+i), fmt.Sprintf("cus_%d", i%1000), fmt.Sprintf("mer_%d", i%merchants)).body()
+					}
+					store := benchStore(b, workers+1)
+					svc := posting.NewService(store, store, schemas(b), time.Now)
+					if path == "sync" {
+						benchSync(b, svc, bodies, workers)
+					} else {
+						benchDrain(b, svc, store, bodies, workers)
+					}
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+				})
+			}
+		}
+	}
+}
+
+func benchSync(b *testing.B, svc *posting.Service, bodies [][]byte, workers int) {
+	var next atomic.Int64
+	b.ResetTimer()
+	g, ctx := errgroup.WithContext(context.Background())
+	for range workers {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(bodies) {
+					return nil
+				}
+				res, err := svc.Apply(ctx, bodies[i])
+				if err != nil {
+					return err
+				}
+				if res.Outcome != posting.Applied {
+					return fmt.Errorf("outcome %s", res.Outcome)
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func benchDrain(b *testing.B, svc *posting.Service, store *ledgerstore.Store, bodies [][]byte, workers int) {
+	for _, body := range bodies {
+		if _, err := svc.Record(context.Background(), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	proc := posting.NewProcessor(posting.ProcessorConfig{Workers: workers, BatchSize: 100}, store, schemas(b), quiet, nil, time.Now)
+	b.ResetTimer()
+	var g errgroup.Group
+	for range workers {
+		g.Go(func() error {
+			for {
+				n, err := proc.Step(context.Background())
+				if err != nil || n == 0 {
+					return err
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	st, err := store.InboxStats(context.Background(), posting.AppliedTypes())
+	if err != nil || st.Pending != 0 || st.Parked != 0 {
+		b.Fatalf("after the drain: %+v, %v", st, err)
+	}
+}

@@ -106,7 +106,7 @@ func TestRecordAppliesNothingUntilProcessed(t *testing.T) {
 	if r := row(t, pool, p.id); !r.processed {
 		t.Errorf("row after processing: got %+v, want processed", r)
 	}
-	if b := balance(t, svc, "mer_r"); b != 1050 {
+	if b := balance(t, svc, "merchant:mer_r"); b != 1050 {
 		t.Errorf("merchant: got %d, want 1050", b)
 	}
 }

@@ -6,6 +6,7 @@ package ledgerstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,7 +66,8 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 // Transact runs fn in one database transaction with the inbox and ledger
 // repositories bound to it: it commits when fn returns nil, rolls back
 // otherwise, and returns the commit's error (a deferred constraint, such as
-// the balance check, fails at COMMIT).
+// the balance check, fails at COMMIT; a balance taken past int64 there is
+// ledger.ErrBalanceLimit).
 //
 // It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
 // transaction's first statement instead of on its own: a message costs three
@@ -87,9 +89,20 @@ func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) (err
 			span.End()
 		}()
 	}
-	return postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
+	return balanceLimit(postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		return fn(posting.Repos{Inbox: inbox{tx: tx, span: span}, Ledger: ledgerRepo{tx: tx, span: span, tracer: s.tracer}})
-	})
+	}))
+}
+
+// balanceLimit wraps err in ledger.ErrBalanceLimit when it is SQLSTATE
+// 22003, numeric_value_out_of_range: the commit's trigger found a balance
+// that would pass bigint (migration 00006). Its message names the account.
+func balanceLimit(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "22003" {
+		return fmt.Errorf("%w: %w", ledger.ErrBalanceLimit, err)
+	}
+	return err
 }
 
 // inSpan returns ctx with span as its current span, or ctx itself when span
@@ -133,11 +146,15 @@ func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, erro
 	if msg.Error != "" {
 		errText = &msg.Error
 	}
+	var parked *time.Time // a parked row was tried once: attempts = 1
+	if !msg.ParkedAt.IsZero() {
+		parked = &msg.ParkedAt
+	}
 	tag, err := i.tx.Exec(ctx, `
-		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id, parked_at, attempts)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END)
 		ON CONFLICT (id) DO NOTHING`,
-		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText, traceID)
+		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText, traceID, parked)
 	if err != nil {
 		return false, fmt.Errorf("insert inbox message: %w", err)
 	}
@@ -168,7 +185,8 @@ type ledgerRepo struct {
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
 // constraints, message id and business key: a conflict inserts no
 // transaction, so the entries' SELECT finds no row and inserts nothing, and
-// the statement returns zero rows. The balance trigger runs at commit.
+// the statement returns zero rows. At commit, a deferred trigger checks that
+// the transaction balances and adds its entries to their accounts' balances.
 const postSQL = `
 WITH t AS (
 	INSERT INTO ledger_transactions (message_id, payment_id, kind, refund_id, amount, currency, occurred_at, posted_at)
@@ -222,11 +240,13 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	return tag.RowsAffected() > 0, nil
 }
 
-// Balances sums the account's entries per currency.
+// Balances reads the account's balances, one row per currency, from
+// ledger_balances, which every posting's transaction keeps: one index
+// lookup, however long the account's history.
 func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT currency, sum(amount)::bigint FROM ledger_entries
-		WHERE account_id = $1 GROUP BY currency ORDER BY currency`, account.String())
+		SELECT currency, posted FROM ledger_balances
+		WHERE account_id = $1 ORDER BY currency`, account.String())
 	if err != nil {
 		return nil, readErr(fmt.Errorf("query balances: %w", err))
 	}
@@ -285,7 +305,7 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 			flush()
 			cur, entries = p, nil
 		}
-		acc, err := ledger.NewAccountID(account)
+		acc, err := ledger.ParseAccountID(account)
 		if err != nil {
 			return nil, fmt.Errorf("stored entry: %w", err)
 		}

@@ -102,7 +102,7 @@ func TestSameEventThreeTimesPostsOnce(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE processed_at IS NOT NULL`); n != 1 {
 		t.Errorf("processed inbox rows: got %d, want 1", n)
 	}
-	if b := balance(t, svc, "mer_1"); b != 1050 {
+	if b := balance(t, svc, "merchant:mer_1"); b != 1050 {
 		t.Errorf("merchant: got %d, want 1050", b)
 	}
 }
@@ -124,10 +124,10 @@ func TestRefundBeforePaymentEndsTheSame(t *testing.T) {
 					t.Fatalf("Apply: got %v, %v; want applied", res.Outcome, err)
 				}
 			}
-			if b := balance(t, svc, "cus_r"); b != 0 {
+			if b := balance(t, svc, "payer:mer_r:cus_r"); b != 0 {
 				t.Errorf("payer: got %d, want 0", b)
 			}
-			if b := balance(t, svc, "mer_r"); b != 0 {
+			if b := balance(t, svc, "merchant:mer_r"); b != 0 {
 				t.Errorf("merchant: got %d, want 0", b)
 			}
 			txs, err := svc.Entries(context.Background(), p.paymentID)
@@ -190,7 +190,7 @@ func TestDatabaseRefusesUnbalancedTransactions(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, a := range tt.entries {
-				if _, err := tx.Exec(ctx, `INSERT INTO ledger_entries (transaction_id, account_id, amount, currency) VALUES ($1, 'a', $2, 'BRL')`, id, a); err != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO ledger_entries (transaction_id, account_id, amount, currency) VALUES ($1, 'merchant:a', $2, 'BRL')`, id, a); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -204,11 +204,11 @@ func TestDatabaseRefusesUnbalancedTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := []struct{ name, sql string }{
-		{"changing a committed entry", `UPDATE ledger_entries SET amount = amount + 1 WHERE account_id = 'y'`},
-		{"deleting a committed entry", `DELETE FROM ledger_entries WHERE account_id = 'y'`},
+		{"changing a committed entry", `UPDATE ledger_entries SET amount = amount + 1 WHERE account_id = 'merchant:y'`},
+		{"deleting a committed entry", `DELETE FROM ledger_entries WHERE account_id = 'merchant:y'`},
 		{"changing a committed transaction", `UPDATE ledger_transactions SET amount = 11`},
 		{"adding a balanced pair to a committed transaction", `INSERT INTO ledger_entries (transaction_id, account_id, amount, currency)
-			SELECT id, a, v, 'BRL' FROM ledger_transactions, (VALUES ('x', -5), ('z', 5)) AS e(a, v)`},
+			SELECT id, a, v, 'BRL' FROM ledger_transactions, (VALUES ('payer:y:x', -5), ('merchant:z', 5)) AS e(a, v)`},
 	}
 	for _, tt := range later {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,7 +240,7 @@ func TestReads(t *testing.T) {
 	t.Parallel()
 	svc, _, _ := newService(t)
 	ctx := context.Background()
-	if _, err := svc.Balances(ctx, "nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
+	if _, err := svc.Balances(ctx, "merchant:nobody"); !errors.Is(err, ledger.ErrAccountNotFound) {
 		t.Errorf("unknown account: got %v, want ErrAccountNotFound", err)
 	}
 	if _, err := svc.Entries(ctx, uuid.NewString()); !errors.Is(err, ledger.ErrPaymentNotFound) {
@@ -255,8 +255,9 @@ func TestReads(t *testing.T) {
 		t.Fatalf("Entries: got %d, %v", len(txs), err)
 	}
 	es := txs[0].Entries()
-	if len(es) != 2 || es[0].Account().String() != "cus_m" || es[0].Amount() != -700 || es[1].Amount() != 700 {
-		t.Errorf("entries: got %+v, want cus_m -700, mer_m +700", es)
+	if len(es) != 2 || es[0].Account().String() != "payer:mer_m:cus_m" || es[0].Amount() != -700 ||
+		es[1].Account().String() != "merchant:mer_m" || es[1].Amount() != 700 {
+		t.Errorf("entries: got %+v, want payer:mer_m:cus_m -700, merchant:mer_m +700", es)
 	}
 }
 
@@ -342,6 +343,15 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 	}
 	if n := count(t, pool, `SELECT count(*) FROM (SELECT currency FROM ledger_entries GROUP BY currency HAVING sum(amount) <> 0) x`); n != 0 {
 		t.Errorf("currencies whose entries do not sum to zero: %d", n)
+	}
+	// Eight workers updated the same balance rows side by side: each is
+	// still the sum of its entries.
+	if n := count(t, pool, `
+		SELECT count(*) FROM ledger_balances b FULL JOIN
+		       (SELECT account_id, currency, sum(amount)::bigint AS total FROM ledger_entries GROUP BY account_id, currency) e
+		       USING (account_id, currency)
+		WHERE b.posted IS DISTINCT FROM e.total`); n != 0 {
+		t.Errorf("%d balances differ from the sum of their entries", n)
 	}
 
 	rec := posting.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)

@@ -60,7 +60,7 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 	body := bytes.Replace(traced.body(), []byte(`{`), []byte(`{"traceparent":"`+parent+`",`), 1)
 	record(t, svc, body, untraced.body())
 	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
-	if got := balance(t, svc, "mer_p"); got != 300 {
+	if got := balance(t, svc, "merchant:mer_p"); got != 300 {
 		t.Fatalf("mer_p balance %d after the processor, want 300: both rows applied", got)
 	}
 

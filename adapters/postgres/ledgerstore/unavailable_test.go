@@ -22,7 +22,7 @@ import (
 func TestReadQueriesReportAnOutage(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	account, err := ledger.NewAccountID("mer_1")
+	account, err := ledger.MerchantAccount("mer_1")
 	if err != nil {
 		t.Fatal(err)
 	}

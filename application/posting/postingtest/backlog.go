@@ -57,7 +57,7 @@ func (m *FakeStore) ClaimPending(ctx context.Context, c posting.Claim, fn func(c
 	}
 	if err == nil {
 		m.writeOutcome(out)
-		err = m.commitErr(len(undo.txs))
+		err = m.commit(len(undo.txs))
 	}
 	if err != nil {
 		m.restore(undo)

@@ -9,6 +9,8 @@ package postingtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -140,7 +142,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("reads", func(t *testing.T) {
 		s := open(t)
-		acc, _ := ledger.NewAccountID("cus_c")
+		acc, _ := ledger.PayerAccount("mer_c", "cus_c")
 		if _, err := s.Balances(ctx, acc); !errors.Is(err, ledger.ErrAccountNotFound) {
 			t.Errorf("empty ledger: got %v, want ErrAccountNotFound", err)
 		}
@@ -168,8 +170,134 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("first transaction (in posting order): got %s %s %d %s", first.Kind(), first.FactID(), first.Amount(), first.OccurredAt())
 		}
 		es := first.Entries()
-		if len(es) != 2 || es[0].Account().String() != "mer_c" || es[0].Amount() != -400 || es[1].Account().String() != "cus_c" || es[1].Amount() != 400 {
-			t.Errorf("refund entries: got %+v, want mer_c -400, cus_c +400", es)
+		if len(es) != 2 || es[0].Account().String() != "merchant:mer_c" || es[0].Amount() != -400 ||
+			es[1].Account() != acc || es[1].Amount() != 400 {
+			t.Errorf("refund entries: got %+v, want merchant:mer_c -400, payer:mer_c:cus_c +400", es)
+		}
+	})
+
+	t.Run("balances per currency, sorted, and per merchant", func(t *testing.T) {
+		s := open(t)
+		post := func(msg, merchant, payer string, amount int64, currency string) {
+			tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msg, PaymentID: msg, Kind: "payment", Merchant: merchant, Payer: payer,
+				Amount: amount, Currency: currency, OccurredAt: at}, ledger.PayerToMerchant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Transact(ctx, func(r posting.Repos) error { _, err := r.Ledger.Post(ctx, tx, at); return err }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		post(msg1, "mer_1", "cus_1", 700, "USD")
+		post(msg2, "mer_1", "cus_1", 300, "BRL")
+		post(msg3, "mer_2", "cus_1", 50, "BRL") // the same payer id at another merchant
+		mer1, _ := ledger.MerchantAccount("mer_1")
+		bs, err := s.Balances(ctx, mer1)
+		if err != nil || len(bs) != 2 || bs[0].Currency() != "BRL" || bs[0].Amount() != 300 || bs[1].Currency() != "USD" || bs[1].Amount() != 700 {
+			t.Errorf("merchant:mer_1: got %v, %v; want 300 BRL, 700 USD", bs, err)
+		}
+		cus1, _ := ledger.PayerAccount("mer_1", "cus_1")
+		if bs, err := s.Balances(ctx, cus1); err != nil || len(bs) != 2 || bs[0].Amount() != -300 || bs[1].Amount() != -700 {
+			t.Errorf("payer:mer_1:cus_1: got %v, %v; want -300 BRL, -700 USD (not mer_2's)", bs, err)
+		}
+		cus2, _ := ledger.PayerAccount("mer_2", "cus_1")
+		if bs, err := s.Balances(ctx, cus2); err != nil || len(bs) != 1 || bs[0].Amount() != -50 {
+			t.Errorf("payer:mer_2:cus_1: got %v, %v; want -50 BRL", bs, err)
+		}
+	})
+
+	t.Run("a posting past int64 is refused and leaves nothing", func(t *testing.T) {
+		s := open(t)
+		const mer = "mer_big"
+		id := func(n int) string { return fmt.Sprintf("0190e7a0-0000-7000-8000-%012d", n) }
+		transfer := func(n int, payer string, amount int64, d ledger.Direction) ledger.Transaction {
+			kind, fact := ledger.Kind("payment"), ""
+			if d == ledger.MerchantToPayer {
+				kind, fact = "refund", id(n)
+			}
+			tx, err := ledger.NewTransfer(ledger.Posting{MessageID: id(n), PaymentID: id(n), Kind: kind, FactID: fact, Merchant: mer, Payer: payer,
+				Amount: amount, Currency: "BRL", OccurredAt: at}, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tx
+		}
+		post := func(tx ledger.Transaction) error {
+			return s.Transact(ctx, func(r posting.Repos) error {
+				if _, err := r.Inbox.Insert(ctx, inboxMsg(tx.MessageID())); err != nil {
+					return err
+				}
+				_, err := r.Ledger.Post(ctx, tx, at)
+				return err
+			})
+		}
+		balance := func(a ledger.AccountID) int64 {
+			t.Helper()
+			bs, err := s.Balances(ctx, a)
+			if err != nil || len(bs) != 1 {
+				t.Fatalf("Balances(%s): %v, %v", a, bs, err)
+			}
+			return bs[0].Amount()
+		}
+		merchant, _ := ledger.MerchantAccount(mer)
+		x, _ := ledger.PayerAccount(mer, "cus_x")
+		if err := post(transfer(1, "cus_y", 5, ledger.MerchantToPayer)); err != nil {
+			t.Fatal(err)
+		}
+		if err := post(transfer(2, "cus_x", math.MaxInt64, ledger.PayerToMerchant)); err != nil {
+			t.Fatal(err)
+		}
+		// The payer's balance would fall below int64's least; the
+		// merchant's would not pass its greatest.
+		if err := post(transfer(3, "cus_x", 2, ledger.PayerToMerchant)); !errors.Is(err, ledger.ErrBalanceLimit) {
+			t.Errorf("the payer past int64: got %v, want ErrBalanceLimit", err)
+		}
+		if err := post(transfer(4, "cus_z", 6, ledger.PayerToMerchant)); !errors.Is(err, ledger.ErrBalanceLimit) {
+			t.Errorf("the merchant past int64: got %v, want ErrBalanceLimit", err)
+		}
+		if got, want := balance(merchant), int64(math.MaxInt64-5); got != want {
+			t.Errorf("merchant balance: got %d, want %d", got, want)
+		}
+		if got, want := balance(x), int64(-math.MaxInt64); got != want {
+			t.Errorf("payer balance: got %d, want %d", got, want)
+		}
+		z, _ := ledger.PayerAccount(mer, "cus_z")
+		if _, err := s.Balances(ctx, z); !errors.Is(err, ledger.ErrAccountNotFound) {
+			t.Errorf("the refused posting's payer: got %v, want ErrAccountNotFound", err)
+		}
+		for _, n := range []int{3, 4} {
+			if _, err := s.PaymentTransactions(ctx, id(n)); !errors.Is(err, ledger.ErrPaymentNotFound) {
+				t.Errorf("refused posting %d: got %v, want nothing posted", n, err)
+			}
+		}
+		// Money leaving the merchant still posts.
+		if err := post(transfer(5, "cus_y", 10, ledger.MerchantToPayer)); err != nil {
+			t.Errorf("a refund from the full merchant: %v", err)
+		}
+	})
+
+	t.Run("a message recorded parked waits for the operator", func(t *testing.T) {
+		s := open(t)
+		m := pendingMsg(msg1, posting.TypePaymentCreated, at)
+		m.ParkedAt, m.Error = at, "balance limit"
+		insert(t, s, m)
+		c := posting.Claim{Limit: 10, Types: []string{posting.TypePaymentCreated}}
+		if got := claimIDs(t, s, c, nil); len(got) != 0 {
+			t.Fatalf("a parked row was claimed: %v", got)
+		}
+		if st, err := s.InboxStats(ctx, c.Types); err != nil || st.Parked != 1 || st.Pending != 0 {
+			t.Errorf("stats: got %+v, %v; want 1 parked", st, err)
+		}
+		if n, err := s.Retry(ctx, []string{msg1}); err != nil || n != 1 {
+			t.Fatalf("retry: got %d, %v; want 1", n, err)
+		}
+		var attempts int
+		got := claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+			attempts = rows[0].Attempts
+			return posting.BatchOutcome{}
+		})
+		if len(got) != 1 || attempts != 0 {
+			t.Errorf("after retry: got %v with %d attempts, want [%s] with 0", got, attempts, msg1)
 		}
 	})
 }

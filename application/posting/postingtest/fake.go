@@ -3,8 +3,10 @@ package postingtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,11 +21,14 @@ var _ Store = (*FakeStore)(nil)
 // a copy of the state when fn fails, so a failed message leaves nothing, as in
 // Postgres. It is safe for concurrent use.
 type FakeStore struct {
-	mu     sync.Mutex
-	inbox  map[string]posting.InboxMessage
-	retry  map[string]retryState // by message id; absent: never failed
-	txs    []ledger.Transaction
-	failTx error // returned by Transact instead of committing, when set
+	mu    sync.Mutex
+	inbox map[string]posting.InboxMessage
+	retry map[string]retryState // by message id; absent: never failed
+	txs   []ledger.Transaction
+	// balances is what ledger_balances holds: the sum of the committed
+	// entries per account and currency.
+	balances map[balanceKey]int64
+	failTx   error // returned by Transact instead of committing, when set
 	// failCommitOf makes a commit fail while it would commit a posting of
 	// this message id: a deferred check failing at COMMIT.
 	failCommitOf map[string]error
@@ -36,13 +41,20 @@ type retryState struct {
 	parked   time.Time // zero: not parked
 }
 
+type balanceKey struct {
+	account  ledger.AccountID
+	currency string
+}
+
 // NewFakeStore returns an empty FakeStore.
 func NewFakeStore() *FakeStore {
-	return &FakeStore{inbox: map[string]posting.InboxMessage{}, retry: map[string]retryState{}, failCommitOf: map[string]error{}}
+	return &FakeStore{inbox: map[string]posting.InboxMessage{}, retry: map[string]retryState{}, failCommitOf: map[string]error{},
+		balances: map[balanceKey]int64{}}
 }
 
 // FailCommits makes every Transact roll back and return err after fn
-// succeeded, as a failed COMMIT would, until it is called with nil.
+// succeeded and the deferred checks passed, as a failed COMMIT would, until
+// it is called with nil.
 func (m *FakeStore) FailCommits(err error) {
 	m.mu.Lock()
 	m.failTx = err
@@ -70,7 +82,7 @@ func (m *FakeStore) Transact(ctx context.Context, fn func(posting.Repos) error) 
 	undo := m.snapshot()
 	err := fn(posting.Repos{Inbox: memInbox{m}, Ledger: memLedger{m}})
 	if err == nil {
-		err = m.commitErr(len(undo.txs))
+		err = m.commit(len(undo.txs))
 	}
 	if err != nil {
 		m.restore(undo)
@@ -91,28 +103,44 @@ func (m *FakeStore) FailCommitsPosting(id string, err error) {
 }
 
 type fakeState struct {
-	inbox map[string]posting.InboxMessage
-	retry map[string]retryState
-	txs   []ledger.Transaction
+	inbox    map[string]posting.InboxMessage
+	retry    map[string]retryState
+	txs      []ledger.Transaction
+	balances map[balanceKey]int64
 }
 
 func (m *FakeStore) snapshot() fakeState {
-	return fakeState{maps.Clone(m.inbox), maps.Clone(m.retry), slices.Clone(m.txs)}
+	return fakeState{maps.Clone(m.inbox), maps.Clone(m.retry), slices.Clone(m.txs), maps.Clone(m.balances)}
 }
 
-func (m *FakeStore) restore(s fakeState) { m.inbox, m.retry, m.txs = s.inbox, s.retry, s.txs }
+func (m *FakeStore) restore(s fakeState) {
+	m.inbox, m.retry, m.txs, m.balances = s.inbox, s.retry, s.txs, s.balances
+}
 
-// commitErr is the error a commit fails with, given that the transaction
-// posted m.txs[from:].
-func (m *FakeStore) commitErr(from int) error {
-	if m.failTx != nil {
-		return m.failTx
-	}
+// commit commits a transaction that posted m.txs[from:], or returns the
+// error its commit fails with, leaving the caller to restore the state. Like
+// the database's deferred trigger, it adds the postings to their balances,
+// and refuses one that would take a balance past int64.
+func (m *FakeStore) commit(from int) error {
+	next := maps.Clone(m.balances)
 	for _, tx := range m.txs[from:] {
 		if err := m.failCommitOf[tx.MessageID()]; err != nil {
 			return err
 		}
+		for _, e := range tx.Entries() {
+			k := balanceKey{e.Account(), e.Currency()}
+			cur := next[k]
+			sum := cur + e.Amount()
+			if (e.Amount() > 0 && sum < cur) || (e.Amount() < 0 && sum > cur) {
+				return fmt.Errorf("%w: the %s balance of %s would pass what int64 holds", ledger.ErrBalanceLimit, e.Currency(), e.Account())
+			}
+			next[k] = sum
+		}
 	}
+	if m.failTx != nil { // the deferred checks passed; the commit itself failed
+		return m.failTx
+	}
+	m.balances = next
 	return nil
 }
 
@@ -123,6 +151,9 @@ func (i memInbox) Insert(_ context.Context, msg posting.InboxMessage) (bool, err
 		return false, nil
 	}
 	i.m.inbox[msg.ID] = msg
+	if !msg.ParkedAt.IsZero() {
+		i.m.retry[msg.ID] = retryState{attempts: 1, parked: msg.ParkedAt}
+	}
 	return true, nil
 }
 
@@ -152,30 +183,20 @@ func (l memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (
 	return true, nil
 }
 
-// Balances implements posting.Reader.
+// Balances implements posting.Reader: the balances Post kept, by currency.
 func (m *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	sums := map[string]int64{}
-	var currencies []string
-	for _, t := range m.txs {
-		for _, e := range t.Entries() {
-			if e.Account() != account {
-				continue
-			}
-			if _, ok := sums[e.Currency()]; !ok {
-				currencies = append(currencies, e.Currency())
-			}
-			sums[e.Currency()] += e.Amount()
+	var out []ledger.Balance
+	for k, amount := range m.balances {
+		if k.account == account {
+			out = append(out, ledger.RehydrateBalance(account, k.currency, amount))
 		}
 	}
-	if len(currencies) == 0 {
-		return nil, ledger.ErrAccountNotFound
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
 	}
-	var out []ledger.Balance
-	for _, c := range currencies {
-		out = append(out, ledger.RehydrateBalance(account, c, sums[c]))
-	}
+	slices.SortFunc(out, func(a, b ledger.Balance) int { return strings.Compare(a.Currency(), b.Currency()) })
 	return out, nil
 }
 
