@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Tests of moto_server.py's DeleteMessage: python3 scripts/moto_server_test.py
+"""Tests of moto_server.py's fixes: python3 scripts/moto_server_test.py
 
-Each test runs one delete and, in the middle of its scan of the queue, the
-requests another thread may serve meanwhile (a delete, a send, a receive
-that dead-letters), then checks the queue holds what SQS would. Both
-deletes run: moto's own must break each rule (else moto was fixed and the
-launcher can go), the launcher's must keep it.
+Each DeleteMessage test runs one delete and, in the middle of its scan of
+the queue, the requests another thread may serve meanwhile (a delete, a
+send, a receive that dead-letters), then checks the queue holds what SQS
+would. The FIFO test lets a group's messages time out in flight and checks
+they come back in order. Each runs moto's own code and the launcher's:
+moto's must break the rule (else moto was fixed and that fix can go), the
+launcher's must keep it.
 """
 
+import contextlib
 import json
 import os
 import sys
 import unittest
 import uuid
+from unittest import mock
 
 from moto.sqs import models
 
@@ -90,6 +94,34 @@ class DeleteMessage(unittest.TestCase):
                 self.assertEqual(got == ([], ["b"]), intact, f"queue and DLQ hold {got}, want b in the DLQ only")
                 self.queue._messages.clear()
                 self.dlq._messages.clear()
+
+
+class FifoRedelivery(unittest.TestCase):
+    def setUp(self):
+        self.backend = models.sqs_backends["000000000000"]["us-east-1"]
+        self.name = "t-" + uuid.uuid4().hex[:8] + ".fifo"
+        self.queue = self.backend.create_queue(self.name, FifoQueue="true", VisibilityTimeout="60")
+
+    def tearDown(self):
+        self.backend.delete_queue(self.name)
+
+    def receive(self):
+        return [m.body for m in self.backend.receive_message(self.name, 10, 0, 60)]
+
+    def test_a_group_timed_out_in_flight_comes_back_in_order(self):
+        for patched in (False, True):
+            launcher = mock.patch.multiple(models.Queue, **moto_server.PATCHES) if patched else contextlib.nullcontext()
+            with self.subTest(patched=patched), launcher:
+                for body in ("0", "1", "2"):
+                    self.backend.send_message(self.name, body, deduplication_id=body, group_id="g")
+                self.assertEqual(self.receive(), ["0", "1", "2"])
+                self.assertEqual(self.receive(), [], "the group is in flight")
+                for m in self.queue._messages:
+                    m.visible_at = 0  # nobody deleted them: their visibility timeout ran out
+                got = self.receive()
+                self.assertEqual(got == ["0", "1", "2"], patched, f"the group came back as {got}, want 0, 1, 2")
+                self.queue._messages.clear()
+                self.queue.pending_messages.clear()
 
 
 if __name__ == "__main__":

@@ -303,38 +303,72 @@ func createQueue(t testing.TB, client *sqs.Client, name string, attrs map[string
 // timeout passes, and returns what it got (possibly fewer, or more if duplicates
 // arrived). It polls with a deadline instead of sleeping, so tests finish as soon as
 // the messages are there.
+//
+// The timeout is looked at between receives, never in the middle of one: the
+// server does not learn that a caller went away, so a receive cut off in flight
+// would still take messages and hide them for the visibility timeout, out of the
+// test's sight — on a FIFO queue with their groups, whose order the test would then
+// see only as the server redelivers them. Each receive is bounded by its long poll
+// instead (plus receiveSlack), and a delete the server refuses fails the test, as
+// that message would come back.
 func (tq *TopicQueue) Drain(t testing.TB, queueURL string, want int, timeout time.Duration) []sqstypes.Message {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+	deadline := time.Now().Add(timeout)
 	var got []sqstypes.Message
-	for len(got) < want && ctx.Err() == nil {
-		out, err := tq.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(queueURL),
-			MaxNumberOfMessages:         10,
-			WaitTimeSeconds:             1,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			t.Fatalf("awstest: receive: %v", err)
-		}
-		if len(out.Messages) == 0 {
+	for len(got) < want && time.Now().Before(deadline) {
+		msgs := tq.receive(t, queueURL)
+		if len(msgs) == 0 {
 			continue
 		}
-		got = append(got, out.Messages...)
-		entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(out.Messages))
-		for i, m := range out.Messages {
-			entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
-		}
-		if _, err := tq.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries}); err != nil && ctx.Err() == nil {
-			t.Fatalf("awstest: delete: %v", err)
-		}
+		got = append(got, msgs...)
+		tq.delete(t, queueURL, msgs)
 	}
 	return got
+}
+
+// receiveWait is Drain's long poll; receiveSlack bounds how much longer one
+// receive (or delete) may take on a loaded machine before the test fails.
+const (
+	receiveWait  = time.Second
+	receiveSlack = 30 * time.Second
+)
+
+func (tq *TopicQueue) receive(t testing.TB, queueURL string) []sqstypes.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), receiveWait+receiveSlack)
+	defer cancel()
+	out, err := tq.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(queueURL),
+		MaxNumberOfMessages:         10,
+		WaitTimeSeconds:             int32(receiveWait / time.Second),
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		t.Fatalf("awstest: receive: %v", err)
+	}
+	return out.Messages
+}
+
+func (tq *TopicQueue) delete(t testing.TB, queueURL string, msgs []sqstypes.Message) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), receiveSlack)
+	defer cancel()
+	entries := make([]sqstypes.DeleteMessageBatchRequestEntry, len(msgs))
+	for i, m := range msgs {
+		entries[i] = sqstypes.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
+	}
+	out, err := tq.SQS.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+	if err != nil {
+		t.Fatalf("awstest: delete: %v", err)
+	}
+	for _, f := range out.Failed {
+		id := aws.ToString(f.Id)
+		if i, err := strconv.Atoi(id); err == nil && i >= 0 && i < len(msgs) {
+			id = aws.ToString(msgs[i].MessageId)
+		}
+		t.Fatalf("awstest: delete of message %s refused: %s: %s", id, aws.ToString(f.Code), aws.ToString(f.Message))
+	}
 }
 
 func randomHex(n int) string {

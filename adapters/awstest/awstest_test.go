@@ -69,3 +69,28 @@ func TestSettingsMatchInitScript(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainSeesWhatItsLastReceiveTook: a message that arrives while Drain's
+// timeout passes in the middle of a long poll reaches the test, from that
+// Drain or the next one. A receive cut off in flight would still take it on
+// the server and hide it for the visibility timeout (30 s here), and the
+// next Drain would find nothing.
+func TestDrainSeesWhatItsLastReceiveTook(t *testing.T) {
+	t.Parallel()
+	tq := awstest.NewTopicQueue(t)
+	sent := make(chan error, 1)
+	// Publish a little after the Drain's timeout, inside its one-second long
+	// poll (pacing: on a slow machine it may land later, which passes too).
+	time.AfterFunc(500*time.Millisecond, func() {
+		_, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String("late")})
+		sent <- err
+	})
+	got := tq.Drain(t, tq.QueueURL, 1, 200*time.Millisecond)
+	if err := <-sent; err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	got = append(got, tq.Drain(t, tq.QueueURL, 1-len(got), 5*time.Second)...)
+	if len(got) != 1 {
+		t.Fatalf("got %d messages, want the one published: a receive was abandoned with it", len(got))
+	}
+}

@@ -54,6 +54,82 @@ func (s killableStore) Release(ctx context.Context, owner string) error {
 	return s.Store.Release(ctx, owner)
 }
 
+// handOffs is the replicas' Publisher, recording when the relay handed each
+// event to the broker and when the broker acknowledged it, in one order over
+// all the replicas (ticks taken under a lock: a call that returned before
+// another began has the smaller tick). That is the order the relay answers
+// for, whatever the queue behind the topic then does.
+type handOffs struct {
+	relay.Publisher
+	mu   sync.Mutex
+	tick int
+	log  []handOff
+}
+
+type handOff struct {
+	event  eventKey
+	handed int // the tick its Publish call began at
+	acked  int // the tick its Publish call returned at, when acknowledged; else 0
+}
+
+// eventKey is one event of the test: its payment and its place among that
+// payment's events (the writers' seq, in the payload).
+type eventKey struct {
+	Subject uuid.UUID `json:"subject"`
+	Seq     int       `json:"seq"`
+}
+
+func (h *handOffs) Publish(ctx context.Context, msgs []relay.Message) []error {
+	h.mu.Lock()
+	h.tick++
+	handed := h.tick
+	h.mu.Unlock()
+	errs := h.Publisher.Publish(ctx, msgs)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tick++
+	for i, m := range msgs {
+		ho := handOff{handed: handed}
+		if err := json.Unmarshal(m.Payload, &ho.event); err != nil {
+			panic(err) // the test wrote every payload
+		}
+		if i < len(errs) && errs[i] == nil {
+			ho.acked = h.tick
+		}
+		h.log = append(h.log, ho)
+	}
+	return errs
+}
+
+// early returns, for every event the relay handed to the broker before the
+// event ahead of it in its payment had been acknowledged, why.
+func (h *handOffs) early() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	firstAck := map[eventKey]int{}
+	for _, ho := range h.log {
+		if t, ok := firstAck[ho.event]; ho.acked > 0 && (!ok || ho.acked < t) {
+			firstAck[ho.event] = ho.acked
+		}
+	}
+	var why []string
+	for _, ho := range h.log {
+		if ho.event.Seq == 0 {
+			continue
+		}
+		prev := eventKey{ho.event.Subject, ho.event.Seq - 1}
+		switch t, ok := firstAck[prev]; {
+		case !ok:
+			why = append(why, fmt.Sprintf("payment %s: event %d handed to the broker, event %d never acknowledged",
+				ho.event.Subject, ho.event.Seq, prev.Seq))
+		case t > ho.handed:
+			why = append(why, fmt.Sprintf("payment %s: event %d handed to the broker at tick %d, event %d acknowledged only at tick %d",
+				ho.event.Subject, ho.event.Seq, ho.handed, prev.Seq, t))
+		}
+	}
+	return why
+}
+
 // orderedReplica is one slot of the replica set, restarted under a new
 // name each time.
 type orderedReplica struct {
@@ -89,18 +165,26 @@ func (rp *orderedReplica) stop(kill bool) {
 // TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO: payments each with a
 // creation and refunds, written concurrently, published by four ordered
 // replicas through a FIFO topic to a FIFO queue while replicas are stopped,
-// killed mid-batch and restarted at random. For every payment its events
-// arrive in the order they were committed; none is lost; an event arrives
-// twice only after a kill between its publish and its mark (the
-// at-least-once window), and then never ahead of an event behind it.
+// killed mid-batch and restarted at random. Two orders are checked, each
+// against what its side promises:
+//   - the relay's: it hands no event to the broker before the event ahead of
+//     it in its payment was acknowledged (and so committed first);
+//   - the queue's: for every payment its events arrive in the order they were
+//     committed; none is lost; an event arrives again only after it arrived
+//     (a kill between its publish and its mark, the at-least-once window; or
+//     its visibility timeout running out before the delete, which SQS FIFO
+//     allows), and then never ahead of an event behind it.
+//
+// A failure of the first is the relay's; of the second alone, the broker's or
+// the receive loop's.
 func TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	// A short visibility timeout: a receive the test abandons (its deadline
-	// cut the long poll after the server handed out messages) would otherwise
-	// hold those messages' groups for the production 30 s.
+	// A short visibility timeout: a receive whose answer is lost (the SDK
+	// retries it) would otherwise hide its messages, and their groups, for the
+	// production 30 s.
 	tq := awstest.NewTopicQueue(t, awstest.WithFIFO(), awstest.WithVisibilityTimeout(2*time.Second))
-	pub := sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 4)
+	pub := &handOffs{Publisher: sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 4)}
 	const payments, events = 60, 4 // a creation and three refunds each: 240 messages
 
 	start := time.Now()
@@ -178,22 +262,22 @@ func TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO(t *testing.T) {
 		rp.stop(false)
 	}
 
-	// Receive until every event is in, in the order the queue hands them out.
-	type ev struct {
-		Subject uuid.UUID `json:"subject"`
-		Seq     int       `json:"seq"`
+	for _, why := range pub.early() {
+		t.Errorf("relay: %s", why)
 	}
-	var got []ev
-	distinct := map[string]bool{}
-	deadline := time.Now().Add(time.Minute)
+
+	// Receive until every event is in, in the order the queue hands them out.
+	var got []eventKey
+	distinct := map[eventKey]bool{}
+	deadline := time.Now().Add(2 * time.Minute)
 	for len(distinct) < payments*events && time.Now().Before(deadline) {
 		for _, m := range tq.Drain(t, tq.QueueURL, payments*events-len(distinct), 10*time.Second) {
-			var e ev
+			var e eventKey
 			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &e); err != nil {
 				t.Fatalf("message body: %v", err)
 			}
 			got = append(got, e)
-			distinct[fmt.Sprint(e.Subject, e.Seq)] = true
+			distinct[e] = true
 		}
 	}
 
@@ -206,13 +290,13 @@ func TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO(t *testing.T) {
 		case e.Seq < n:
 			dups++ // again, after its successors' predecessors: at least once
 		default:
-			t.Errorf("payment %s: event %d arrived before event %d", e.Subject, e.Seq, n)
+			t.Errorf("queue: payment %s: event %d arrived before event %d", e.Subject, e.Seq, n)
 			next[e.Subject] = e.Seq + 1
 		}
 	}
 	for _, a := range aggs {
 		if next[a] != events {
-			t.Errorf("payment %s: %d of %d events arrived in order", a, next[a], events)
+			t.Errorf("queue: payment %s: %d of %d events arrived in order", a, next[a], events)
 		}
 	}
 	t.Logf("published and received in %v", time.Since(start))

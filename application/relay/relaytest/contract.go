@@ -231,11 +231,13 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		x := uuid.New()
 		xs := h.InsertFor(t, x, 2)
-		ordered := relay.Claim{Limit: 10, Ordered: true}
+		// The first claim holds x's first row only, as one does whose window
+		// ends there: x's second row is free to lock, and a claim that skipped
+		// held rows would take it while the first is at the broker.
 		holding, release := make(chan []relay.Message), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 1, Ordered: true}, func(msgs []relay.Message) (relay.Outcome, error) {
 				holding <- msgs
 				<-release
 				return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}, nil
@@ -251,7 +253,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		secondDone := make(chan []uuid.UUID, 1)
 		wg.Go(func() {
 			var got []uuid.UUID
-			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Ordered: true}, func(msgs []relay.Message) (relay.Outcome, error) {
 				got = msgIDs(msgs)
 				if s, _ := h.State(t, xs[0]); len(got) > 0 && got[0] == xs[1] && s != "PUBLISHED" {
 					t.Errorf("x's second row claimed while its first is %s: it overtook a row at the broker", s)
@@ -263,9 +265,24 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 			secondDone <- got
 		})
+		// The first claim holds on for a while: a store that waits blocks the
+		// second claim all along; one that skips has claimed past the held row
+		// by then. (The pause only gives a wrong store time to show itself: a
+		// right one passes however long it is.)
+		var got []uuid.UUID
+		returned := false
+		select {
+		case got = <-secondDone:
+			returned = true
+			t.Errorf("second claim returned %v while the first held x's first row: it must wait for it", got)
+		case <-time.After(200 * time.Millisecond):
+		}
 		close(release)
 		wg.Wait()
-		if got := <-secondDone; !sameIDs(got, xs[1:]) && len(got) != 0 {
+		if !returned {
+			got = <-secondDone
+		}
+		if !sameIDs(got, xs[1:]) && len(got) != 0 {
 			t.Errorf("second claim: got %v, want %v or nothing", got, xs[1:])
 		}
 	})
