@@ -1,5 +1,14 @@
 # payments-outbox — `make help` lists the targets.
 GO       ?= go
+# Two Go modules: the services' (the root) and the tools' (tools/: the
+# benchmark, the fault suite, the walkthrough, the compose and dashboard
+# tests, the test runner), whose heavy dependencies stay out of the
+# services' go.mod. Every target runs each against its own go.mod, as CI and
+# the Dockerfile do, whatever go.work a developer keeps for an editor.
+export GOWORK := off
+TOOLS    := $(GO) -C tools
+# make test's packages, named from the repository root (tools/testrun):
+# ./adapters/sqs/..., ./tools/faultsuite; ./... is both modules whole.
 PKGS     ?= ./...
 # The host ports docker compose publishes (on 127.0.0.1); set them in the
 # environment to move them, for compose and these targets alike.
@@ -10,7 +19,7 @@ LEDGER_HOST_PORT     ?= 8081
 PAYMENTS_OPS_HOST_PORT ?= 9090
 GRAFANA_HOST_PORT    ?= 3000
 # Linters, pinned and built by go run: nothing to install, and they stay out
-# of go.mod, whose module graph they would otherwise join.
+# of both go.mod files, whose module graphs they would otherwise join.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 ACTIONLINT  ?= github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
@@ -39,7 +48,7 @@ logs: ## follow the services' logs
 
 .PHONY: demo
 demo: ## run the README walkthrough against the running services
-	$(GO) run ./tools/walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT) -payments-ops http://localhost:$(PAYMENTS_OPS_HOST_PORT)
+	$(TOOLS) run ./walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT) -payments-ops http://localhost:$(PAYMENTS_OPS_HOST_PORT)
 
 .PHONY: run-payments
 run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)
@@ -50,20 +59,22 @@ run-ledger: ## run the ledger service from source (needs DATABASE_URL, LEDGER_QU
 	$(GO) run ./cmd/ledger
 
 .PHONY: test
-test: ## the whole suite (DATABASE_URL / AWS_ENDPOINT_URL, else one container of each); reports every skip
-	$(GO) vet $(PKGS)
-	$(GO) run ./tools/testrun -count=1 -timeout 20m $(PKGS)
+test: ## the whole suite, both modules (DATABASE_URL / AWS_ENDPOINT_URL, else one container of each); reports every skip
+	$(GO) vet ./...
+	$(TOOLS) vet ./...
+	$(TOOLS) run ./testrun -count=1 -timeout 20m $(PKGS)
 
 .PHONY: test-compose
 test-compose: ## the whole suite against the Postgres and LocalStack of a running `docker compose up`
 	DATABASE_URL='postgres://postgres:postgres@127.0.0.1:$(POSTGRES_HOST_PORT)/postgres?sslmode=disable' \
 	AWS_ENDPOINT_URL='http://127.0.0.1:$(LOCALSTACK_HOST_PORT)' \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-	$(GO) run ./tools/testrun -count=1 -timeout 20m $(PKGS)
+	$(TOOLS) run ./testrun -count=1 -timeout 20m $(PKGS)
 
 .PHONY: test-short
-test-short: ## unit tests only (no database, no broker)
-	$(GO) test -short -count=1 $(PKGS)
+test-short: ## unit tests only (no database, no broker), both modules
+	$(GO) test -short -count=1 ./...
+	$(TOOLS) test -short -count=1 ./...
 
 .PHONY: fork-check
 fork-check: ## apply README's fork recipe to a copy of the repository; build, vet and unit-test the copy
@@ -73,19 +84,26 @@ fork-check: ## apply README's fork recipe to a copy of the repository; build, ve
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go')
 
+# A dependency bump in the services' go.mod changes the tools module's graph
+# too: both must stay tidy (go mod tidy, then go -C tools mod tidy).
 .PHONY: lint
-lint: ## gofmt, go vet, staticcheck (staticcheck.conf), actionlint; api/ through Redocly, Spectral and the AsyncAPI parser (needs node, npm)
+lint: ## gofmt, go mod tidy, go vet, staticcheck (staticcheck.conf) on both modules, actionlint; api/ through Redocly, Spectral and the AsyncAPI parser (needs node, npm)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
-	$(GO) vet $(PKGS)
-	$(GO) run $(STATICCHECK) $(PKGS)
+	$(GO) mod tidy -diff
+	$(TOOLS) mod tidy -diff
+	$(GO) vet ./...
+	$(TOOLS) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(TOOLS) run $(STATICCHECK) ./...
 	$(GO) run $(ACTIONLINT)
 	bash scripts/api-lint.sh
 	bash scripts/asyncapi-check.sh
 
+# loadgen runs in tools/ (go -C tools): its paths are relative to it.
 BENCH_ARGS ?= -runs 3
 .PHONY: bench
-bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDPOINT_URL adds end to end; BENCH_ARGS='-report docs/BENCHMARKS.md' records it)
-	$(GO) run ./tools/loadgen $(BENCH_ARGS)
+bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDPOINT_URL adds end to end; BENCH_ARGS='-runs 3 -report ../docs/BENCHMARKS.md' records it)
+	$(TOOLS) run ./loadgen $(BENCH_ARGS)
 
 .PHONY: client-check
 client-check: ## generate a Go client from each OpenAPI document in api/ (the README's command) and build it; needs the Go module proxy

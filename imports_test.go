@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -62,6 +63,41 @@ func TestInnerLayersImportOnlyWhatTheyMay(t *testing.T) {
 	}
 	if packages < 6 {
 		t.Fatalf("go list found %d packages under domain/ and application/; the test is not looking where it should", packages)
+	}
+}
+
+// toolsOnly are modules the tools module (tools/go.mod) may need and the
+// services' module must not reach: a fork builds, audits and upgrades every
+// module its go.mod's graph holds, and these bring hundreds.
+var toolsOnly = map[string]string{
+	"github.com/prometheus/prometheus":   "the PromQL parser of tools/observability, and with it the SDKs of Kubernetes and of every cloud",
+	"k8s.io/client-go":                   "Kubernetes' client, which Prometheus' service discovery brings",
+	"github.com/compose-spec/compose-go": "the compose file loader of tools/stack and tools/walkthrough",
+	"github.com/moby/moby":               "the Docker engine (its api and client modules are testcontainers-go's Docker client, and allowed)",
+	"github.com/docker/docker":           "the Docker engine, under its old name",
+}
+
+// TestServicesModuleLeavesTheToolsDependencies fails when a module of
+// toolsOnly, in any major version, joins the services' module graph: an
+// import of it belongs in the tools module, beside the benchmark, the fault
+// suite, the walkthrough and the compose tests.
+func TestServicesModuleLeavesTheToolsDependencies(t *testing.T) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Path}}", "all")
+	cmd.Env = append(os.Environ(), "GOWORK=off") // this module's go.mod, not a workspace's
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	modules := strings.Fields(string(out))
+	if len(modules) < 2 || modules[0] != module {
+		t.Fatalf("go list -m all listed %d modules, starting with %v; the test is not looking where it should", len(modules), modules[:min(1, len(modules))])
+	}
+	for _, m := range modules {
+		for denied, why := range toolsOnly {
+			if m == denied || strings.HasPrefix(m, denied+"/v") {
+				t.Errorf("the services' go.mod reaches %s: %s. Import it from the tools module (tools/) instead; `go mod why -m %s` says who needs it", m, why, m)
+			}
+		}
 	}
 }
 

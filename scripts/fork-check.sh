@@ -3,10 +3,11 @@
 # (untracked ones stay behind) to a temporary directory, run there the commands
 # README quotes between its fork markers, check that nothing names the old
 # module, or the old ids of the events' schemas, any more, then build, vet and
-# run the unit tests (go test -short) of the result, with no database or
-# broker in reach.
+# run the unit tests (go test -short) of the result, both of its modules, with
+# no database or broker in reach.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export GOWORK=off # each module against its own go.mod, as CI builds it
 old=$(go list -m)
 schema_base() { sed -n 's/^const EventSchemaBase = "\(.*\)"$/\1/p' api/events.go; }
 old_base=$(schema_base)
@@ -29,6 +30,11 @@ if [ "$(go list -m)" = "$old" ]; then
 	echo "fork-check: the recipe left the module path $old unchanged" >&2
 	exit 1
 fi
+new=$(go list -m)
+if [ "$(go -C tools list -m)" != "$new/tools" ]; then
+	echo "fork-check: the tools module is $(go -C tools list -m), want $new/tools" >&2
+	exit 1
+fi
 if left=$(grep -rlIF -- "$old" .) ; then
 	echo "fork-check: after the recipe these files still name $old:" >&2
 	echo "$left" >&2
@@ -46,7 +52,9 @@ fi
 # The unit tests only: no server is in reach, and CI must not turn the
 # integration tests' skips into failures.
 unset CI DATABASE_URL AWS_ENDPOINT_URL
-go build ./...
-go vet ./...
-go test -short -count=1 ./...
+for dir in . tools; do
+	go -C "$dir" build ./...
+	go -C "$dir" vet ./...
+	go -C "$dir" test -short -count=1 ./...
+done
 echo "fork-check: ok"

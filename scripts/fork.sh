@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# scripts/fork.sh NEW_MODULE_PATH renames the Go module of a fork: go.mod, and
-# every text file that names the module path — the imports, and the paths the
-# test harnesses build binaries from — and the ids of its events' schemas.
+# scripts/fork.sh NEW_MODULE_PATH renames the Go modules of a fork: the
+# services' (go.mod) and the tools' (tools/go.mod, NEW_MODULE_PATH/tools, which
+# requires and replaces the services'), every text file that names the module
+# path — the imports, and the paths the test harnesses build binaries from —
+# and the ids of its events' schemas.
 # README.md's "How to fork" runs it, and `make fork-check` runs README's
 # command on a copy of the repository.
 set -euo pipefail
 new=${1:?usage: scripts/fork.sh NEW_MODULE_PATH, e.g. github.com/you/yourpay}
 cd "$(dirname "$0")/.."
+export GOWORK=off # this checkout's go.mod, not a workspace's
 old=$(go list -m)
 [ "$old" != "$new" ] || exit 0
 go mod edit -module "$new"
@@ -16,8 +19,10 @@ replace() {
 		sed -i.bak -e "s#${1//./\\.}#${2}#g" "$f" && rm -f "$f.bak"
 	done
 }
+# The services' path prefixes the tools module's, so this renames both
+# modules, tools/go.mod's require and replace, and every import.
 replace "$old" "$new"
-echo "module renamed: $old -> $new"
+echo "modules renamed: $old -> $new, $old/tools -> $new/tools"
 
 # The events' schema ids (api.EventSchemaBase: every $id in api/events and
 # the dataschema of every event) are https://<name>.example/…, <name> being

@@ -1,33 +1,35 @@
 package main
 
 import (
-	"context"
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
-
-	"github.com/compose-spec/compose-go/v2/cli"
 )
 
 // The environment docker-compose.yml gives the ledger must be exactly what
 // the ledger reads: every variable it sets is read by the config loader (or by
 // `ledger reconcile`, or by the AWS SDK's credential chain), and every
-// required one is set. The compose file's structure is checked in
-// cmd/payments (TestComposeServices).
+// required one is set. The compose file is loaded, with the compose-spec
+// library, by the tools module's tests (tools/stack), which keep
+// testdata/compose.json equal to what it gives the ledger: the library stays
+// out of the services' go.mod. They check the compose file's structure too
+// (TestComposeServices).
 func TestComposeEnvironmentIsWhatLedgerReads(t *testing.T) {
-	opts, err := cli.NewProjectOptions([]string{"../../docker-compose.yml"},
-		cli.WithWorkingDirectory("../.."), cli.WithEnv([]string{}), cli.WithName("payments-outbox"))
+	b, err := os.ReadFile("testdata/compose.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := opts.LoadProject(context.Background())
-	if err != nil {
-		t.Fatalf("docker-compose.yml does not load: %v", err)
+	var service struct {
+		Environment     map[string]string `json:"environment"`
+		StopGracePeriod string            `json:"stop_grace_period"` // a Go duration; empty: Docker's 10s
 	}
-	env := map[string]string{}
-	for k, v := range p.Services["ledger"].Environment {
-		if v != nil {
-			env[k] = *v
-		}
+	if err := json.Unmarshal(b, &service); err != nil {
+		t.Fatalf("testdata/compose.json: %v", err)
+	}
+	env := service.Environment
+	if len(env) == 0 {
+		t.Fatal("testdata/compose.json gives the ledger no environment")
 	}
 	read := map[string]bool{}
 	getenv := func(k string) string { read[k] = true; return env[k] }
@@ -38,8 +40,10 @@ func TestComposeEnvironmentIsWhatLedgerReads(t *testing.T) {
 	// docker compose stop waits stop_grace_period (10s unless set) after the
 	// SIGTERM, then kills: it must leave the ledger its whole shutdown.
 	grace := 10 * time.Second
-	if g := p.Services["ledger"].StopGracePeriod; g != nil {
-		grace = time.Duration(*g)
+	if g := service.StopGracePeriod; g != "" {
+		if grace, err = time.ParseDuration(g); err != nil {
+			t.Fatalf("testdata/compose.json: stop_grace_period: %v", err)
+		}
 	}
 	if grace <= cfg.ShutdownTimeout {
 		t.Errorf("the ledger's stop_grace_period is %s, want more than its SHUTDOWN_TIMEOUT (%s)", grace, cfg.ShutdownTimeout)

@@ -14,7 +14,7 @@
 // transaction of its amount, no outbox row is left PENDING or DEAD, the DLQ
 // holds exactly the poison, and each currency's entries sum to zero.
 //
-//	go run ./tools/faultsuite -runs 5
+//	go -C tools run ./faultsuite -runs 5
 //
 // It needs DATABASE_URL and AWS_ENDPOINT_URL (or Docker for testcontainers),
 // like the integration tests. docs/RELIABILITY.md records its results.

@@ -18,10 +18,12 @@
 //     throughput again with the relay and the ledger busy.
 //
 // It prints one table at the end and, with -report, writes it into the
-// "Whole path" section of docs/BENCHMARKS.md. Run it from the repository
-// root (it builds ./cmd/payments and ./cmd/ledger):
+// "Whole path" section of docs/BENCHMARKS.md. Run it in the tools module,
+// from the repository root with go -C tools (paths are then relative to
+// tools/; it builds the services' ./cmd/payments and ./cmd/ledger in their
+// own module):
 //
-//	go run ./tools/loadgen -database-url postgres://postgres@127.0.0.1:5432/postgres
+//	go -C tools run ./loadgen -database-url postgres://postgres@127.0.0.1:5432/postgres -report ../docs/BENCHMARKS.md
 //
 // The -database-url user must be allowed to create databases; every run uses
 // fresh ones and drops them afterwards.
@@ -109,7 +111,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Float64Var(&o.E2ERate, "e2e-rate", 20, "requests per second during the end-to-end latency phase (moto moves ~100 messages/s SNS→SQS)")
 	fs.StringVar(&o.PaymentsDBArg, "payments-db-params", "", "query parameters added to the payments binary's DATABASE_URL, e.g. pool_max_conns=16")
 	fs.StringVar(&env, "payments-env", "", "extra KEY=VALUE,… for the payments binary, e.g. LOG_LEVEL=warn")
-	fs.StringVar(&o.Report, "report", "", "write the table into this Markdown file's \"Whole path\" section (e.g. docs/BENCHMARKS.md)")
+	fs.StringVar(&o.Report, "report", "", "write the table into this Markdown file's \"Whole path\" section (e.g. ../docs/BENCHMARKS.md from tools/)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep the benchmark databases")
 	fs.StringVar(&o.APIKey, "api-key", getenv("LOADGEN_API_KEY"), "the API key to send to -url (default $LOADGEN_API_KEY); without -url loadgen issues a platform key itself")
 	if err := fs.Parse(args); err != nil {
@@ -264,7 +266,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var block strings.Builder
 	fmt.Fprintf(&block, "Measured %s UTC (%s of wall time), commit %s, on %s.\n\n",
 		started.UTC().Format("2006-01-02 15:04"), time.Since(started).Round(time.Second), gitRevision(ctx), machine)
-	fmt.Fprintf(&block, "```sh\ngo run ./tools/loadgen %s\n```\n\n", strings.Join(args, " "))
+	fmt.Fprintf(&block, "```sh\ngo -C tools run ./loadgen %s\n```\n\n", strings.Join(args, " "))
 	writeMarkdown(&block, b.rows)
 	for _, n := range b.notes {
 		fmt.Fprintf(&block, "\n%s\n", n)

@@ -1,7 +1,15 @@
 // Command testrun is `make test`: go test with the servers the integration
 // tests need, and an account of what ran that a passing run cannot hide.
 //
-//	go run ./tools/testrun [go test flags] [packages]
+//	go -C tools run ./testrun [go test flags] [packages]
+//
+// The repository holds two Go modules: the services' (the root) and the
+// tools' (tools/, with the heavy dependencies of the benchmark, the fault
+// suite, the walkthrough and the compose tests). testrun runs go test in
+// each, one after the other, and reports on both as one run. It names
+// packages from the repository root, whichever directory it runs in:
+// ./adapters/sqs/... is the services' module's, ./tools/faultsuite the
+// tools module's, and ./... (the default) every package of both.
 //
 // go test prints one "ok" line for a passing package, whatever its tests did,
 // so a run without Postgres or SNS/SQS looks green while every integration
@@ -27,6 +35,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,33 +53,129 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) int {
+	root, err := repositoryRoot(ctx)
+	if err != nil {
+		fmt.Fprintln(out, "testrun:", err)
+		return 2
+	}
+	flags, modules, err := plan(args, root)
+	if err != nil {
+		fmt.Fprintln(out, "testrun:", err)
+		return 2
+	}
 	env, stopServers := startServers(ctx, getenv, out)
 	defer stopServers()
 
-	cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-json"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stderr = out
+	r := newReport(out)
+	var goErr error
+	for _, m := range modules {
+		if err := goTest(ctx, m, flags, env, r); err != nil && goErr == nil {
+			goErr = err
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	code, why := verdict(r.summary(), goErr, getenv("CI") != "")
+	if why != "" {
+		fmt.Fprintln(out, "testrun:", why)
+	}
+	return code
+}
+
+// goTest runs go test -json on m's packages, in m's module and against its
+// go.mod alone (GOWORK=off), and feeds what it prints to r.
+func goTest(ctx context.Context, m module, flags, env []string, r *report) error {
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"test", "-json"}, flags...), m.packages...)...)
+	cmd.Dir = m.dir
+	cmd.Env = append(append(os.Environ(), "GOWORK=off"), env...)
+	cmd.Stderr = r.out
 	// On a signal, let go test stop its test binaries and report, as it does
 	// when the terminal interrupts it; kill it only if it hangs.
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		fmt.Fprintln(out, "testrun:", err)
-		return 2
+		return err
 	}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(out, "testrun:", err)
-		return 2
+		return err
 	}
-	r := newReport(out)
 	r.read(stdout)
-	goErr := cmd.Wait()
-	code, why := verdict(r.summary(), goErr, getenv("CI") != "")
-	if why != "" {
-		fmt.Fprintln(out, "testrun:", why)
+	return cmd.Wait()
+}
+
+// repositoryRoot is the services' module's directory, the parent of the
+// tools module's, in which testrun runs (tools/go.mod replaces the services'
+// module with ../).
+func repositoryRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	return code
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull || filepath.Base(filepath.Dir(gomod)) != toolsDir {
+		return "", fmt.Errorf("run testrun in the tools module (go -C tools run ./testrun), not in %q", gomod)
+	}
+	return filepath.Dir(filepath.Dir(gomod)), nil
+}
+
+// toolsDir is the tools module's directory, in the repository root.
+const toolsDir = "tools"
+
+// module is one of the repository's Go modules and the packages of the run
+// that it holds.
+type module struct {
+	dir      string
+	packages []string // patterns relative to dir
+}
+
+// plan splits args into go test's flags and the packages, which are the
+// arguments that start with ./ (or are .), named from the repository root
+// root, and gives each package to the module that holds it: ./tools/… to the
+// tools module, the rest to the services'. ./..., and no package at all,
+// name every package of both. A flag's value that starts with ./ must be
+// joined to it (-coverprofile=./c.out).
+func plan(args []string, root string) (flags []string, modules []module, err error) {
+	services := module{dir: root}
+	tools := module{dir: filepath.Join(root, toolsDir)}
+	var named bool
+	for _, a := range args {
+		if a != "." && !strings.HasPrefix(a, "./") {
+			flags = append(flags, a)
+			continue
+		}
+		named = true
+		switch p := path.Clean(a); {
+		case strings.HasPrefix(p, "../") || p == "..":
+			return nil, nil, fmt.Errorf("%s is outside the repository: name packages from its root", a)
+		case p == "...":
+			services.packages = append(services.packages, "./...")
+			tools.packages = append(tools.packages, "./...")
+		case p == toolsDir || strings.HasPrefix(p, toolsDir+"/"):
+			tools.packages = append(tools.packages, relative(strings.TrimPrefix(strings.TrimPrefix(p, toolsDir), "/")))
+		default:
+			services.packages = append(services.packages, relative(p))
+		}
+	}
+	if !named {
+		services.packages, tools.packages = []string{"./..."}, []string{"./..."}
+	}
+	for _, m := range []module{services, tools} {
+		if len(m.packages) > 0 {
+			modules = append(modules, m)
+		}
+	}
+	return flags, modules, nil
+}
+
+// relative is the package pattern of the cleaned path p, relative to its
+// module's directory.
+func relative(p string) string {
+	if p == "" || p == "." {
+		return "."
+	}
+	return "./" + p
 }
 
 // verdict is testrun's exit code and, when it fails the run, why: go test

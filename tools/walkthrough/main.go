@@ -2,7 +2,7 @@
 // and prints it as the README shows it: each curl command, then what the
 // service answered. `make demo` runs it against `docker compose up`.
 //
-//	go run ./tools/walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
+//	go -C tools run ./walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
 //	    [-payments-ops http://localhost:9090] [-api-key KEY] [-ledger-token TOKEN]
 //
 // Its defaults are docker-compose.yml's: the API key the demo-key job stores

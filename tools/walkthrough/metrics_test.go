@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-outbox/payments-outbox/observability"
+	"github.com/payments-outbox/payments-outbox/tools/observability"
 )
 
 // runtimeFamilies are the Go runtime's and the process's series, and

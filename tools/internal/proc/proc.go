@@ -25,12 +25,28 @@ const (
 	stopGrace = 20 * time.Second
 )
 
-// Build compiles the repository's command cmd/<name> into dir and returns the
-// binary's path. It names the package by import path, so it works from any
-// directory of the module (a test runs in its own package's directory).
+// services is the services' module, which the tools module requires and
+// replaces with this checkout (tools/go.mod).
+const services = "github.com/payments-outbox/payments-outbox"
+
+// Build compiles the services' command cmd/<name> into dir and returns the
+// binary's path. It compiles in the services' own module, against its go.mod
+// alone (GOWORK=off), so that the binary is the one the Dockerfile builds, not
+// one linked with the versions the tools module's heavier dependencies pick.
+// It finds that module through the go command, so it works from any
+// directory of either module (a test runs in its own package's directory).
 func Build(ctx context.Context, dir, name string) (string, error) {
-	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/payments-outbox/payments-outbox/cmd/"+name)
+	bin, err := filepath.Abs(filepath.Join(dir, name))
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", services).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -m %s: %w", services, err)
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
+	cmd.Dir = strings.TrimSpace(string(out))
+	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build ./cmd/%s: %w\n%s", name, err, out)
 	}

@@ -2,10 +2,12 @@ package proc
 
 import (
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -191,4 +193,44 @@ func TestNilProcessNeverRuns(t *testing.T) {
 		t.Error("a nil *Process looks as if it ran")
 	}
 	p.Kill()
+}
+
+// Build links a service with the dependency versions the services' go.mod
+// selects, not those the tools module's heavier dependencies would raise
+// some of them to: every version the binary records is the services'.
+func TestBuildLinksTheServicesModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the build of cmd/ledger")
+	}
+	bin, err := Build(t.Context(), t.TempDir(), "ledger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", services).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := exec.Command("go", "list", "-m", "-f", "{{.Path}} {{.Version}}", "all")
+	list.Dir, list.Env = strings.TrimSpace(string(out)), append(os.Environ(), "GOWORK=off")
+	all, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	selected := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(all)), "\n") {
+		path, version, _ := strings.Cut(line, " ")
+		selected[path] = version
+	}
+	for _, dep := range info.Deps {
+		if want := selected[dep.Path]; dep.Version != want {
+			t.Errorf("the binary links %s %s, the services' go.mod selects %q", dep.Path, dep.Version, want)
+		}
+	}
+	if len(info.Deps) == 0 {
+		t.Error("the binary records no dependency")
+	}
 }

@@ -1,8 +1,11 @@
-package main
+package stack
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,30 +130,63 @@ func mustAbs(t *testing.T, p string) string {
 	return a
 }
 
-// sdkVariables are read by the AWS SDK's default credential chain, not by our
-// loader (README, Configuration: AWS credentials come from the SDK's default
-// chain).
-// The OTEL_* ones are OpenTelemetry's standard variables, which its SDK
-// reads.
-var sdkVariables = map[string]bool{"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
-	"OTEL_EXPORTER_OTLP_ENDPOINT": true, "OTEL_SERVICE_NAME": true}
+// update rewrites the services' testdata from docker-compose.yml:
+//
+//	go -C tools test ./stack -run TestComposeTestdataIsTheComposeFile -update
+var update = flag.Bool("update", false, "rewrite cmd/*/testdata/compose.json from docker-compose.yml")
 
-func TestComposeEnvironmentIsWhatPaymentsReads(t *testing.T) {
-	env := map[string]string{}
-	for k, v := range loadCompose(t).Services["payments"].Environment {
-		if v != nil {
-			env[k] = *v
+// composeService is what docker-compose.yml gives a service and its config
+// loader must accept: cmd/payments and cmd/ledger run their loaders on it
+// (TestComposeEnvironmentIsWhatPaymentsReads, …WhatLedgerReads), from their
+// testdata/compose.json, since the compose library belongs to this module
+// and not to the services'.
+type composeService struct {
+	// Environment holds the variables compose sets, with their defaults
+	// (none of the ${…} variables set); a variable passed through from the
+	// host without a value is left out, as the container would lack it.
+	Environment map[string]string `json:"environment"`
+	// StopGracePeriod is stop_grace_period as a Go duration, empty when
+	// unset (Docker's 10s).
+	StopGracePeriod string `json:"stop_grace_period,omitempty"`
+}
+
+// The testdata the services' tests read is what docker-compose.yml says:
+// change one without the other and this fails, naming the command that
+// rewrites it.
+func TestComposeTestdataIsTheComposeFile(t *testing.T) {
+	p := loadCompose(t)
+	for _, name := range []string{"payments", "ledger"} {
+		s := p.Services[name]
+		c := composeService{Environment: map[string]string{}}
+		for k, v := range s.Environment {
+			if v != nil {
+				c.Environment[k] = *v
+			}
 		}
-	}
-	read := map[string]bool{}
-	getenv := func(k string) string { read[k] = true; return env[k] }
-	if _, err := loadConfig(getenv, true); err != nil {
-		t.Fatalf("the compose environment does not start payments: %v", err)
-	}
-	for k := range env {
-		if !read[k] && !sdkVariables[k] {
-			t.Errorf("compose sets %s, which payments never reads", k)
+		if s.StopGracePeriod != nil {
+			c.StopGracePeriod = time.Duration(*s.StopGracePeriod).String()
 		}
+		b, err := json.MarshalIndent(c, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, '\n')
+		file := filepath.Join("../../cmd", name, "testdata", "compose.json")
+		if *update {
+			if err := os.WriteFile(file, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(file)
+		if err == nil && bytes.Equal(got, b) {
+			continue
+		}
+		if err == nil {
+			err = errors.New("it differs")
+		}
+		t.Errorf("%s is not what docker-compose.yml gives %s: %v; rewrite it with\n\tgo -C tools test ./stack -run %s -update\nwant:\n%s",
+			file, name, err, t.Name(), b)
 	}
 }
 
@@ -342,26 +378,6 @@ func TestComposeOneShotJobsAreAwaited(t *testing.T) {
 	}
 }
 
-// Docker kills a container stop_grace_period after SIGTERM (10 s unless
-// set): that must outlast SHUTDOWN_TIMEOUT, or in-flight requests and the
-// relay's batch are cut off.
-func TestComposeGracePeriodOutlastsShutdown(t *testing.T) {
-	s := loadCompose(t).Services["payments"]
-	env := map[string]string{}
-	for k, v := range s.Environment {
-		if v != nil {
-			env[k] = *v
-		}
-	}
-	cfg, err := loadConfig(func(k string) string { return env[k] }, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.StopGracePeriod == nil || time.Duration(*s.StopGracePeriod) <= cfg.ShutdownTimeout {
-		t.Errorf("payments stop_grace_period = %v, want more than SHUTDOWN_TIMEOUT %s", s.StopGracePeriod, cfg.ShutdownTimeout)
-	}
-}
-
 // .gitattributes keeps every script LF in a Windows checkout: a CRLF
 // init-aws.sh fails in LocalStack with "/usr/bin/env: 'bash\r'".
 func TestScriptsStayLF(t *testing.T) {
@@ -391,7 +407,8 @@ func TestScriptsStayLF(t *testing.T) {
 }
 
 // .github/dependabot.yml must hold LocalStack on 4.14.0, the last tag that
-// starts without an auth token, and move the AWS SDK's modules together.
+// starts without an auth token, move the AWS SDK's modules together, and
+// update both Go modules, the services' and the tools'.
 func TestDependabotHoldsLocalStackAndGroupsTheSDK(t *testing.T) {
 	b, err := os.ReadFile("../../.github/dependabot.yml")
 	if err != nil {
@@ -399,8 +416,10 @@ func TestDependabotHoldsLocalStackAndGroupsTheSDK(t *testing.T) {
 	}
 	var cfg struct {
 		Updates []struct {
-			Ecosystem string `yaml:"package-ecosystem"`
-			Ignore    []struct {
+			Ecosystem   string   `yaml:"package-ecosystem"`
+			Directory   string   `yaml:"directory"`
+			Directories []string `yaml:"directories"`
+			Ignore      []struct {
 				Dependency  string   `yaml:"dependency-name"`
 				UpdateTypes []string `yaml:"update-types"`
 			} `yaml:"ignore"`
@@ -414,8 +433,14 @@ func TestDependabotHoldsLocalStackAndGroupsTheSDK(t *testing.T) {
 	}
 	var heldLocalStack, groupedSDK bool
 	ecosystems := map[string]bool{}
+	gomod := map[string]bool{}
 	for _, u := range cfg.Updates {
 		ecosystems[u.Ecosystem] = true
+		if u.Ecosystem == "gomod" {
+			for _, d := range append(u.Directories, u.Directory) {
+				gomod[d] = true
+			}
+		}
 		for _, ig := range u.Ignore {
 			if u.Ecosystem == "docker-compose" && ig.Dependency == "localstack/localstack" && len(ig.UpdateTypes) == 0 {
 				heldLocalStack = true
@@ -436,6 +461,11 @@ func TestDependabotHoldsLocalStackAndGroupsTheSDK(t *testing.T) {
 	for _, e := range []string{"gomod", "github-actions", "docker", "docker-compose"} {
 		if !ecosystems[e] {
 			t.Errorf("dependabot.yml does not update %s", e)
+		}
+	}
+	for _, dir := range []string{"/", "/tools"} {
+		if !gomod[dir] {
+			t.Errorf("dependabot.yml does not update the Go module in %s", dir)
 		}
 	}
 }

@@ -14,6 +14,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// dir is observability/, where the files are, from this package's directory.
+const dir = "../../observability/"
+
 // promtool returns the path of Prometheus' promtool (Debian's prometheus
 // package ships it; .ci/run installs it). Without it the test skips, and
 // fails under CI: CI must never go green by skipping.
@@ -32,7 +35,7 @@ func promtool(t *testing.T) string {
 func runPromtool(t *testing.T, args ...string) {
 	t.Helper()
 	cmd := exec.Command(promtool(t), args...)
-	cmd.Dir = "prometheus" // rule_files are relative to the file naming them
+	cmd.Dir = dir + "prometheus" // rule_files are relative to the file naming them
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -57,7 +60,7 @@ func TestEveryRuleHasAFiringAndAQuietCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("prometheus/alerts_test.yml")
+	b, err := os.ReadFile(dir + "prometheus/alerts_test.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +133,7 @@ func TestRulesLinkTheRunbook(t *testing.T) {
 			continue
 		}
 		if anchors[file] == nil {
-			b, err := os.ReadFile("../" + file)
+			b, err := os.ReadFile("../../" + file)
 			if err != nil {
 				t.Errorf("%s: runbook_url names %s: %v", k, file, err)
 				continue
@@ -192,7 +195,7 @@ func TestHeadingAnchors(t *testing.T) {
 // The README's "What to monitor" table is what the rules implement: every
 // metric it says to alert on is in a rule.
 func TestRulesCoverTheReadmeTable(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +278,7 @@ func TestQueriesParse(t *testing.T) {
 // the data source variable (so a fork's Grafana can pick its own
 // Prometheus), ids are unique, and no two panels overlap.
 func TestDashboardIsWellFormed(t *testing.T) {
-	b, err := os.ReadFile("grafana/dashboards/payments-outbox.json")
+	b, err := os.ReadFile(dir + "grafana/dashboards/payments-outbox.json")
 	if err != nil {
 		t.Fatal(err)
 	}

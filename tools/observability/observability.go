@@ -1,17 +1,17 @@
-// Package observability holds what an operator looks at — the Grafana
-// dashboard, the Prometheus alert rules and the Prometheus configuration that
-// `docker compose --profile observability up` runs — and lets tests read every
-// PromQL query in them.
+// Package observability reads every PromQL query of the Grafana dashboard
+// and the Prometheus alert rules that observability/ holds (and
+// `docker compose --profile observability up` runs), and the metric names
+// they use.
 //
-// The files are the product; this package only embeds them. Its tests run
-// promtool on the rules and the configuration, and tools/walkthrough's test
-// checks each query's metric names against what the real services expose
-// after the README's walkthrough, so that a renamed metric breaks the build
-// instead of a dashboard panel or an alert, silently.
+// The files are the product; the services' module embeds them, and this
+// package, in the tools module with Prometheus' PromQL parser, reads them.
+// Its tests run promtool on the rules and the configuration, and
+// tools/walkthrough's test checks each query's metric names against what the
+// real services expose after the README's walkthrough, so that a renamed
+// metric breaks the build instead of a dashboard panel or an alert, silently.
 package observability
 
 import (
-	"embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -26,10 +26,12 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
+
+	opsfiles "github.com/payments-outbox/payments-outbox/observability"
 )
 
-//go:embed grafana/dashboards/*.json prometheus/alerts.yml
-var files embed.FS
+// files are the dashboards and the alert rules, as observability/ holds them.
+var files = opsfiles.Files
 
 // Query is one PromQL expression of a dashboard panel or an alert rule.
 type Query struct {
