@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -246,7 +247,7 @@ func rawWrite(pool *pgxpool.Pool, notify bool) op {
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
 			w.outboxRow()...)
 		if notify {
-			b.Queue(`SELECT pg_notify($1, '')`, paymentstore.NotifyChannel)
+			b.Queue(`SELECT pg_notify($1, '')`, postgres.OutboxChannel)
 		}
 		return pool.SendBatch(ctx, b).Close()
 	}

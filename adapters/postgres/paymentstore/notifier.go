@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 )
 
 // Notifier wakes the outbox relays — of every process, through LISTEN/NOTIFY
-// on NotifyChannel — after writes commit outbox rows: one NOTIFY per burst of
+// on postgres.OutboxChannel — after writes commit outbox rows: one NOTIFY per burst of
 // commits, sent after them, instead of one inside each write transaction.
 //
 // Why not inside the transaction: Postgres queues a notification at commit
@@ -55,7 +57,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 			return nil
 		case <-n.pending:
 		}
-		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, NotifyChannel); err != nil && ctx.Err() == nil {
+		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, postgres.OutboxChannel); err != nil && ctx.Err() == nil {
 			n.log.WarnContext(ctx, "outbox notify failed; the relays' poll will find the rows", "err", err)
 		}
 		// Under load, commits signal again at once; the pause lets a burst

@@ -19,15 +19,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
-
-// NotifyChannel is the LISTEN/NOTIFY channel the Notifier signals after writes
-// commit outbox rows; the relay's listener (outboxstore) waits on it.
-const NotifyChannel = outboxstore.Channel
 
 var _ payments.Repository = (*Repository)(nil)
 

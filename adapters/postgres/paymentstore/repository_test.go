@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/api"
@@ -321,7 +322,7 @@ func TestNotifierWakesListenersAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer listener.Release()
-	if _, err := listener.Exec(ctx, "LISTEN "+paymentstore.NotifyChannel); err != nil {
+	if _, err := listener.Exec(ctx, "LISTEN "+postgres.OutboxChannel); err != nil {
 		t.Fatal(err)
 	}
 
