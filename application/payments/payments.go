@@ -131,36 +131,11 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) 
 	if err != nil {
 		return Outcome{}, err
 	}
-	amount, moneyErr := payment.NewMoney(c.Amount, c.Currency)
-	p, err := payment.New(payment.ID(s.newID()), amount, c.PayerID, c.MerchantID, c.Description, s.now())
-	if moneyErr != nil {
-		// Name amount and currency precisely, plus every other bad field New found.
-		v := &payment.ValidationError{Problems: moneyProblems(c.Amount, c.Currency)}
-		var other *payment.ValidationError
-		if errors.As(err, &other) {
-			for _, pr := range other.Problems {
-				if pr.Field != "amount" {
-					v.Problems = append(v.Problems, pr)
-				}
-			}
-		}
-		return Outcome{}, v
-	}
+	p, err := payment.New(payment.ID(s.newID()), c.Amount, c.Currency, c.PayerID, c.MerchantID, c.Description, s.now())
 	if err != nil {
 		return Outcome{}, err
 	}
 	return s.repo.Create(ctx, p, key)
-}
-
-func moneyProblems(minor int64, currency string) []payment.FieldProblem {
-	var out []payment.FieldProblem
-	if minor <= 0 {
-		out = append(out, payment.FieldProblem{Field: "amount", Detail: "must be an integer greater than zero (minor units)"})
-	}
-	if _, err := payment.ParseCurrency(currency); err != nil {
-		out = append(out, payment.FieldProblem{Field: "currency", Detail: "must be an ISO 4217 currency code"})
-	}
-	return out
 }
 
 // Get returns the payment with id if who may see it. Errors:

@@ -63,12 +63,13 @@ func TestCreateValidationListsEveryField(t *testing.T) {
 	if !errors.As(err, &v) {
 		t.Fatalf("err = %v, want *payment.ValidationError", err)
 	}
-	var fields []string
-	for _, p := range v.Problems {
-		fields = append(fields, p.Field)
+	want := []payment.FieldProblem{
+		{Field: "amount", Detail: "must be an integer greater than zero (minor units)"},
+		{Field: "currency", Detail: "must be an ISO 4217 currency code"},
+		{Field: "payer_id", Detail: "is required"},
 	}
-	if want := []string{"amount", "currency", "payer_id"}; !reflect.DeepEqual(fields, want) {
-		t.Errorf("fields = %v, want %v", fields, want)
+	if !reflect.DeepEqual(v.Problems, want) {
+		t.Errorf("problems = %+v, want %+v", v.Problems, want)
 	}
 	if len(repo.Events()) != 0 {
 		t.Error("an invalid request wrote to the outbox")

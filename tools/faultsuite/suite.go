@@ -414,11 +414,7 @@ func poisonMessages() (poison []string, unknown string, err error) {
 // service publishes it, under a fresh message id, lets edit change the
 // decoded document, and returns it encoded again.
 func editedEvent(edit func(doc map[string]any) error) (string, error) {
-	amount, err := payment.NewMoney(100, "BRL")
-	if err != nil {
-		return "", err
-	}
-	p, err := payment.New(payment.ID(uuid.NewString()), amount, "cus_poison", "mer_poison", "", time.Now())
+	p, err := payment.New(payment.ID(uuid.NewString()), 100, "BRL", "cus_poison", "mer_poison", "", time.Now())
 	if err != nil {
 		return "", err
 	}

@@ -266,12 +266,8 @@ type write struct {
 // asks for — with the project's code, as the service does: payment.New
 // records the Created event and paymentstore.EncodeEvent renders it.
 func newWrite(seq uint64, now time.Time) (write, error) {
-	amount, err := payment.NewMoney(int64(100+seq%100_000), "BRL")
-	if err != nil {
-		return write{}, err
-	}
 	payer, merchant := "cus_"+strconv.FormatUint(seq%1000, 10), "mer_"+strconv.FormatUint(seq%50, 10)
-	p, err := payment.New(payment.ID(uuid.Must(uuid.NewV7()).String()), amount, payer, merchant, "loadgen", now)
+	p, err := payment.New(payment.ID(uuid.Must(uuid.NewV7()).String()), int64(100+seq%100_000), "BRL", payer, merchant, "loadgen", now)
 	if err != nil {
 		return write{}, err
 	}

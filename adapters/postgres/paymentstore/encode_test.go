@@ -22,11 +22,7 @@ func TestEncodeEventIsWhatTheRepositoryStores(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	repo := paymentstore.New(pool, paymentstore.Options{})
-	amount, err := payment.NewMoney(1050, "BRL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := payment.New(payment.ID(uuid.NewString()), amount, "cus_1", "mer_1", "x", time.Now())
+	p, err := payment.New(payment.ID(uuid.NewString()), 1050, "BRL", "cus_1", "mer_1", "x", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

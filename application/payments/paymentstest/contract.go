@@ -23,11 +23,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 	}
 	newPayment := func(t *testing.T, minor int64) *payment.Payment {
 		t.Helper()
-		m, err := payment.NewMoney(minor, "BRL")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := payment.New(payment.ID(newID()), m, "cus_1", "mer_1", "contract", at)
+		p, err := payment.New(payment.ID(newID()), minor, "BRL", "cus_1", "mer_1", "contract", at)
 		if err != nil {
 			t.Fatal(err)
 		}
