@@ -526,16 +526,16 @@ type failingService struct{}
 
 var errUnexpected = errors.New("constraint secret-host violated")
 
-func (failingService) Create(context.Context, payments.CreatePayment) (payments.Outcome, error) {
-	return payments.Outcome{}, errUnexpected
+func (failingService) Create(context.Context, payments.CreatePayment) (payments.Committed, error) {
+	return payments.Committed{}, errUnexpected
 }
 
 func (failingService) Get(context.Context, access.Principal, payment.ID) (*payment.Payment, error) {
 	return nil, errUnexpected
 }
 
-func (failingService) Refund(context.Context, payments.RefundPayment) (payments.Outcome, error) {
-	return payments.Outcome{}, errUnexpected
+func (failingService) Refund(context.Context, payments.RefundPayment) (payments.Committed, error) {
+	return payments.Committed{}, errUnexpected
 }
 
 // TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with

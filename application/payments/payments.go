@@ -49,10 +49,11 @@ type IdempotencyKey struct {
 	Fingerprint string
 }
 
-// Outcome is what a write committed: the payment as of that commit and, for a
-// refund, the refund. Replayed is true when it was not written now but read
-// back for a retry carrying the same idempotency key.
-type Outcome struct {
+// Committed is what a write committed: the payment as of that commit and,
+// for a refund, the refund. Replayed is true when it was not written now but
+// read back for a retry carrying the same idempotency key: what the first
+// request committed, which the retry is answered with.
+type Committed struct {
 	Payment  *payment.Payment
 	Refund   *payment.Refund
 	Replayed bool
@@ -64,13 +65,13 @@ type Outcome struct {
 type Repository interface {
 	// Create stores a new payment and its events. With a key it first looks the
 	// key up: a completed one with the same fingerprint returns its stored
-	// outcome with Replayed set. Errors: ErrKeyReused, ErrKeyInFlight.
-	Create(ctx context.Context, p *payment.Payment, key *IdempotencyKey) (Outcome, error)
+	// result with Replayed set. Errors: ErrKeyReused, ErrKeyInFlight.
+	Create(ctx context.Context, p *payment.Payment, key *IdempotencyKey) (Committed, error)
 	// Update locks payment id, applies fn, and commits the new state together
 	// with the events fn recorded (a refund is stored from its Refunded event).
 	// fn must do no I/O. Key handling is as for Create. Errors:
 	// payment.ErrNotFound, whatever fn returns, ErrKeyReused, ErrKeyInFlight.
-	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) error) (Outcome, error)
+	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) error) (Committed, error)
 	// Get returns the payment with id. Errors: payment.ErrNotFound.
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
 }
@@ -106,14 +107,14 @@ type CreatePayment struct {
 	IdempotencyKey string
 }
 
-// Create creates a payment, or replays the outcome of an earlier request with
-// the same idempotency key by the same merchant. Errors: payment.ErrInvalid
+// Create creates a payment, or replays what an earlier request with the same
+// idempotency key by the same merchant committed. Errors: payment.ErrInvalid
 // (a *payment.ValidationError, which names merchant_id when a merchant key
 // names another merchant), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
 // access.ErrUnauthenticated.
-func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) {
+func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error) {
 	if !c.Principal.Valid() {
-		return Outcome{}, access.ErrUnauthenticated
+		return Committed{}, access.ErrUnauthenticated
 	}
 	if !c.Principal.IsPlatform() {
 		switch c.MerchantID {
@@ -121,7 +122,7 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) 
 			c.MerchantID = c.Principal.Merchant()
 		case c.Principal.Merchant():
 		default:
-			return Outcome{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+			return Committed{}, &payment.ValidationError{Problems: []payment.FieldProblem{
 				{Field: "merchant_id", Detail: "must be the API key's own merchant, or left out"},
 			}}
 		}
@@ -129,11 +130,11 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) 
 	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, "create", strconv.FormatInt(c.Amount, 10),
 		strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description)
 	if err != nil {
-		return Outcome{}, err
+		return Committed{}, err
 	}
 	p, err := payment.New(payment.ID(s.newID()), c.Amount, c.Currency, c.PayerID, c.MerchantID, c.Description, s.now())
 	if err != nil {
-		return Outcome{}, err
+		return Committed{}, err
 	}
 	return s.repo.Create(ctx, p, key)
 }
@@ -172,9 +173,9 @@ type RefundPayment struct {
 // payment.ErrNotFound (for another merchant's payment too),
 // payment.ErrRefundExceedsAmount, payment.ErrInvalid, the key errors,
 // access.ErrUnauthenticated.
-func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) {
+func (s *Service) Refund(ctx context.Context, c RefundPayment) (Committed, error) {
 	if !c.Principal.Valid() {
-		return Outcome{}, access.ErrUnauthenticated
+		return Committed{}, access.ErrUnauthenticated
 	}
 	merchant := c.Principal.Merchant()
 	if c.Principal.IsPlatform() && c.IdempotencyKey != "" {
@@ -182,16 +183,16 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) 
 		// the payment knows; it never changes, so reading it first is safe.
 		p, err := s.repo.Get(ctx, c.PaymentID)
 		if err != nil {
-			return Outcome{}, err
+			return Committed{}, err
 		}
 		merchant = p.MerchantID()
 	}
 	key, err := idempotencyKey(merchant, c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
 	if err != nil {
-		return Outcome{}, err
+		return Committed{}, err
 	}
 	if c.Amount <= 0 {
-		return Outcome{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+		return Committed{}, &payment.ValidationError{Problems: []payment.FieldProblem{
 			{Field: "amount", Detail: "must be an integer greater than zero (minor units)"},
 		}}
 	}

@@ -131,9 +131,9 @@ func encodeEvent(id string, e payment.Event, tc traceContext) ([]byte, error) {
 	})
 }
 
-// storedOutcome is the idempotency_keys.result document: the state the first
+// storedResult is the idempotency_keys.result document: the state the first
 // response was rendered from, so that a retry is answered byte for byte alike.
-type storedOutcome struct {
+type storedResult struct {
 	Payment storedPayment `json:"payment"`
 	Refund  *storedRefund `json:"refund,omitempty"`
 }
@@ -157,8 +157,8 @@ type storedRefund struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func toStored(s payment.Snapshot, r *payment.Refund) storedOutcome {
-	out := storedOutcome{Payment: storedPayment{
+func toStored(s payment.Snapshot, r *payment.Refund) storedResult {
+	out := storedResult{Payment: storedPayment{
 		ID: string(s.ID), Amount: s.AmountMinor, Currency: s.Currency, Refunded: s.RefundedMinor,
 		Status: string(s.Status), PayerID: s.PayerID, MerchantID: s.MerchantID,
 		Description: s.Description, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
@@ -169,7 +169,7 @@ func toStored(s payment.Snapshot, r *payment.Refund) storedOutcome {
 	return out
 }
 
-func (o storedOutcome) decode() (*payment.Payment, *payment.Refund, error) {
+func (o storedResult) decode() (*payment.Payment, *payment.Refund, error) {
 	sp := o.Payment
 	p, err := payment.Rehydrate(payment.Snapshot{
 		ID: payment.ID(sp.ID), AmountMinor: sp.Amount, Currency: sp.Currency, RefundedMinor: sp.Refunded,

@@ -76,14 +76,14 @@ func (r *Repository) startSpan(ctx context.Context, name string, id payment.ID) 
 
 // committed runs after a write's commit, never before: a relay woken
 // earlier could claim before the rows are visible and go back to sleep.
-func (r *Repository) committed(out payments.Outcome) {
+func (r *Repository) committed(out payments.Committed) {
 	if r.notifier != nil && !out.Replayed {
 		r.notifier.Signal()
 	}
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (out payments.Outcome, err error) {
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (out payments.Committed, err error) {
 	ctx, tc, end := r.startSpan(ctx, "create payment", p.ID())
 	defer func() { end(err) }()
 	s := p.Snapshot()
@@ -98,9 +98,9 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
 	refund, err := r.queueCommit(b, p, key, tc)
 	if err != nil {
-		return payments.Outcome{}, err
+		return payments.Committed{}, err
 	}
-	out = payments.Outcome{Payment: p, Refund: refund}
+	out = payments.Committed{Payment: p, Refund: refund}
 
 	if key == nil {
 		// Nothing to read first, so the whole write is ONE round trip: a batch
@@ -109,7 +109,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		// and Close returns the first error — the commit's included. (The
 		// shapes of transaction and when each fits: adapters/postgres/tx.go.)
 		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
-			return payments.Outcome{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
+			return payments.Committed{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
 		}
 		r.committed(out)
 		return out, nil
@@ -122,7 +122,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return payments.Outcome{}, mapErr(err)
+		return payments.Committed{}, mapErr(err)
 	}
 	r.committed(out)
 	return out, nil
@@ -131,7 +131,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 // Update implements payments.Repository. SELECT … FOR UPDATE holds the
 // payment's row lock while fn runs, so concurrent refunds are applied one
 // after another and the domain always sees the latest refunded total.
-func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (out payments.Outcome, err error) {
+func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (out payments.Committed, err error) {
 	ctx, tc, end := r.startSpan(ctx, "update payment", id)
 	defer func() { end(err) }()
 	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
@@ -154,11 +154,11 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 		if err != nil {
 			return err
 		}
-		out = payments.Outcome{Payment: p, Refund: refund}
+		out = payments.Committed{Payment: p, Refund: refund}
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return payments.Outcome{}, mapErr(err)
+		return payments.Committed{}, mapErr(err)
 	}
 	r.committed(out)
 	return out, nil
@@ -166,7 +166,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 
 // queueCommit queues, after the state write already in b, one outbox row per
 // pulled event (and a refunds row per Refunded event) and the idempotency key
-// with the outcome. Queued into one batch, the whole write is
+// with the result. Queued into one batch, the whole write is
 // a single round trip inside its transaction. Each outbox row and its event
 // carry tc, the write's trace context.
 func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey, tc traceContext) (*payment.Refund, error) {
@@ -199,7 +199,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 	if key != nil {
 		result, err := json.Marshal(toStored(p.Snapshot(), refund))
 		if err != nil {
-			return nil, fmt.Errorf("encode idempotent outcome: %w", err)
+			return nil, fmt.Errorf("encode idempotent result: %w", err)
 		}
 		b.Queue(`INSERT INTO idempotency_keys (merchant_id, key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4, $5)`,
 			key.Merchant, key.Key, key.Fingerprint, string(p.ID()), result)
@@ -209,7 +209,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 
 // claimKey makes the idempotency key this transaction's. A transaction-scoped
 // advisory lock on the key tells an in-flight twin apart (ErrKeyInFlight); once
-// held, a committed row with the key means a retry: its stored outcome is
+// held, a committed row with the key means a retry: its stored result is
 // returned with done set, or ErrKeyReused if the request differs. The lock is
 // taken before the read so the read's snapshot sees any twin that committed.
 //
@@ -217,39 +217,39 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 // pairs that collide — about one chance in 2^64 for two requests in flight at
 // once — cost the later one a 409 its retry gets past; they can never share a
 // row, since the row's primary key is the pair itself.
-func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
 	if key == nil {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	var locked bool
 	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, LockName(key)).Scan(&locked); err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("lock idempotency key: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("lock idempotency key: %w", err)
 	}
 	if !locked {
-		return payments.Outcome{}, false, payments.ErrKeyInFlight
+		return payments.Committed{}, false, payments.ErrKeyInFlight
 	}
 	var fingerprint string
 	var raw []byte
 	err := tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	if err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("read idempotency key: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("read idempotency key: %w", err)
 	}
 	if fingerprint != key.Fingerprint {
-		return payments.Outcome{}, false, payments.ErrKeyReused
+		return payments.Committed{}, false, payments.ErrKeyReused
 	}
-	var stored storedOutcome
+	var stored storedResult
 	if err := json.Unmarshal(raw, &stored); err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("decode idempotent outcome: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("decode idempotent result: %w", err)
 	}
 	p, refund, err := stored.decode()
 	if err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("decode idempotent outcome: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("decode idempotent result: %w", err)
 	}
-	return payments.Outcome{Payment: p, Refund: refund, Replayed: true}, true, nil
+	return payments.Committed{Payment: p, Refund: refund, Replayed: true}, true, nil
 }
 
 // LockName is the text whose hash names key's advisory lock: the merchant

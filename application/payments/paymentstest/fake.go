@@ -43,7 +43,7 @@ func (r *FakeRepository) Events() []payment.Event {
 }
 
 // Create implements payments.Repository.
-func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
+func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -51,11 +51,11 @@ func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, key *paym
 	}
 	r.payments[p.ID()] = p.Snapshot()
 	r.commit(p, key)
-	return payments.Outcome{Payment: p}, nil
+	return payments.Committed{Payment: p}, nil
 }
 
 // Update implements payments.Repository.
-func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
+func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -63,21 +63,21 @@ func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.
 	}
 	s, ok := r.payments[id]
 	if !ok {
-		return payments.Outcome{}, payment.ErrNotFound
+		return payments.Committed{}, payment.ErrNotFound
 	}
 	p, err := payment.Rehydrate(s) // a copy: a failing fn leaves the stored state alone
 	if err != nil {
-		return payments.Outcome{}, err
+		return payments.Committed{}, err
 	}
 	if err := fn(p); err != nil {
-		return payments.Outcome{}, err
+		return payments.Committed{}, err
 	}
 	r.payments[id] = p.Snapshot()
 	refund := r.commit(p, key)
-	return payments.Outcome{Payment: p, Refund: refund}, nil
+	return payments.Committed{Payment: p, Refund: refund}, nil
 }
 
-// commit moves p's events to the outbox and stores key's outcome; it returns
+// commit moves p's events to the outbox and stores key's result; it returns
 // the refund recorded in this unit of work, if any.
 func (r *FakeRepository) commit(p *payment.Payment, key *payments.IdempotencyKey) *payment.Refund {
 	var refund *payment.Refund
@@ -93,22 +93,22 @@ func (r *FakeRepository) commit(p *payment.Payment, key *payments.IdempotencyKey
 	return refund
 }
 
-func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Committed, bool, error) {
 	if key == nil {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	k, ok := r.keys[scoped(key)]
 	if !ok {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	if k.fingerprint != key.Fingerprint {
-		return payments.Outcome{}, true, payments.ErrKeyReused
+		return payments.Committed{}, true, payments.ErrKeyReused
 	}
 	p, err := payment.Rehydrate(k.payment)
 	if err != nil {
-		return payments.Outcome{}, true, err
+		return payments.Committed{}, true, err
 	}
-	return payments.Outcome{Payment: p, Refund: k.refund, Replayed: true}, true, nil
+	return payments.Committed{Payment: p, Refund: k.refund, Replayed: true}, true, nil
 }
 
 // scoped is a key's identity: its merchant and itself. Merchant ids have no
