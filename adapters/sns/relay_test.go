@@ -256,7 +256,7 @@ func TestQueueGetsTheEncodersBytes(t *testing.T) {
 			t.Fatalf("message %s of type %q: the write recorded none", id, typ)
 		}
 		delete(events, typ)
-		want, err := paymentstore.EncodeEvent(id, e)
+		want, err := payments.EncodeEvent(id, e, payments.TraceContext{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
@@ -418,7 +418,7 @@ func editedEvent(edit func(doc map[string]any) error) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	body, err := paymentstore.EncodeEvent(uuid.NewString(), p.PullEvents()[0])
+	body, err := payments.EncodeEvent(uuid.NewString(), p.PullEvents()[0], payments.TraceContext{})
 	if err != nil {
 		return "", err
 	}

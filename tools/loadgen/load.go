@@ -17,7 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -264,7 +264,7 @@ type write struct {
 
 // newWrite builds the write of the seq-th operation — the payment paymentBody
 // asks for — with the project's code, as the service does: payment.New
-// records the Created event and paymentstore.EncodeEvent renders it.
+// records the Created event and payments.EncodeEvent renders it.
 func newWrite(seq uint64, now time.Time) (write, error) {
 	payer, merchant := "cus_"+strconv.FormatUint(seq%1000, 10), "mer_"+strconv.FormatUint(seq%50, 10)
 	p, err := payment.New(payment.ID(uuid.Must(uuid.NewV7()).String()), int64(100+seq%100_000), "BRL", payer, merchant, "loadgen", now)
@@ -272,7 +272,7 @@ func newWrite(seq uint64, now time.Time) (write, error) {
 		return write{}, err
 	}
 	w := write{payment: p.Snapshot(), msgID: uuid.Must(uuid.NewV7()), event: p.PullEvents()[0]}
-	if w.payload, err = paymentstore.EncodeEvent(w.msgID.String(), w.event); err != nil {
+	if w.payload, err = payments.EncodeEvent(w.msgID.String(), w.event, payments.TraceContext{}); err != nil {
 		return write{}, err
 	}
 	return w, nil

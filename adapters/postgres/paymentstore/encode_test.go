@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -34,7 +35,7 @@ func TestEncodeEventIsWhatTheRepositoryStores(t *testing.T) {
 		t.Fatalf("outbox rows = %d, want 1", len(rows))
 	}
 	ev := payment.Created{PaymentID: p.ID(), Amount: p.Amount(), PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: p.CreatedAt()}
-	doc, err := paymentstore.EncodeEvent(rows[0].ID, ev)
+	doc, err := payments.EncodeEvent(rows[0].ID, ev, payments.TraceContext{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,17 +45,5 @@ func TestEncodeEventIsWhatTheRepositoryStores(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, rows[0].Payload) {
 		t.Errorf("EncodeEvent =\n%s\nthe outbox holds\n%s", mustJSON(got), mustJSON(rows[0].Payload))
-	}
-}
-
-// notAnEvent is an event type the producer has no wire format for.
-type notAnEvent struct{ payment.Created }
-
-func (notAnEvent) EventType() string { return "payment.unheard_of" }
-
-func TestEncodeEventRefusesAnEventWithoutWireFormat(t *testing.T) {
-	t.Parallel()
-	if doc, err := paymentstore.EncodeEvent(uuid.NewString(), notAnEvent{}); err == nil {
-		t.Errorf("EncodeEvent(%T) = %s, want an error", notAnEvent{}, doc)
 	}
 }

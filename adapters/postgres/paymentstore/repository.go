@@ -58,13 +58,13 @@ func New(pool *pgxpool.Pool, opts Options) *Repository {
 // startSpan starts the span of one write transaction, and returns the trace
 // context to store with its outbox rows and the function that ends the span
 // with the write's error. With tracing off it does nothing.
-func (r *Repository) startSpan(ctx context.Context, name string, id payment.ID) (context.Context, traceContext, func(error)) {
+func (r *Repository) startSpan(ctx context.Context, name string, id payment.ID) (context.Context, payments.TraceContext, func(error)) {
 	if r.tracer == nil {
-		return ctx, traceContext{}, func(error) {}
+		return ctx, payments.TraceContext{}, func(error) {}
 	}
 	ctx, span := r.tracer.Start(ctx, name, trace.WithAttributes(attribute.String("payment.id", string(id))))
-	var tc traceContext
-	tc.parent, tc.state = tracing.Inject(ctx)
+	var tc payments.TraceContext
+	tc.Parent, tc.State = tracing.Inject(ctx)
 	return ctx, tc, func(err error) {
 		if err != nil {
 			span.RecordError(err)
@@ -169,7 +169,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 // with the result. Queued into one batch, the whole write is
 // a single round trip inside its transaction. Each outbox row and its event
 // carry tc, the write's trace context.
-func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey, tc traceContext) (*payment.Refund, error) {
+func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey, tc payments.TraceContext) (*payment.Refund, error) {
 	var refund *payment.Refund
 	for _, e := range p.PullEvents() {
 		if ev, ok := e.(payment.Refunded); ok {
@@ -181,12 +181,12 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		if err != nil {
 			return nil, fmt.Errorf("outbox message id: %w", err)
 		}
-		body, err := encodeEvent(msgID.String(), e, tc)
+		body, err := payments.EncodeEvent(msgID.String(), e, tc)
 		if err != nil {
 			return nil, err
 		}
 		// body goes in as bytes and stays them: payload is json, which keeps
-		// its input text, so the relay publishes exactly what encodeEvent
+		// its input text, so the relay publishes exactly what EncodeEvent
 		// wrote (migrations/payments/00009).
 		//
 		// pgtype.UUID, not uuid.UUID: pgx encodes it straight to binary,
@@ -194,7 +194,7 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 		// encode as binary (building an error) and then parses, on every
 		// outbox row written (the cost: docs/BENCHMARKS.md).
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload, traceparent, tracestate) VALUES ($1, $2, $3, $4, $5, $6)`,
-			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body, tc.parent, tc.state)
+			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body, tc.Parent, tc.State)
 	}
 	if key != nil {
 		result, err := json.Marshal(toStored(p.Snapshot(), refund))

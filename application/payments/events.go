@@ -1,25 +1,34 @@
-package paymentstore
+package payments
 
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// The published contract is a CloudEvents 1.0 structured JSON document whose
-// data matches the JSON Schema its dataschema names, a file in api/events; one
-// example of each event type, byte for byte, is in docs/events. The wire
-// structs are written out field by field on purpose — never json.Marshal a
-// domain type: its unexported fields would encode as {}, and any refactoring
-// of the entity would silently change what consumers get.
+// This file is the payments service's event contract, on the producer's
+// side: how each domain event is published. The published contract is a
+// CloudEvents 1.0 structured JSON document whose data matches the JSON
+// Schema its dataschema names, a file in api/events; one example of each
+// event type, byte for byte, is in docs/events. The use cases encode each
+// event a write records and hand storage the bytes, which the outbox keeps
+// and the relay publishes unchanged. The wire structs are written out field
+// by field on purpose — never json.Marshal a domain type: its unexported
+// fields would encode as {}, and any refactoring of the entity would
+// silently change what consumers get.
 const (
 	specVersion = "1.0"
 	eventSource = "/payments"
 	// timeLayout is RFC 3339 in UTC with milliseconds, e.g. 2026-11-29T12:00:00.123Z.
 	timeLayout = "2006-01-02T15:04:05.000Z07:00"
+	// eventSchemaBase starts the dataschema of every event: the schema of
+	// type T's data at version N is eventSchemaBase + "T/vN.json", the $id of
+	// the file api/events/T/vN.json. It is the value of api.EventSchemaBase,
+	// which the consumers' side reads, written here because the application
+	// imports no adapter or contract package; scripts/fork.sh renames both,
+	// and TestPublishedEventsMatchTheirSchemas (api) fails if they differ.
+	eventSchemaBase = "https://payments-outbox.example/schemas/events/"
 )
 
 // wireForm is how one event type is published: the version of its data and
@@ -62,6 +71,8 @@ func wire[E payment.Event](dataVersion string, data func(E) any) wireForm {
 	}}
 }
 
+// cloudEvent is the envelope every event is published in: the CloudEvents
+// 1.0 attributes in the structured JSON format, with the event's data.
 type cloudEvent struct {
 	SpecVersion     string `json:"specversion"`
 	ID              string `json:"id"`
@@ -80,16 +91,12 @@ type cloudEvent struct {
 	DataVersion string `json:"dataversion"`
 	Data        any    `json:"data"`
 	// TraceParent and TraceState are the CloudEvents distributed-tracing
-	// extension: the W3C trace context of the write that recorded the event,
-	// left out when it was not traced. The envelope's schema allows extension
+	// extension: the W3C trace context of the call whose write recorded the
+	// event, left out when it was not traced. The envelope's schema allows extension
 	// attributes, and consumers ignore those they do not know.
 	TraceParent string `json:"traceparent,omitempty"`
 	TraceState  string `json:"tracestate,omitempty"`
 }
-
-// traceContext is the W3C trace context of a write, stored with each of its
-// outbox rows and in each of its events; empty when the write was not traced.
-type traceContext struct{ parent, state string }
 
 // createdV1 is the data of payment.created, dataversion 1.
 type createdV1 struct {
@@ -112,12 +119,27 @@ type refundedV1 struct {
 	RefundedAmount int64  `json:"refunded_amount"` // total after this refund
 }
 
-// encodeEvent renders e as the CloudEvents document published under message
-// id, with the trace context tc of the write that recorded it.
-func encodeEvent(id string, e payment.Event, tc traceContext) ([]byte, error) {
+// TraceContext is the W3C trace context (traceparent, tracestate) of the
+// call that made a write. Each of the write's outbox rows stores it and each
+// of its events carries it, as the CloudEvents distributed-tracing extension,
+// so that the relay and the consumers continue the call's trace. It is the
+// zero TraceContext when the call was not traced.
+type TraceContext struct {
+	Parent string // traceparent: version-traceid-parentid-flags
+	State  string // tracestate: vendors' entries, often empty
+}
+
+// EncodeEvent renders e as the CloudEvents document published under message
+// id, recorded by a write whose trace context is tc. The use cases encode
+// every event with it; the tools (tools/loadgen, tools/faultsuite), which
+// write outbox rows or send events without going through the service, use
+// it too, so that their messages change when the published format does
+// instead of drifting from it unnoticed. It fails for an event type with no
+// entry in the registry.
+func EncodeEvent(id string, e payment.Event, tc TraceContext) ([]byte, error) {
 	form, ok := wireForms[e.EventType()]
 	if !ok {
-		return nil, fmt.Errorf("encode event: %q has no wire form in the producer registry", e.EventType())
+		return nil, fmt.Errorf("encode event: %q has no wire form in the producer registry (application/payments/events.go)", e.EventType())
 	}
 	data, err := form.data(e)
 	if err != nil {
@@ -126,65 +148,7 @@ func encodeEvent(id string, e payment.Event, tc traceContext) ([]byte, error) {
 	return json.Marshal(cloudEvent{
 		SpecVersion: specVersion, ID: id, Type: e.EventType(), Source: eventSource,
 		Subject: string(e.AggregateID()), Time: e.OccurredAt().UTC().Format(timeLayout),
-		DataContentType: "application/json", DataSchema: api.EventSchemaID(e.EventType(), form.dataVersion),
-		DataVersion: form.dataVersion, Data: data, TraceParent: tc.parent, TraceState: tc.state,
+		DataContentType: "application/json", DataSchema: eventSchemaBase + e.EventType() + "/v" + form.dataVersion + ".json",
+		DataVersion: form.dataVersion, Data: data, TraceParent: tc.Parent, TraceState: tc.State,
 	})
-}
-
-// storedResult is the idempotency_keys.result document: the state the first
-// response was rendered from, so that a retry is answered byte for byte alike.
-type storedResult struct {
-	Payment storedPayment `json:"payment"`
-	Refund  *storedRefund `json:"refund,omitempty"`
-}
-
-type storedPayment struct {
-	ID          string    `json:"id"`
-	Amount      int64     `json:"amount"`
-	Currency    string    `json:"currency"`
-	Refunded    int64     `json:"refunded_amount"`
-	Status      string    `json:"status"`
-	PayerID     string    `json:"payer_id"`
-	MerchantID  string    `json:"merchant_id"`
-	Description string    `json:"description"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-}
-
-type storedRefund struct {
-	ID        string    `json:"id"`
-	Amount    int64     `json:"amount"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func toStored(s payment.Snapshot, r *payment.Refund) storedResult {
-	out := storedResult{Payment: storedPayment{
-		ID: string(s.ID), Amount: s.AmountMinor, Currency: s.Currency, Refunded: s.RefundedMinor,
-		Status: string(s.Status), PayerID: s.PayerID, MerchantID: s.MerchantID,
-		Description: s.Description, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
-	}}
-	if r != nil {
-		out.Refund = &storedRefund{ID: string(r.ID), Amount: r.Amount.Minor(), CreatedAt: r.CreatedAt}
-	}
-	return out
-}
-
-func (o storedResult) decode() (*payment.Payment, *payment.Refund, error) {
-	sp := o.Payment
-	p, err := payment.Rehydrate(payment.Snapshot{
-		ID: payment.ID(sp.ID), AmountMinor: sp.Amount, Currency: sp.Currency, RefundedMinor: sp.Refunded,
-		Status: payment.Status(sp.Status), PayerID: sp.PayerID, MerchantID: sp.MerchantID,
-		Description: sp.Description, CreatedAt: sp.CreatedAt, UpdatedAt: sp.UpdatedAt,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if o.Refund == nil {
-		return p, nil, nil
-	}
-	amount, err := payment.NewMoney(o.Refund.Amount, sp.Currency)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p, &payment.Refund{ID: payment.RefundID(o.Refund.ID), PaymentID: p.ID(), Amount: amount, CreatedAt: o.Refund.CreatedAt.UTC()}, nil
 }
