@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/google/uuid"
+
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -117,6 +119,38 @@ type refundedV1 struct {
 	PayerID        string `json:"payer_id"`
 	MerchantID     string `json:"merchant_id"`
 	RefundedAmount int64  `json:"refunded_amount"` // total after this refund
+}
+
+// Message is one event of a write, encoded: what the repository stores as
+// an outbox row in the write's transaction and the relay publishes.
+type Message struct {
+	// ID is the message id, the CloudEvent's id, by which consumers tell a
+	// redelivery from a new event. It is a UUIDv7: unique without
+	// coordination, and time-ordered, so new rows land at the end of the
+	// outbox's primary-key index.
+	ID          uuid.UUID
+	Type        string     // the event type, e.g. payment.created
+	AggregateID payment.ID // the payment the event belongs to
+	Payload     []byte     // the CloudEvents document EncodeEvent wrote; stored and published byte for byte
+	Trace       TraceContext
+}
+
+// outboxMessages encodes events, recorded by one write whose call has the
+// trace context tc, as the outbox messages that write commits.
+func outboxMessages(events []payment.Event, tc TraceContext) ([]Message, error) {
+	msgs := make([]Message, 0, len(events))
+	for _, e := range events {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return nil, fmt.Errorf("outbox message id: %w", err)
+		}
+		payload, err := EncodeEvent(id.String(), e, tc)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, Message{ID: id, Type: e.EventType(), AggregateID: e.AggregateID(), Payload: payload, Trace: tc})
+	}
+	return msgs, nil
 }
 
 // TraceContext is the W3C trace context (traceparent, tracestate) of the
