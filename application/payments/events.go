@@ -27,9 +27,10 @@ const (
 	// eventSchemaBase starts the dataschema of every event: the schema of
 	// type T's data at version N is eventSchemaBase + "T/vN.json", the $id of
 	// the file api/events/T/vN.json. It is the value of api.EventSchemaBase,
-	// which the consumers' side reads, written here because the application
-	// imports no adapter or contract package; scripts/fork.sh renames both,
-	// and TestPublishedEventsMatchTheirSchemas (api) fails if they differ.
+	// which the consumers' side reads, written again here because the
+	// application imports nothing beyond the domain and two general-purpose
+	// modules (imports_test.go); scripts/fork.sh renames both, and
+	// TestPublishedEventsMatchTheirSchemas (api) fails if they differ.
 	eventSchemaBase = "https://payments-outbox.example/schemas/events/"
 )
 

@@ -227,7 +227,7 @@ func (e Refunded) OccurredAt() time.Time { return e.At }
 func (p *Payment) record(e Event) { p.events = append(p.events, e) }
 
 // PullEvents returns the events recorded since the last call and forgets them,
-// so that a repository writes each event to the outbox exactly once.
+// so that each event reaches the outbox exactly once.
 func (p *Payment) PullEvents() []Event {
 	ev := p.events
 	p.events = nil
