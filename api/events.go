@@ -22,7 +22,11 @@ const AsyncAPIFile = "events.asyncapi.yaml"
 // dataschema of every event: the schema of file events/<path> has the $id
 // EventSchemaBase + <path>. The host is in the .example domain, reserved
 // for documentation, so the ids name the schemas without pretending to
-// serve them; scripts/fork.sh gives a fork a base of its own.
+// serve them; scripts/fork.sh gives a fork a base of its own. The consumers
+// read it here; the producer writes the same value in its own contract
+// (application/payments/events.go), since the application imports no
+// package outside it, and TestPublishedEventsMatchTheirSchemas fails if the
+// two differ.
 const EventSchemaBase = "https://payments-outbox.example/schemas/events/"
 
 // EventSchemaID returns the $id of the schema of typ's data at version: the

@@ -24,11 +24,13 @@ replace() {
 replace "$old" "$new"
 echo "modules renamed: $old -> $new, $old/tools -> $new/tools"
 
-# The events' schema ids (api.EventSchemaBase: every $id in api/events and
-# the dataschema of every event) are https://<name>.example/…, <name> being
-# the module's last element (before a /vN): a fork's events name schemas of
-# its own. .example is reserved for documentation; to serve the schemas,
-# replace the host with one you own the same way.
+# The events' schema ids — api.EventSchemaBase, which starts every $id in
+# api/events, and the producer's copy of it, eventSchemaBase in
+# application/payments/events.go, which starts the dataschema of every event —
+# are https://<name>.example/…, <name> being the module's last element
+# (before a /vN): a fork's events name schemas of its own. .example is
+# reserved for documentation; to serve the schemas, replace the host with one
+# you own the same way.
 name() {
 	local n=${1##*/}
 	case $n in v[0-9]*) n=${1%/*} && n=${n##*/} ;; esac

@@ -65,7 +65,7 @@ func TestEveryPublishedVersionHasItsSchemaAndDocument(t *testing.T) {
 	for _, path := range schemas {
 		rel := filepath.ToSlash(strings.TrimPrefix(path, "../../api/events/"))
 		if !strings.HasPrefix(rel, "envelope/") && !documented[rel] {
-			t.Errorf("api/events/%s has no document in docs/events: publish one (go test ./adapters/postgres/paymentstore -run TestWireFormIsStable -update)", rel)
+			t.Errorf("api/events/%s has no document in docs/events: publish one (go test ./application/payments -run TestWireFormIsStable -update)", rel)
 		}
 	}
 }

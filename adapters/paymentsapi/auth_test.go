@@ -207,7 +207,7 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
 	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service:       payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }),
+		Service:       payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}),
 		Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
 		RateLimit:     rate, Log: log, Metrics: httpserver.NewMetrics(reg),
 	})

@@ -197,8 +197,8 @@ func TestUnicodeAndSQLRoundTrip(t *testing.T) {
 func TestSlowClientIsDisconnected(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(paymentstore.New(pool), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Authenticator: access.NewAuthenticator(accesstest.NewFakeStore(), time.Now, access.CacheTTL),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),

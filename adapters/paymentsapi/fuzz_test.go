@@ -39,7 +39,7 @@ import (
 // checked by v (made once per fuzz target: loading the document is the slow part).
 func newFuzzHandler(t *testing.T, v *apitest.Validator) (http.Handler, *paymentstest.FakeRepository) {
 	repo := paymentstest.NewFakeRepository()
-	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	store := accesstest.NewFakeStore()
 	if _, _, err := access.NewKeys(store, time.Now).Issue(context.Background(), access.Issue{Platform: true, Name: "fuzz", Import: fuzzKey}); err != nil {
 		t.Fatal(err)

@@ -91,7 +91,7 @@ func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/payments/"+string(out.Payment.ID()))
-	writeOutcome(w, out)
+	writeCommitted(w, out)
 }
 
 func (a *api) getPayment(w http.ResponseWriter, r *http.Request) {
@@ -129,14 +129,14 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeOutcome(w, out)
+	writeCommitted(w, out)
 }
 
-// writeOutcome answers 201 with the outcome; a replay gets the same status
-// and body as the first response, plus Idempotent-Replayed: true.
-func writeOutcome(w http.ResponseWriter, out payments.Outcome) {
-	if out.Replayed {
+// writeCommitted answers 201 with what the write committed; a replay gets the
+// same status and body as the first response, plus Idempotent-Replayed: true.
+func writeCommitted(w http.ResponseWriter, c payments.Committed) {
+	if c.Replayed {
 		w.Header().Set(ReplayedHeader, "true")
 	}
-	httpserver.WriteJSON(w, http.StatusCreated, toResponse(out.Payment, out.Refund))
+	httpserver.WriteJSON(w, http.StatusCreated, toResponse(c.Payment, c.Refund))
 }

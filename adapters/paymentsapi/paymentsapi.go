@@ -32,9 +32,9 @@ import (
 
 // Service is what the API needs of the application.
 type Service interface {
-	Create(ctx context.Context, c payments.CreatePayment) (payments.Outcome, error)
+	Create(ctx context.Context, c payments.CreatePayment) (payments.Committed, error)
 	Get(ctx context.Context, who access.Principal, id payment.ID) (*payment.Payment, error)
-	Refund(ctx context.Context, c payments.RefundPayment) (payments.Outcome, error)
+	Refund(ctx context.Context, c payments.RefundPayment) (payments.Committed, error)
 }
 
 // Authenticator turns an API key into whom it acts as (access.Authenticator).

@@ -58,8 +58,8 @@ func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
 func newServerWithKeys(t *testing.T, log *slog.Logger) (*httptest.Server, *pgxpool.Pool, testKeys) {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{}), time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(paymentstore.New(pool), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	store := apikeystore.New(pool)
 	keys := issueKeys(t, store)
 	h := paymentsapi.NewHandler(paymentsapi.Config{
@@ -487,7 +487,7 @@ func TestRequestsAreCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := httpserver.NewMetrics(reg)
 	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service:       payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }),
+		Service:       payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}),
 		Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL), Log: slog.New(slog.DiscardHandler), Metrics: m,
 	})
 	srv := httptest.NewServer(validated(t, h))
@@ -526,16 +526,16 @@ type failingService struct{}
 
 var errUnexpected = errors.New("constraint secret-host violated")
 
-func (failingService) Create(context.Context, payments.CreatePayment) (payments.Outcome, error) {
-	return payments.Outcome{}, errUnexpected
+func (failingService) Create(context.Context, payments.CreatePayment) (payments.Committed, error) {
+	return payments.Committed{}, errUnexpected
 }
 
 func (failingService) Get(context.Context, access.Principal, payment.ID) (*payment.Payment, error) {
 	return nil, errUnexpected
 }
 
-func (failingService) Refund(context.Context, payments.RefundPayment) (payments.Outcome, error) {
-	return payments.Outcome{}, errUnexpected
+func (failingService) Refund(context.Context, payments.RefundPayment) (payments.Committed, error) {
+	return payments.Committed{}, errUnexpected
 }
 
 // TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with

@@ -222,7 +222,7 @@ func TestQueueGetsTheEncodersBytes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	svc := payments.NewService(paymentstore.New(f.pool, paymentstore.Options{}), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(paymentstore.New(f.pool), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	platform := access.PlatformPrincipal("platkey")
 	created, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_<ü>&", MerchantID: "mer_1"})
 	if err != nil {
@@ -256,7 +256,7 @@ func TestQueueGetsTheEncodersBytes(t *testing.T) {
 			t.Fatalf("message %s of type %q: the write recorded none", id, typ)
 		}
 		delete(events, typ)
-		want, err := paymentstore.EncodeEvent(id, e)
+		want, err := payments.EncodeEvent(id, e, payments.TraceContext{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,16 +1,21 @@
 // Package tracing is the OpenTelemetry side of both services: the tracer
 // provider the standard OTEL_* variables configure, the W3C trace context in
-// the plain strings the outbox and the broker carry, and the relay's spans.
+// the plain strings the outbox and the broker carry, and the spans of the
+// payments repository's writes and of the relay, each a decorator of the
+// port it traces (Payments, Relay).
 //
 // # One trace across the outbox
 //
-// The write that commits a payment stores the traceparent and tracestate of
-// its transaction span with each outbox row, and in the event itself as the
-// CloudEvents distributed-tracing extension (paymentstore). The relay sends
-// them again as the SNS message attributes traceparent and tracestate, and the
-// ledger starts its processing span as a child of that context (adapters/sqs).
-// So the trace that begins with POST /payments ends with the ledger's commit,
-// although the publish happens later, in another goroutine or replica.
+// The use case that writes a payment reads the trace context of the request
+// it serves (PaymentsTraceContext, the payments.TraceContextFunc port) and
+// encodes it in each event the write records, as the CloudEvents
+// distributed-tracing extension; the outbox row stores it too. The write's
+// transaction is a span of its own under the request ("create payment",
+// Payments). The relay sends the context again as the SNS message attributes
+// traceparent and tracestate, and the ledger starts its processing span as a
+// child of it (adapters/sqs). So the trace that begins with POST /payments
+// ends with the ledger's commit, although the publish happens later, in
+// another goroutine or replica.
 //
 // A parent would mislead in one place, the relay's batch: it claims and
 // publishes rows written by many requests, so it cannot be the child of any

@@ -124,11 +124,12 @@ func (merchantKey) Authenticate(context.Context, string) (access.Principal, erro
 // service tracing to its own in-memory recorder, and checks the one trace
 // they make together:
 //
-//	payments: POST /payments → create payment (→ its statements)
-//	                           ├→ publish payment.created  ⇢ link: outbox claim (a trace of its own)
-//	ledger:                    └→ process payment.created → ledger transaction → post ledger transaction
+//	payments: POST /payments ├→ create payment (→ its statements)
+//	                         ├→ publish payment.created  ⇢ link: outbox claim (a trace of its own)
+//	ledger:                  └→ process payment.created → ledger transaction → post ledger transaction
 //
-// and that the outbox row, the event and the inbox row keep that trace.
+// and that the outbox row, the event and the inbox row keep that trace: the
+// context of the request, which the use case read when it encoded the event.
 func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -145,8 +146,8 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}, led.tp)
 
 	// The payments service: its API and its relay.
-	svc := payments.NewService(paymentstore.New(payDB, paymentstore.Options{TracerProvider: pay.tp}), time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(tracing.Payments(paymentstore.New(payDB), pay.tp), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
 	api := httptest.NewServer(paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Authenticator: merchantKey{}, Log: log, TracerProvider: pay.tp,
 	}))
@@ -239,21 +240,21 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}
 
 	// The relay's batch is a trace of its own, linked to the row's context;
-	// the publish is in the request's trace, under the write, linked back.
+	// the publish is in the request's trace, under the request, linked back.
 	if claim.Parent().IsValid() || claim.SpanContext().TraceID() == traceID {
 		t.Errorf("outbox claim: parent %v, trace %s; want a root span in a trace of its own", claim.Parent(), claim.SpanContext().TraceID())
 	}
-	if !linksTo(claim, write.SpanContext()) {
-		t.Errorf("outbox claim links %v, want a link to the write's span %s", claim.Links(), write.SpanContext().SpanID())
+	if !linksTo(claim, httpSpan.SpanContext()) {
+		t.Errorf("outbox claim links %v, want a link to the request's span %s", claim.Links(), httpSpan.SpanContext().SpanID())
 	}
-	childOf(t, publish, write)
+	childOf(t, publish, httpSpan)
 	if publish.SpanKind() != trace.SpanKindProducer || !linksTo(publish, claim.SpanContext()) {
 		t.Errorf("publish: kind %s links %v; want a producer span linked to the batch", publish.SpanKind(), publish.Links())
 	}
 
 	// The ledger continues the trace from the message: its processing is a
 	// child of the context the write stored, in another service.
-	childOf(t, process, write)
+	childOf(t, process, httpSpan)
 	if !process.Parent().IsRemote() || process.SpanKind() != trace.SpanKindConsumer {
 		t.Errorf("process: remote parent %t kind %s; want a consumer span whose parent came with the message", process.Parent().IsRemote(), process.SpanKind())
 	}
@@ -273,7 +274,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}
 
 	// What the rows keep.
-	want := "00-" + traceID.String() + "-" + write.SpanContext().SpanID().String() + "-01"
+	want := "00-" + traceID.String() + "-" + httpSpan.SpanContext().SpanID().String() + "-01"
 	var stored, inEvent string
 	if err := payDB.QueryRow(ctx, `SELECT traceparent, payload->>'traceparent' FROM outbox`).Scan(&stored, &inEvent); err != nil {
 		t.Fatal(err)

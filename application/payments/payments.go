@@ -1,7 +1,9 @@
 // Package payments holds the payments service's use cases — create, get and
-// refund a payment — and the ports they need. It knows nothing of HTTP or SQL:
-// the repository port hides the transaction in which a change and its outbox
-// rows are committed together.
+// refund a payment — the ports they need, and the wire form of the events
+// they publish (events.go). It knows nothing of HTTP or SQL: each use case
+// encodes the events its write records and hands the repository the bytes,
+// and the repository port hides the transaction in which the change and
+// those outbox rows are committed together.
 //
 // Every use case takes the access.Principal it acts as and applies the
 // scoping rule: a merchant key acts for its merchant only, the platform's
@@ -49,46 +51,87 @@ type IdempotencyKey struct {
 	Fingerprint string
 }
 
-// Outcome is what a write committed: the payment as of that commit and, for a
-// refund, the refund. Replayed is true when it was not written now but read
-// back for a retry carrying the same idempotency key.
-type Outcome struct {
+// Committed is what a write committed: the payment as of that commit and,
+// for a refund, the refund. Replayed is true when it was not written now but
+// read back for a retry carrying the same idempotency key: what the first
+// request committed, which the retry is answered with.
+type Committed struct {
 	Payment  *payment.Payment
 	Refund   *payment.Refund
 	Replayed bool
 }
 
-// Repository stores payments. Every write commits the state change, one outbox
-// row per event the payment recorded, and the idempotency key (when given) in
-// ONE transaction: either all of them exist afterwards or none does.
+// Repository stores payments. Every write commits the state change, the
+// outbox messages of the events it recorded, and the idempotency key (when
+// given) in ONE transaction: either all of them exist afterwards or none
+// does. The use cases encode the messages (EncodeEvent); the repository
+// stores their bytes as they are, and the relay publishes them unchanged.
 type Repository interface {
-	// Create stores a new payment and its events. With a key it first looks the
-	// key up: a completed one with the same fingerprint returns its stored
-	// outcome with Replayed set. Errors: ErrKeyReused, ErrKeyInFlight.
-	Create(ctx context.Context, p *payment.Payment, key *IdempotencyKey) (Outcome, error)
-	// Update locks payment id, applies fn, and commits the new state together
-	// with the events fn recorded (a refund is stored from its Refunded event).
-	// fn must do no I/O. Key handling is as for Create. Errors:
-	// payment.ErrNotFound, whatever fn returns, ErrKeyReused, ErrKeyInFlight.
-	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) error) (Outcome, error)
-	// Get returns the payment with id. Errors: payment.ErrNotFound.
+	// Create stores the new payment p and outbox, the messages of the events
+	// p recorded. With a key it first looks the key up: a completed one with
+	// the same fingerprint returns what it committed, with Replayed set, and
+	// stores nothing. Errors: ErrKeyReused, ErrKeyInFlight, ErrUnavailable.
+	Create(ctx context.Context, p *payment.Payment, outbox []Message, key *IdempotencyKey) (Committed, error)
+	// Update locks payment id, calls fn with it, and commits the new state
+	// together with the Change fn returns: the refund it made, if any, and
+	// the messages of the events it recorded. fn runs inside the transaction,
+	// holding the payment's lock, so it must do no I/O. Key handling is as
+	// for Create. Errors: payment.ErrNotFound, whatever fn returns,
+	// ErrKeyReused, ErrKeyInFlight, ErrUnavailable.
+	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) (Change, error)) (Committed, error)
+	// Get returns the payment with id. Errors: payment.ErrNotFound,
+	// ErrUnavailable.
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
+}
+
+// Change is what an update commits beside the payment's new state.
+type Change struct {
+	// Refund is the refund the update made, stored with the payment; nil
+	// when it made none.
+	Refund *payment.Refund
+	// Outbox holds the messages of the events the update recorded, in the
+	// order it recorded them.
+	Outbox []Message
+}
+
+// TraceContextFunc returns the trace context of the call ctx belongs to, or
+// the zero TraceContext when it is not traced: the port through which the
+// events a write records learn the trace they continue. adapters/tracing
+// implements it (tracing.PaymentsTraceContext); the application knows
+// nothing of OpenTelemetry.
+type TraceContextFunc func(ctx context.Context) TraceContext
+
+// Config is what a Service may be given beyond its dependencies; the zero
+// Config is a service that does not trace.
+type Config struct {
+	// TraceContext is read once per write, before it: each of the write's
+	// events carries it. Nil: the events carry none.
+	TraceContext TraceContextFunc
+}
+
+func (c Config) withDefaults() Config {
+	if c.TraceContext == nil {
+		c.TraceContext = func(context.Context) TraceContext { return TraceContext{} }
+	}
+	return c
 }
 
 // Service runs the use cases.
 type Service struct {
-	repo  Repository
-	now   func() time.Time
-	newID func() string
+	repo         Repository
+	now          func() time.Time
+	newID        func() string
+	traceContext TraceContextFunc
 }
 
 // NewService returns a Service. now is the clock and newID makes UUIDs for new
 // payments and refunds; both are injected so tests are deterministic.
-func NewService(repo Repository, now func() time.Time, newID func() string) *Service {
+func NewService(repo Repository, now func() time.Time, newID func() string, cfg Config) *Service {
+	cfg = cfg.withDefaults()
 	// Timestamps are kept to the microsecond, the precision Postgres stores, so
 	// a payment reads back exactly as the response that created it showed it.
 	micro := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
-	return &Service{repo: repo, now: micro, newID: newID}
+	return &Service{repo: repo, now: micro, newID: newID, traceContext: cfg.TraceContext}
 }
 
 // CreatePayment is the input of Create.
@@ -106,14 +149,14 @@ type CreatePayment struct {
 	IdempotencyKey string
 }
 
-// Create creates a payment, or replays the outcome of an earlier request with
-// the same idempotency key by the same merchant. Errors: payment.ErrInvalid
+// Create creates a payment, or replays what an earlier request with the same
+// idempotency key by the same merchant committed. Errors: payment.ErrInvalid
 // (a *payment.ValidationError, which names merchant_id when a merchant key
 // names another merchant), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
 // access.ErrUnauthenticated.
-func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) {
+func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error) {
 	if !c.Principal.Valid() {
-		return Outcome{}, access.ErrUnauthenticated
+		return Committed{}, access.ErrUnauthenticated
 	}
 	if !c.Principal.IsPlatform() {
 		switch c.MerchantID {
@@ -121,7 +164,7 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) 
 			c.MerchantID = c.Principal.Merchant()
 		case c.Principal.Merchant():
 		default:
-			return Outcome{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+			return Committed{}, &payment.ValidationError{Problems: []payment.FieldProblem{
 				{Field: "merchant_id", Detail: "must be the API key's own merchant, or left out"},
 			}}
 		}
@@ -129,38 +172,17 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Outcome, error) 
 	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, "create", strconv.FormatInt(c.Amount, 10),
 		strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description)
 	if err != nil {
-		return Outcome{}, err
+		return Committed{}, err
 	}
-	amount, moneyErr := payment.NewMoney(c.Amount, c.Currency)
-	p, err := payment.New(payment.ID(s.newID()), amount, c.PayerID, c.MerchantID, c.Description, s.now())
-	if moneyErr != nil {
-		// Name amount and currency precisely, plus every other bad field New found.
-		v := &payment.ValidationError{Problems: moneyProblems(c.Amount, c.Currency)}
-		var other *payment.ValidationError
-		if errors.As(err, &other) {
-			for _, pr := range other.Problems {
-				if pr.Field != "amount" {
-					v.Problems = append(v.Problems, pr)
-				}
-			}
-		}
-		return Outcome{}, v
-	}
+	p, err := payment.New(payment.ID(s.newID()), c.Amount, c.Currency, c.PayerID, c.MerchantID, c.Description, s.now())
 	if err != nil {
-		return Outcome{}, err
+		return Committed{}, err
 	}
-	return s.repo.Create(ctx, p, key)
-}
-
-func moneyProblems(minor int64, currency string) []payment.FieldProblem {
-	var out []payment.FieldProblem
-	if minor <= 0 {
-		out = append(out, payment.FieldProblem{Field: "amount", Detail: "must be an integer greater than zero (minor units)"})
+	outbox, err := outboxMessages(p.PullEvents(), s.traceContext(ctx))
+	if err != nil {
+		return Committed{}, err
 	}
-	if _, err := payment.ParseCurrency(currency); err != nil {
-		out = append(out, payment.FieldProblem{Field: "currency", Detail: "must be an ISO 4217 currency code"})
-	}
-	return out
+	return s.repo.Create(ctx, p, outbox, key)
 }
 
 // Get returns the payment with id if who may see it. Errors:
@@ -197,9 +219,9 @@ type RefundPayment struct {
 // payment.ErrNotFound (for another merchant's payment too),
 // payment.ErrRefundExceedsAmount, payment.ErrInvalid, the key errors,
 // access.ErrUnauthenticated.
-func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) {
+func (s *Service) Refund(ctx context.Context, c RefundPayment) (Committed, error) {
 	if !c.Principal.Valid() {
-		return Outcome{}, access.ErrUnauthenticated
+		return Committed{}, access.ErrUnauthenticated
 	}
 	merchant := c.Principal.Merchant()
 	if c.Principal.IsPlatform() && c.IdempotencyKey != "" {
@@ -207,31 +229,52 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Outcome, error) 
 		// the payment knows; it never changes, so reading it first is safe.
 		p, err := s.repo.Get(ctx, c.PaymentID)
 		if err != nil {
-			return Outcome{}, err
+			return Committed{}, err
 		}
 		merchant = p.MerchantID()
 	}
 	key, err := idempotencyKey(merchant, c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
 	if err != nil {
-		return Outcome{}, err
+		return Committed{}, err
 	}
 	if c.Amount <= 0 {
-		return Outcome{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+		return Committed{}, &payment.ValidationError{Problems: []payment.FieldProblem{
 			{Field: "amount", Detail: "must be an integer greater than zero (minor units)"},
 		}}
 	}
 	refundID := payment.RefundID(s.newID())
 	now := s.now()
-	return s.repo.Update(ctx, c.PaymentID, key, func(p *payment.Payment) error {
+	return s.update(ctx, c.PaymentID, key, func(p *payment.Payment) (Change, error) {
 		if !c.Principal.ActsFor(p.MerchantID()) {
-			return fmt.Errorf("%w: %s", payment.ErrNotFound, p.ID())
+			return Change{}, fmt.Errorf("%w: %s", payment.ErrNotFound, p.ID())
 		}
 		amount, err := payment.NewMoney(c.Amount, p.Amount().Currency())
 		if err != nil {
-			return err
+			return Change{}, err
 		}
-		_, err = p.Refund(refundID, amount, now)
-		return err
+		refund, err := p.Refund(refundID, amount, now)
+		if err != nil {
+			return Change{}, err
+		}
+		return Change{Refund: &refund}, nil
+	})
+}
+
+// update is how every use case changes a payment: it runs fn on payment id
+// under the repository's lock and commits the Change fn returns with the
+// events fn recorded, encoded here, so that no use case can commit a change
+// and leave its events behind. fn must do no I/O (Repository.Update).
+func (s *Service) update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) (Change, error)) (Committed, error) {
+	tc := s.traceContext(ctx)
+	return s.repo.Update(ctx, id, key, func(p *payment.Payment) (Change, error) {
+		c, err := fn(p)
+		if err != nil {
+			return Change{}, err
+		}
+		if c.Outbox, err = outboxMessages(p.PullEvents(), tc); err != nil {
+			return Change{}, err
+		}
+		return c, nil
 	})
 }
 

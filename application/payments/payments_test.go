@@ -28,7 +28,7 @@ func newService() (*payments.Service, *paymentstest.FakeRepository) {
 		n++
 		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
 	}
-	return payments.NewService(repo, func() time.Time { return t0 }, newID), repo
+	return payments.NewService(repo, func() time.Time { return t0 }, newID, payments.Config{}), repo
 }
 
 // The principals the tests act as.
@@ -50,9 +50,9 @@ func TestCreate(t *testing.T) {
 	if p.Amount().Minor() != 1050 || p.Amount().Currency() != "BRL" || p.Status() != payment.StatusCreated || !p.CreatedAt().Equal(t0) {
 		t.Errorf("got %+v", p.Snapshot())
 	}
-	ev := repo.Events()
-	if len(ev) != 1 || ev[0].EventType() != payment.TypeCreated || ev[0].AggregateID() != p.ID() {
-		t.Errorf("outbox = %+v, want one payment.created", ev)
+	outbox := repo.Outbox()
+	if len(outbox) != 1 || outbox[0].Type != payment.TypeCreated || outbox[0].AggregateID != p.ID() {
+		t.Errorf("outbox = %+v, want one payment.created", outbox)
 	}
 }
 
@@ -63,14 +63,15 @@ func TestCreateValidationListsEveryField(t *testing.T) {
 	if !errors.As(err, &v) {
 		t.Fatalf("err = %v, want *payment.ValidationError", err)
 	}
-	var fields []string
-	for _, p := range v.Problems {
-		fields = append(fields, p.Field)
+	want := []payment.FieldProblem{
+		{Field: "amount", Detail: "must be an integer greater than zero (minor units)"},
+		{Field: "currency", Detail: "must be an ISO 4217 currency code"},
+		{Field: "payer_id", Detail: "is required"},
 	}
-	if want := []string{"amount", "currency", "payer_id"}; !reflect.DeepEqual(fields, want) {
-		t.Errorf("fields = %v, want %v", fields, want)
+	if !reflect.DeepEqual(v.Problems, want) {
+		t.Errorf("problems = %+v, want %+v", v.Problems, want)
 	}
-	if len(repo.Events()) != 0 {
+	if len(repo.Outbox()) != 0 {
 		t.Error("an invalid request wrote to the outbox")
 	}
 }
@@ -98,8 +99,8 @@ func TestIdempotentCreate(t *testing.T) {
 	if _, err := svc.Create(ctx, changed); !errors.Is(err, payments.ErrKeyReused) {
 		t.Errorf("changed body: err = %v, want ErrKeyReused", err)
 	}
-	if n := len(repo.Events()); n != 1 {
-		t.Errorf("outbox has %d events, want 1", n)
+	if n := len(repo.Outbox()); n != 1 {
+		t.Errorf("outbox has %d messages, want 1", n)
 	}
 }
 
@@ -147,11 +148,64 @@ func TestRefund(t *testing.T) {
 		t.Errorf("after full refund: %+v", out.Payment.Snapshot())
 	}
 	var types []string
-	for _, e := range repo.Events() {
-		types = append(types, e.EventType())
+	for _, m := range repo.Outbox() {
+		types = append(types, m.Type)
 	}
 	if want := []string{"payment.created", "payment.refunded", "payment.refunded"}; !reflect.DeepEqual(types, want) {
 		t.Errorf("outbox = %v, want %v", types, want)
+	}
+}
+
+// TestWritesHandTheEncodedEvents: each write hands the repository its
+// events already encoded, as EncodeEvent renders them under the message's
+// id, carrying the trace context of the call that made the write.
+func TestWritesHandTheEncodedEvents(t *testing.T) {
+	type callKey struct{}
+	repo := paymentstest.NewFakeRepository()
+	n := 0
+	svc := payments.NewService(repo, func() time.Time { return t0 }, func() string {
+		n++
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+	}, payments.Config{TraceContext: func(ctx context.Context) payments.TraceContext {
+		tc, _ := ctx.Value(callKey{}).(payments.TraceContext)
+		return tc
+	}})
+	tc := payments.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=opaque"}
+	ctx := context.WithValue(context.Background(), callKey{}, tc)
+	created, err := svc.Create(ctx, valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refunded, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, r := refunded.Payment, refunded.Refund
+	total, err := payment.NewMoney(p.RefundedMinor(), p.Amount().Currency())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []payment.Event{
+		payment.Created{PaymentID: p.ID(), Amount: p.Amount(), PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: p.CreatedAt()},
+		payment.Refunded{PaymentID: p.ID(), RefundID: r.ID, Amount: r.Amount, RefundedTotal: total,
+			PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: r.CreatedAt},
+	}
+	outbox := repo.Outbox()
+	if len(outbox) != len(want) {
+		t.Fatalf("outbox = %+v, want %d messages", outbox, len(want))
+	}
+	for i, m := range outbox {
+		e := want[i]
+		payload, err := payments.EncodeEvent(m.ID.String(), e, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Type != e.EventType() || m.AggregateID != p.ID() || m.Trace != tc || string(m.Payload) != string(payload) {
+			t.Errorf("message %d = %s %s %+v\n%s\nwant %s %s %+v\n%s", i, m.Type, m.AggregateID, m.Trace, m.Payload, e.EventType(), p.ID(), tc, payload)
+		}
+		if m.ID.Version() != 7 {
+			t.Errorf("message %d id %s is a UUIDv%d, want a time-ordered v7", i, m.ID, m.ID.Version())
+		}
 	}
 }
 
@@ -235,8 +289,8 @@ func TestAMerchantActsForItselfOnly(t *testing.T) {
 			t.Errorf("%s without a principal: err = %v, want ErrUnauthenticated", name, err)
 		}
 	}
-	if got := len(repo.Events()); got != 2 {
-		t.Errorf("%d events, want 2 (mer_1's payment and its refund)", got)
+	if got := len(repo.Outbox()); got != 2 {
+		t.Errorf("%d outbox messages, want 2 (mer_1's payment and its refund)", got)
 	}
 }
 

@@ -25,7 +25,7 @@ func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *p
 	if err := startRelay(ctx, g, cfg, pool, b, log, reg, tp); err != nil {
 		return err
 	}
-	repo := paymentstore.New(pool, paymentstore.Options{})
+	repo := paymentstore.New(pool)
 	g.Go(func() error {
 		return retention.Run(ctx, retention.Job{
 			Name: "idempotency keys", Delete: repo.DeleteKeysBefore,

@@ -36,6 +36,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
@@ -194,11 +195,13 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if cfg.OutboxNotify {
 		notifier = paymentstore.NewNotifier(pool, log)
 	}
-	svc := payments.NewService(
-		paymentstore.New(pool, paymentstore.Options{Notifier: notifier, TracerProvider: tp.Provider}),
-		time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() },
-	)
+	repo := paymentstore.Notifying(paymentstore.New(pool), notifier)
+	var svcCfg payments.Config
+	if tp.Provider != nil {
+		repo = tracing.Payments(repo, tp.Provider)
+		svcCfg.TraceContext = tracing.PaymentsTraceContext
+	}
+	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
 	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
 	api := newServer(paymentsapi.NewHandler(paymentsapi.Config{
 		Service: svc, Authenticator: auth, RateLimit: cfg.APIRateLimit, Log: log, Metrics: httpMetrics,

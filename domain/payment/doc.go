@@ -3,7 +3,8 @@
 // errors its rules return.
 //
 // It imports only the standard library. State changes are methods that check
-// every rule before mutating anything and record an event; the repository
-// persists the new state and the pulled events in one transaction (the
-// transactional outbox), so an event exists if and only if its change does.
+// every rule before mutating anything and record an event; the new state
+// and the pulled events, encoded by the use case, are committed in one
+// transaction (the transactional outbox), so an event exists if and only if
+// its change does.
 package payment

@@ -2,9 +2,10 @@ package payment
 
 import "time"
 
-// Event is something that happened to a payment. The repository writes each
-// recorded event to the outbox in the transaction that stores the change; its
-// wire format is the adapter's business, so events carry values, not JSON.
+// Event is something that happened to a payment. Each recorded event reaches
+// the outbox in the transaction that stores the change; its wire form is the
+// application's business (application/payments/events.go), so events carry
+// values, not JSON.
 //
 // Each event is declared beside the method that records it (Created by New,
 // Refunded by Refund, in payment.go), with the type name it is published

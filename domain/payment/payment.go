@@ -78,15 +78,23 @@ type Payment struct {
 	events []Event // recorded, not yet persisted
 }
 
-// New creates a payment and records a Created event. It checks every
-// attribute and reports all the invalid ones in one *ValidationError.
-func New(id ID, amount Money, payerID, merchantID, description string, now time.Time) (*Payment, error) {
+// New creates a payment of amount minor units of currency and records a
+// Created event. It takes the amount as a request gives it, not as a Money,
+// so that it checks every attribute, the amount's two included, and reports
+// all the invalid ones in one *ValidationError: a client fixes them in one
+// round trip.
+func New(id ID, amount int64, currency, payerID, merchantID, description string, now time.Time) (*Payment, error) {
 	v := &ValidationError{}
 	if !isUUID(string(id)) {
 		v.add("id", "must be a UUID")
 	}
-	if amount.IsZero() {
-		v.add("amount", "must be a positive amount in a known currency")
+	// NewMoney's rules, each reported on its own field.
+	if amount <= 0 {
+		v.add("amount", "must be an integer greater than zero (minor units)")
+	}
+	code, err := ParseCurrency(currency)
+	if err != nil {
+		v.add("currency", "must be an ISO 4217 currency code")
 	}
 	checkParty(v, "payer_id", payerID)
 	checkParty(v, "merchant_id", merchantID)
@@ -98,12 +106,13 @@ func New(id ID, amount Money, payerID, merchantID, description string, now time.
 		return nil, err
 	}
 	now = now.UTC()
+	money := Money{minor: amount, currency: code}
 	p := &Payment{
-		id: id, amount: amount, status: StatusCreated,
+		id: id, amount: money, status: StatusCreated,
 		payerID: payerID, merchantID: merchantID, description: description,
 		createdAt: now, updatedAt: now,
 	}
-	p.record(Created{PaymentID: id, Amount: amount, PayerID: payerID, MerchantID: merchantID, At: now})
+	p.record(Created{PaymentID: id, Amount: money, PayerID: payerID, MerchantID: merchantID, At: now})
 	return p, nil
 }
 
@@ -218,7 +227,7 @@ func (e Refunded) OccurredAt() time.Time { return e.At }
 func (p *Payment) record(e Event) { p.events = append(p.events, e) }
 
 // PullEvents returns the events recorded since the last call and forgets them,
-// so that a repository writes each event to the outbox exactly once.
+// so that each event reaches the outbox exactly once.
 func (p *Payment) PullEvents() []Event {
 	ev := p.events
 	p.events = nil

@@ -28,7 +28,7 @@ func money(t *testing.T, minor int64, cur string) Money {
 
 func TestNewRecordsCreated(t *testing.T) {
 	amount := money(t, 1050, "BRL")
-	p, err := New(pid, amount, "cus_1", "mer_1", "pão de queijo", now)
+	p, err := New(pid, 1050, "brl", "cus_1", "mer_1", "pão de queijo", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +48,24 @@ func TestNewValidation(t *testing.T) {
 	tests := []struct {
 		name        string
 		id          ID
+		amount      int64
+		currency    string
 		payer, merc string
 		desc        string
 		wantFields  []string
 	}{
-		{"missing parties", pid, "", "", "", []string{"payer_id", "merchant_id"}},
-		{"bad id", "nope", "a", "b", "", []string{"id"}},
-		{"long payer", pid, strings.Repeat("x", MaxPartyIDLen+1), "b", "", []string{"payer_id"}},
-		{"long description", pid, "a", "b", strings.Repeat("é", MaxDescriptionLen+1), []string{"description"}},
-		{"invalid utf-8", pid, "a\xff", "b", "", []string{"payer_id"}},
+		{"missing parties", pid, 1, "BRL", "", "", "", []string{"payer_id", "merchant_id"}},
+		{"bad id", "nope", 1, "BRL", "a", "b", "", []string{"id"}},
+		{"zero amount", pid, 0, "BRL", "a", "b", "", []string{"amount"}},
+		{"unknown currency", pid, 1, "XXX", "a", "b", "", []string{"currency"}},
+		{"every field at once", "nope", -5, "ıdr", "", "", "\x00", []string{"id", "amount", "currency", "payer_id", "merchant_id", "description"}},
+		{"long payer", pid, 1, "BRL", strings.Repeat("x", MaxPartyIDLen+1), "b", "", []string{"payer_id"}},
+		{"long description", pid, 1, "BRL", "a", "b", strings.Repeat("é", MaxDescriptionLen+1), []string{"description"}},
+		{"invalid utf-8", pid, 1, "BRL", "a\xff", "b", "", []string{"payer_id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := New(tt.id, money(t, 1, "BRL"), tt.payer, tt.merc, tt.desc, now)
+			_, err := New(tt.id, tt.amount, tt.currency, tt.payer, tt.merc, tt.desc, now)
 			var v *ValidationError
 			if !errors.As(err, &v) || !errors.Is(err, ErrInvalid) {
 				t.Fatalf("err = %v, want *ValidationError matching ErrInvalid", err)
@@ -111,7 +116,7 @@ func TestRefund(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := New(pid, money(t, 1000, "BRL"), "cus_1", "mer_1", "", now)
+			p, err := New(pid, 1000, "BRL", "cus_1", "mer_1", "", now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +153,7 @@ func TestRefund(t *testing.T) {
 }
 
 func TestRehydrateRoundTripRecordsNothing(t *testing.T) {
-	p, err := New(pid, money(t, 1000, "BRL"), "cus_1", "mer_1", "d", now)
+	p, err := New(pid, 1000, "BRL", "cus_1", "mer_1", "d", now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
@@ -414,15 +414,11 @@ func poisonMessages() (poison []string, unknown string, err error) {
 // service publishes it, under a fresh message id, lets edit change the
 // decoded document, and returns it encoded again.
 func editedEvent(edit func(doc map[string]any) error) (string, error) {
-	amount, err := payment.NewMoney(100, "BRL")
+	p, err := payment.New(payment.ID(uuid.NewString()), 100, "BRL", "cus_poison", "mer_poison", "", time.Now())
 	if err != nil {
 		return "", err
 	}
-	p, err := payment.New(payment.ID(uuid.NewString()), amount, "cus_poison", "mer_poison", "", time.Now())
-	if err != nil {
-		return "", err
-	}
-	body, err := paymentstore.EncodeEvent(uuid.NewString(), p.PullEvents()[0])
+	body, err := payments.EncodeEvent(uuid.NewString(), p.PullEvents()[0], payments.TraceContext{})
 	if err != nil {
 		return "", err
 	}

@@ -16,7 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -246,7 +247,7 @@ func rawWrite(pool *pgxpool.Pool, notify bool) op {
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
 			w.outboxRow()...)
 		if notify {
-			b.Queue(`SELECT pg_notify($1, '')`, paymentstore.NotifyChannel)
+			b.Queue(`SELECT pg_notify($1, '')`, postgres.OutboxChannel)
 		}
 		return pool.SendBatch(ctx, b).Close()
 	}
@@ -263,19 +264,15 @@ type write struct {
 
 // newWrite builds the write of the seq-th operation — the payment paymentBody
 // asks for — with the project's code, as the service does: payment.New
-// records the Created event and paymentstore.EncodeEvent renders it.
+// records the Created event and payments.EncodeEvent renders it.
 func newWrite(seq uint64, now time.Time) (write, error) {
-	amount, err := payment.NewMoney(int64(100+seq%100_000), "BRL")
-	if err != nil {
-		return write{}, err
-	}
 	payer, merchant := "cus_"+strconv.FormatUint(seq%1000, 10), "mer_"+strconv.FormatUint(seq%50, 10)
-	p, err := payment.New(payment.ID(uuid.Must(uuid.NewV7()).String()), amount, payer, merchant, "loadgen", now)
+	p, err := payment.New(payment.ID(uuid.Must(uuid.NewV7()).String()), int64(100+seq%100_000), "BRL", payer, merchant, "loadgen", now)
 	if err != nil {
 		return write{}, err
 	}
 	w := write{payment: p.Snapshot(), msgID: uuid.Must(uuid.NewV7()), event: p.PullEvents()[0]}
-	if w.payload, err = paymentstore.EncodeEvent(w.msgID.String(), w.event); err != nil {
+	if w.payload, err = payments.EncodeEvent(w.msgID.String(), w.event, payments.TraceContext{}); err != nil {
 		return write{}, err
 	}
 	return w, nil

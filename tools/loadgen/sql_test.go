@@ -53,7 +53,7 @@ func TestRawWriteAndBacklogFitTheSchema(t *testing.T) {
 	if len(ids) != 2 {
 		t.Fatalf("the ceiling wrote %d payments, want 2", len(ids))
 	}
-	repo := paymentstore.New(pool, paymentstore.Options{})
+	repo := paymentstore.New(pool)
 	for seq, id := range ids {
 		p, err := repo.Get(ctx, payment.ID(id))
 		if err != nil {

@@ -27,7 +27,7 @@ import (
 // Channel is the LISTEN/NOTIFY channel the write side notifies after it commits
 // outbox rows (paymentstore.Notifier): SELECT pg_notify('outbox_pending', ”) with
 // an empty payload, since the relay only needs to know that something is waiting.
-const Channel = "outbox_pending"
+const Channel = postgres.OutboxChannel
 
 var (
 	// ErrNotFound is returned by Requeue for an id with no outbox row.

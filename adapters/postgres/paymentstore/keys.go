@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
 var _ retention.DeleteFunc = (*Repository)(nil).DeleteKeysBefore
@@ -22,4 +23,62 @@ func (r *Repository) DeleteKeysBefore(ctx context.Context, cutoff time.Time, lim
 		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// storedResult is the idempotency_keys.result document: the state the first
+// response was rendered from, so that a retry is answered byte for byte alike.
+type storedResult struct {
+	Payment storedPayment `json:"payment"`
+	Refund  *storedRefund `json:"refund,omitempty"`
+}
+
+type storedPayment struct {
+	ID          string    `json:"id"`
+	Amount      int64     `json:"amount"`
+	Currency    string    `json:"currency"`
+	Refunded    int64     `json:"refunded_amount"`
+	Status      string    `json:"status"`
+	PayerID     string    `json:"payer_id"`
+	MerchantID  string    `json:"merchant_id"`
+	Description string    `json:"description"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+type storedRefund struct {
+	ID        string    `json:"id"`
+	Amount    int64     `json:"amount"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toStored(s payment.Snapshot, r *payment.Refund) storedResult {
+	out := storedResult{Payment: storedPayment{
+		ID: string(s.ID), Amount: s.AmountMinor, Currency: s.Currency, Refunded: s.RefundedMinor,
+		Status: string(s.Status), PayerID: s.PayerID, MerchantID: s.MerchantID,
+		Description: s.Description, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
+	}}
+	if r != nil {
+		out.Refund = &storedRefund{ID: string(r.ID), Amount: r.Amount.Minor(), CreatedAt: r.CreatedAt}
+	}
+	return out
+}
+
+func (o storedResult) decode() (*payment.Payment, *payment.Refund, error) {
+	sp := o.Payment
+	p, err := payment.Rehydrate(payment.Snapshot{
+		ID: payment.ID(sp.ID), AmountMinor: sp.Amount, Currency: sp.Currency, RefundedMinor: sp.Refunded,
+		Status: payment.Status(sp.Status), PayerID: sp.PayerID, MerchantID: sp.MerchantID,
+		Description: sp.Description, CreatedAt: sp.CreatedAt, UpdatedAt: sp.UpdatedAt,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.Refund == nil {
+		return p, nil, nil
+	}
+	amount, err := payment.NewMoney(o.Refund.Amount, sp.Currency)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, &payment.Refund{ID: payment.RefundID(o.Refund.ID), PaymentID: p.ID(), Amount: amount, CreatedAt: o.Refund.CreatedAt.UTC()}, nil
 }

@@ -101,7 +101,7 @@ func TestPreviousReleaseSurvivesThePayloadMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	svc := payments.NewService(paymentstore.New(old, paymentstore.Options{}), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(paymentstore.New(old), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	create := func() {
 		t.Helper()
 		if _, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {

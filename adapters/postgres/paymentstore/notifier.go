@@ -6,16 +6,20 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
 // Notifier wakes the outbox relays — of every process, through LISTEN/NOTIFY
-// on NotifyChannel — after writes commit outbox rows: one NOTIFY per burst of
+// on postgres.OutboxChannel — after writes commit outbox rows: one NOTIFY per burst of
 // commits, sent after them, instead of one inside each write transaction.
 //
 // Why not inside the transaction: Postgres queues a notification at commit
 // under a lock global to the database, so every transaction that sends one
-// commits after the other, and under load the writes queue for that lock
-// (the cost: docs/BENCHMARKS.md). Sent by one goroutine after the commits,
+// commits after the other, and under load the writes queue for that lock.
+// Sent by one goroutine after the commits,
 // the NOTIFY waits on nobody but itself, and under load one notification
 // answers every commit signalled while the previous one was on its way.
 //
@@ -36,8 +40,8 @@ func NewNotifier(pool *pgxpool.Pool, log *slog.Logger) *Notifier {
 	return &Notifier{pool: pool, log: log, pending: make(chan struct{}, 1)}
 }
 
-// Signal records that outbox rows have committed. It never blocks; the
-// Repository calls it after each write's commit.
+// Signal records that outbox rows have committed. It never blocks;
+// Notifying calls it after each write's commit.
 func (n *Notifier) Signal() {
 	select {
 	case n.pending <- struct{}{}:
@@ -55,7 +59,7 @@ func (n *Notifier) Run(ctx context.Context) error {
 			return nil
 		case <-n.pending:
 		}
-		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, NotifyChannel); err != nil && ctx.Err() == nil {
+		if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, postgres.OutboxChannel); err != nil && ctx.Err() == nil {
 			n.log.WarnContext(ctx, "outbox notify failed; the relays' poll will find the rows", "err", err)
 		}
 		// Under load, commits signal again at once; the pause lets a burst
@@ -68,5 +72,49 @@ func (n *Notifier) Run(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// Notifying returns repo with n signalled after each write that committed
+// outbox rows, so that idle relays wake at once instead of at their next
+// poll; the repository itself knows nothing of the relays. The signal is
+// sent after the commit, never before: a relay woken earlier could claim
+// before the rows are visible and go back to sleep. With a nil n repo is
+// returned as it is, and the relays' poll finds the rows.
+func Notifying(repo payments.Repository, n *Notifier) payments.Repository {
+	if n == nil {
+		return repo
+	}
+	return notifying{Repository: repo, n: n}
+}
+
+// notifying signals after Create and Update; Get passes through.
+type notifying struct {
+	payments.Repository
+	n *Notifier
+}
+
+func (r notifying) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+	c, err := r.Repository.Create(ctx, p, outbox, key)
+	r.committed(c, err, len(outbox))
+	return c, err
+}
+
+func (r notifying) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+	rows := 0
+	c, err := r.Repository.Update(ctx, id, key, func(p *payment.Payment) (payments.Change, error) {
+		change, err := fn(p)
+		rows = len(change.Outbox)
+		return change, err
+	})
+	r.committed(c, err, rows)
+	return c, err
+}
+
+// committed signals when a write committed rows: it succeeded, was not a
+// replay (which writes nothing), and had messages.
+func (r notifying) committed(c payments.Committed, err error, rows int) {
+	if err == nil && !c.Replayed && rows > 0 {
+		r.n.Signal()
 	}
 }

@@ -1,7 +1,10 @@
 // Package paymentstore is the payments service's Postgres repository. Every
-// write commits, in ONE transaction, the payment row, one outbox row per event
-// the payment recorded, and the idempotency key — the transactional outbox.
-// The relay (package outboxstore) publishes the outbox rows afterwards.
+// write commits, in ONE transaction, the payment row, one outbox row per
+// message the use case handed it for the events the payment recorded, and
+// the idempotency key — the transactional outbox. The relay (package
+// outboxstore) publishes the outbox rows afterwards. The store keeps each
+// message's bytes as it received them: an event's wire form is the
+// application's (application/payments/events.go), not the database's.
 package paymentstore
 
 import (
@@ -10,102 +13,45 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// NotifyChannel is the LISTEN/NOTIFY channel the Notifier signals after writes
-// commit outbox rows; the relay's listener (outboxstore) waits on it.
-const NotifyChannel = outboxstore.Channel
-
 var _ payments.Repository = (*Repository)(nil)
 
-// Repository implements payments.Repository on Postgres.
+// Repository implements payments.Repository on Postgres. Tracing its writes
+// (tracing.Payments) and waking the relays after them (Notifying) are
+// decorators around it.
 type Repository struct {
-	pool     *pgxpool.Pool
-	notifier *Notifier
-	tracer   trace.Tracer // nil: tracing off
-}
-
-// Options tune a Repository.
-type Options struct {
-	// Notifier, when set, is signalled after each write that committed outbox
-	// rows, so idle relays wake at once instead of at their next poll. Nil:
-	// the relays' poll finds the rows.
-	Notifier *Notifier
-	// TracerProvider, when set, traces each write as one span ("create
-	// payment", "update payment") whose context is stored with the outbox
-	// rows and in their events: the relay and the consumer continue it. Nil:
-	// no span, no trace context stored.
-	TracerProvider trace.TracerProvider
+	pool *pgxpool.Pool
 }
 
 // New returns a Repository on pool.
-func New(pool *pgxpool.Pool, opts Options) *Repository {
-	r := &Repository{pool: pool, notifier: opts.Notifier}
-	if opts.TracerProvider != nil {
-		r.tracer = tracing.Tracer(opts.TracerProvider)
-	}
-	return r
-}
-
-// startSpan starts the span of one write transaction, and returns the trace
-// context to store with its outbox rows and the function that ends the span
-// with the write's error. With tracing off it does nothing.
-func (r *Repository) startSpan(ctx context.Context, name string, id payment.ID) (context.Context, traceContext, func(error)) {
-	if r.tracer == nil {
-		return ctx, traceContext{}, func(error) {}
-	}
-	ctx, span := r.tracer.Start(ctx, name, trace.WithAttributes(attribute.String("payment.id", string(id))))
-	var tc traceContext
-	tc.parent, tc.state = tracing.Inject(ctx)
-	return ctx, tc, func(err error) {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "rolled back")
-		}
-		span.End()
-	}
-}
-
-// committed runs after a write's commit, never before: a relay woken
-// earlier could claim before the rows are visible and go back to sleep.
-func (r *Repository) committed(out payments.Outcome) {
-	if r.notifier != nil && !out.Replayed {
-		r.notifier.Signal()
-	}
+func New(pool *pgxpool.Pool) *Repository {
+	return &Repository{pool: pool}
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *payments.IdempotencyKey) (out payments.Outcome, err error) {
-	ctx, tc, end := r.startSpan(ctx, "create payment", p.ID())
-	defer func() { end(err) }()
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	s := p.Snapshot()
 	b := &pgx.Batch{}
 	// Ids are passed to pgx as plain strings throughout this file: for a
 	// named string type such as payment.ID pgx first tries the binary uuid
 	// format, fails, builds an error with fmt.Errorf and only then falls
 	// back to text, on every parameter of every request. A plain string
-	// goes straight to the text format. (What it cost: docs/BENCHMARKS.md.)
+	// goes straight to the text format.
 	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
-	refund, err := r.queueCommit(b, p, key, tc)
-	if err != nil {
-		return payments.Outcome{}, err
+	if err := queueCommit(b, p, payments.Change{Outbox: outbox}, key); err != nil {
+		return payments.Committed{}, err
 	}
-	out = payments.Outcome{Payment: p, Refund: refund}
+	out := payments.Committed{Payment: p}
 
 	if key == nil {
 		// Nothing to read first, so the whole write is ONE round trip: a batch
@@ -114,12 +60,11 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		// and Close returns the first error — the commit's included. (The
 		// shapes of transaction and when each fits: adapters/postgres/tx.go.)
 		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
-			return payments.Outcome{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
+			return payments.Committed{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
 		}
-		r.committed(out)
 		return out, nil
 	}
-	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
@@ -127,19 +72,17 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, key *paymen
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return payments.Outcome{}, mapErr(err)
+		return payments.Committed{}, mapErr(err)
 	}
-	r.committed(out)
 	return out, nil
 }
 
 // Update implements payments.Repository. SELECT … FOR UPDATE holds the
 // payment's row lock while fn runs, so concurrent refunds are applied one
 // after another and the domain always sees the latest refunded total.
-func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (out payments.Outcome, err error) {
-	ctx, tc, end := r.startSpan(ctx, "update payment", id)
-	defer func() { end(err) }()
-	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+	var out payments.Committed
+	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
@@ -148,73 +91,61 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 		if err != nil {
 			return err
 		}
-		if err := fn(p); err != nil {
+		change, err := fn(p)
+		if err != nil {
 			return err // rolled back: no state change, no outbox row
 		}
 		s := p.Snapshot()
 		b := &pgx.Batch{}
 		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4 WHERE id = $1`,
 			string(s.ID), s.RefundedMinor, s.Status, s.UpdatedAt)
-		refund, err := r.queueCommit(b, p, key, tc)
-		if err != nil {
+		if err := queueCommit(b, p, change, key); err != nil {
 			return err
 		}
-		out = payments.Outcome{Payment: p, Refund: refund}
+		out = payments.Committed{Payment: p, Refund: change.Refund}
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return payments.Outcome{}, mapErr(err)
+		return payments.Committed{}, mapErr(err)
 	}
-	r.committed(out)
 	return out, nil
 }
 
-// queueCommit queues, after the state write already in b, one outbox row per
-// pulled event (and a refunds row per Refunded event) and the idempotency key
-// with the outcome. Queued into one batch, the whole write is
-// a single round trip inside its transaction. Each outbox row and its event
-// carry tc, the write's trace context.
-func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments.IdempotencyKey, tc traceContext) (*payment.Refund, error) {
-	var refund *payment.Refund
-	for _, e := range p.PullEvents() {
-		if ev, ok := e.(payment.Refunded); ok {
-			refund = &payment.Refund{ID: ev.RefundID, PaymentID: ev.PaymentID, Amount: ev.Amount, CreatedAt: ev.At}
-			b.Queue(`INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
-				string(ev.RefundID), string(ev.PaymentID), ev.Amount.Minor(), ev.At)
-		}
-		msgID, err := uuid.NewV7() // time-ordered: outbox inserts stay at the index's right edge
-		if err != nil {
-			return nil, fmt.Errorf("outbox message id: %w", err)
-		}
-		body, err := encodeEvent(msgID.String(), e, tc)
-		if err != nil {
-			return nil, err
-		}
-		// body goes in as bytes and stays them: payload is json, which keeps
-		// its input text, so the relay publishes exactly what encodeEvent
-		// wrote (migrations/payments/00009).
+// queueCommit queues, after the state write already in b, the refund c
+// made, one outbox row per message of c, and the idempotency key with the
+// result. Queued into one batch, the whole write is a single round trip
+// inside its transaction.
+func queueCommit(b *pgx.Batch, p *payment.Payment, c payments.Change, key *payments.IdempotencyKey) error {
+	if f := c.Refund; f != nil {
+		b.Queue(`INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
+			string(f.ID), string(f.PaymentID), f.Amount.Minor(), f.CreatedAt)
+	}
+	for _, m := range c.Outbox {
+		// The payload goes in as bytes and stays them: the column is json,
+		// which keeps its input text, so the relay publishes exactly what
+		// the application encoded (migrations/payments/00009).
 		//
 		// pgtype.UUID, not uuid.UUID: pgx encodes it straight to binary,
 		// while uuid.UUID is a driver.Valuer whose string pgx first fails to
 		// encode as binary (building an error) and then parses, on every
-		// outbox row written (the cost: docs/BENCHMARKS.md).
+		// outbox row written.
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload, traceparent, tracestate) VALUES ($1, $2, $3, $4, $5, $6)`,
-			pgtype.UUID{Bytes: msgID, Valid: true}, e.EventType(), string(e.AggregateID()), body, tc.parent, tc.state)
+			pgtype.UUID{Bytes: m.ID, Valid: true}, m.Type, string(m.AggregateID), m.Payload, m.Trace.Parent, m.Trace.State)
 	}
 	if key != nil {
-		result, err := json.Marshal(toStored(p.Snapshot(), refund))
+		result, err := json.Marshal(toStored(p.Snapshot(), c.Refund))
 		if err != nil {
-			return nil, fmt.Errorf("encode idempotent outcome: %w", err)
+			return fmt.Errorf("encode idempotent result: %w", err)
 		}
 		b.Queue(`INSERT INTO idempotency_keys (merchant_id, key, fingerprint, payment_id, result) VALUES ($1, $2, $3, $4, $5)`,
 			key.Merchant, key.Key, key.Fingerprint, string(p.ID()), result)
 	}
-	return refund, nil
+	return nil
 }
 
 // claimKey makes the idempotency key this transaction's. A transaction-scoped
 // advisory lock on the key tells an in-flight twin apart (ErrKeyInFlight); once
-// held, a committed row with the key means a retry: its stored outcome is
+// held, a committed row with the key means a retry: its stored result is
 // returned with done set, or ErrKeyReused if the request differs. The lock is
 // taken before the read so the read's snapshot sees any twin that committed.
 //
@@ -222,39 +153,39 @@ func (r *Repository) queueCommit(b *pgx.Batch, p *payment.Payment, key *payments
 // pairs that collide — about one chance in 2^64 for two requests in flight at
 // once — cost the later one a 409 its retry gets past; they can never share a
 // row, since the row's primary key is the pair itself.
-func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
 	if key == nil {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	var locked bool
 	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, LockName(key)).Scan(&locked); err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("lock idempotency key: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("lock idempotency key: %w", err)
 	}
 	if !locked {
-		return payments.Outcome{}, false, payments.ErrKeyInFlight
+		return payments.Committed{}, false, payments.ErrKeyInFlight
 	}
 	var fingerprint string
 	var raw []byte
 	err := tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &raw)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	if err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("read idempotency key: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("read idempotency key: %w", err)
 	}
 	if fingerprint != key.Fingerprint {
-		return payments.Outcome{}, false, payments.ErrKeyReused
+		return payments.Committed{}, false, payments.ErrKeyReused
 	}
-	var stored storedOutcome
+	var stored storedResult
 	if err := json.Unmarshal(raw, &stored); err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("decode idempotent outcome: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("decode idempotent result: %w", err)
 	}
 	p, refund, err := stored.decode()
 	if err != nil {
-		return payments.Outcome{}, false, fmt.Errorf("decode idempotent outcome: %w", err)
+		return payments.Committed{}, false, fmt.Errorf("decode idempotent result: %w", err)
 	}
-	return payments.Outcome{Payment: p, Refund: refund, Replayed: true}, true, nil
+	return payments.Committed{Payment: p, Refund: refund, Replayed: true}, true, nil
 }
 
 // LockName is the text whose hash names key's advisory lock: the merchant

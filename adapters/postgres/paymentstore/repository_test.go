@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
@@ -28,14 +28,14 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 func newService(t *testing.T) (*payments.Service, *pgxpool.Pool) {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	repo := paymentstore.New(pool, paymentstore.Options{})
-	return payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }), pool
+	repo := paymentstore.New(pool)
+	return payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), pool
 }
 
 func TestRepositoryHonoursTheContract(t *testing.T) {
 	t.Parallel()
 	paymentstest.RunContract(t, func(t *testing.T) payments.Repository {
-		return paymentstore.New(pgtest.New(t, paymentsmigrations.FS), paymentstore.Options{})
+		return paymentstore.New(pgtest.New(t, paymentsmigrations.FS))
 	})
 }
 
@@ -95,15 +95,62 @@ func TestCreateWritesPaymentAndOutboxRow(t *testing.T) {
 	if r.Type != "payment.created" || r.AggregateID != id || r.Status != "PENDING" || r.Attempts != 0 {
 		t.Errorf("outbox row = %+v", r)
 	}
-	// The payload is the published CloudEvents document (docs/events), its id the row id.
-	want := map[string]any{
-		"specversion": "1.0", "id": r.ID, "type": "payment.created", "source": "/payments",
-		"subject": id, "time": out.Payment.CreatedAt().Format("2006-01-02T15:04:05.000Z07:00"),
-		"datacontenttype": "application/json", "dataschema": api.EventSchemaID("payment.created", "1"), "dataversion": "1",
-		"data": map[string]any{"payment_id": id, "amount": 1050.0, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"},
+	// The payload is what the application encoded for the event, under the
+	// row's id, byte for byte.
+	p := out.Payment
+	want, err := payments.EncodeEvent(r.ID, payment.Created{PaymentID: p.ID(), Amount: p.Amount(), PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: p.CreatedAt()}, payments.TraceContext{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, _ := json.Marshal(r.Payload); string(got) != mustJSON(want) {
-		t.Errorf("payload =\n%s\nwant\n%s", got, mustJSON(want))
+	if got := payloadText(t, pool, r.ID); got != string(want) {
+		t.Errorf("payload =\n%s\nwant the encoder's\n%s", got, want)
+	}
+}
+
+func payloadText(t *testing.T, pool *pgxpool.Pool, id string) string {
+	t.Helper()
+	var text string
+	if err := pool.QueryRow(context.Background(), `SELECT payload::text FROM outbox WHERE id = $1`, id).Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
+// TestOutboxKeepsTheBytesItIsGiven: the store writes each message as it
+// received it — its id, type and payment, its trace context in the columns
+// the relay reads, and its payload byte for byte, with the spacing, key
+// order and escapes a JSON store would rewrite — and adds nothing of its
+// own. The wire form is the application's; the outbox only carries it.
+func TestOutboxKeepsTheBytesItIsGiven(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	repo := paymentstore.New(pool)
+	p, err := payment.New(payment.ID(uuid.NewString()), 1050, "BRL", "cus_1", "mer_1", "x", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PullEvents() // the store never reads them: it stores the messages it is handed
+	msg := payments.Message{
+		ID: uuid.Must(uuid.NewV7()), Type: "payment.created", AggregateID: p.ID(),
+		Payload: []byte(`{ "z":1,  "a":"\u00fc<&>", "n":1.50 }`),
+		Trace:   payments.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=opaque"},
+	}
+	if _, err := repo.Create(context.Background(), p, []payments.Message{msg}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var typ, aggregate, parent, state string
+	if err := pool.QueryRow(context.Background(), `SELECT type, aggregate_id::text, traceparent, tracestate FROM outbox WHERE id = $1`,
+		msg.ID.String()).Scan(&typ, &aggregate, &parent, &state); err != nil {
+		t.Fatal(err)
+	}
+	if typ != msg.Type || aggregate != string(p.ID()) || parent != msg.Trace.Parent || state != msg.Trace.State {
+		t.Errorf("outbox row = %s %s %q %q, want %s %s %q %q", typ, aggregate, parent, state, msg.Type, p.ID(), msg.Trace.Parent, msg.Trace.State)
+	}
+	if got := payloadText(t, pool, msg.ID.String()); got != string(msg.Payload) {
+		t.Errorf("payload = %s, want the bytes given, %s", got, msg.Payload)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM outbox`); n != 1 {
+		t.Errorf("outbox rows = %d, want the one message given", n)
 	}
 }
 
@@ -293,7 +340,7 @@ func TestDeleteKeysBefore(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key LIKE 'old-%'`); err != nil {
 		t.Fatal(err)
 	}
-	repo := paymentstore.New(pool, paymentstore.Options{})
+	repo := paymentstore.New(pool)
 	cutoff := time.Now().Add(-24 * time.Hour)
 	n, err := repo.DeleteKeysBefore(ctx, cutoff, 2)
 	if err != nil || n != 2 {
@@ -321,7 +368,7 @@ func TestNotifierWakesListenersAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer listener.Release()
-	if _, err := listener.Exec(ctx, "LISTEN "+paymentstore.NotifyChannel); err != nil {
+	if _, err := listener.Exec(ctx, "LISTEN "+postgres.OutboxChannel); err != nil {
 		t.Fatal(err)
 	}
 
@@ -342,8 +389,8 @@ func TestNotifierWakesListenersAfterCommit(t *testing.T) {
 		t.Fatalf("pending signal sent no NOTIFY: %v", err)
 	}
 
-	svc := payments.NewService(paymentstore.New(pool, paymentstore.Options{Notifier: n}), time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() })
+	svc := payments.NewService(paymentstore.Notifying(paymentstore.New(pool), n), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	if _, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -23,33 +25,41 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 	}
 	newPayment := func(t *testing.T, minor int64) *payment.Payment {
 		t.Helper()
-		m, err := payment.NewMoney(minor, "BRL")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := payment.New(payment.ID(newID()), m, "cus_1", "mer_1", "contract", at)
+		p, err := payment.New(payment.ID(newID()), minor, "BRL", "cus_1", "mer_1", "contract", at)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	refund := func(minor int64) (payment.RefundID, func(*payment.Payment) error) {
+	refund := func(minor int64) (payment.RefundID, func(*payment.Payment) (payments.Change, error)) {
 		id := payment.RefundID(newID())
-		return id, func(p *payment.Payment) error {
+		return id, func(p *payment.Payment) (payments.Change, error) {
 			m, err := payment.NewMoney(minor, "BRL")
 			if err != nil {
-				return err
+				return payments.Change{}, err
 			}
-			_, err = p.Refund(id, m, at.Add(time.Minute))
-			return err
+			r, err := p.Refund(id, m, at.Add(time.Minute))
+			if err != nil {
+				return payments.Change{}, err
+			}
+			outbox, err := encode(p)
+			return payments.Change{Refund: &r, Outbox: outbox}, err
 		}
+	}
+	create := func(t *testing.T, repo payments.Repository, p *payment.Payment, key *payments.IdempotencyKey) (payments.Committed, error) {
+		t.Helper()
+		outbox, err := encode(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return repo.Create(ctx, p, outbox, key)
 	}
 
 	t.Run("create then get", func(t *testing.T) {
 		repo := newRepo(t)
 		p := newPayment(t, 1050)
 		want := p.Snapshot()
-		out, err := repo.Create(ctx, p, nil)
+		out, err := create(t, repo, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +90,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 	t.Run("update applies fn and returns the refund", func(t *testing.T) {
 		repo := newRepo(t)
 		p := newPayment(t, 1000)
-		if _, err := repo.Create(ctx, p, nil); err != nil {
+		if _, err := create(t, repo, p, nil); err != nil {
 			t.Fatal(err)
 		}
 		rid, fn := refund(400)
@@ -103,7 +113,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 	t.Run("a failing fn changes nothing", func(t *testing.T) {
 		repo := newRepo(t)
 		p := newPayment(t, 1000)
-		if _, err := repo.Create(ctx, p, nil); err != nil {
+		if _, err := create(t, repo, p, nil); err != nil {
 			t.Fatal(err)
 		}
 		_, fn := refund(1001)
@@ -123,11 +133,11 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 		repo := newRepo(t)
 		key := &payments.IdempotencyKey{Merchant: "mer_1", Key: "k-" + newID(), Fingerprint: "f1"}
 		p := newPayment(t, 1000)
-		first, err := repo.Create(ctx, p, key)
+		first, err := create(t, repo, p, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := repo.Create(ctx, newPayment(t, 1000), key)
+		again, err := create(t, repo, newPayment(t, 1000), key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +145,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 			t.Fatalf("retry = %+v, want replay of %+v", again.Payment.Snapshot(), first.Payment.Snapshot())
 		}
 		other := &payments.IdempotencyKey{Merchant: "mer_1", Key: key.Key, Fingerprint: "f2"}
-		if _, err := repo.Create(ctx, newPayment(t, 1000), other); !errors.Is(err, payments.ErrKeyReused) {
+		if _, err := create(t, repo, newPayment(t, 1000), other); !errors.Is(err, payments.ErrKeyReused) {
 			t.Errorf("same key, other request: err = %v, want ErrKeyReused", err)
 		}
 
@@ -173,18 +183,18 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 		repo := newRepo(t)
 		k1 := &payments.IdempotencyKey{Merchant: "mer_1", Key: "order-1", Fingerprint: "f1"}
 		k2 := &payments.IdempotencyKey{Merchant: "mer_2", Key: "order-1", Fingerprint: "f2"}
-		first, err := repo.Create(ctx, newPayment(t, 100), k1)
+		first, err := create(t, repo, newPayment(t, 100), k1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := repo.Create(ctx, newPayment(t, 200), k2)
+		second, err := create(t, repo, newPayment(t, 200), k2)
 		if err != nil {
 			t.Fatalf("the same key for another merchant: %v, want a new payment", err)
 		}
 		if second.Replayed || second.Payment.ID() == first.Payment.ID() {
 			t.Errorf("the other merchant's request got %+v, want its own new payment", second)
 		}
-		again, err := repo.Create(ctx, newPayment(t, 100), k1)
+		again, err := create(t, repo, newPayment(t, 100), k1)
 		if err != nil || !again.Replayed || again.Payment.ID() != first.Payment.ID() {
 			t.Errorf("the first merchant's retry: %+v %v, want its own replay", again, err)
 		}
@@ -199,4 +209,19 @@ func twelveDigits(n int) string {
 		n /= 10
 	}
 	return string(b)
+}
+
+// encode is what the use cases hand a repository for the events p recorded:
+// one message each, encoded, as the contract's writes carry them.
+func encode(p *payment.Payment) ([]payments.Message, error) {
+	var msgs []payments.Message
+	for _, e := range p.PullEvents() {
+		id := uuid.Must(uuid.NewV7())
+		payload, err := payments.EncodeEvent(id.String(), e, payments.TraceContext{})
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, payments.Message{ID: id, Type: e.EventType(), AggregateID: e.AggregateID(), Payload: payload})
+	}
+	return msgs, nil
 }

@@ -15,13 +15,14 @@ import (
 var _ payments.Repository = (*FakeRepository)(nil)
 
 // FakeRepository is an in-memory payments.Repository. One mutex serialises every
-// call, which gives the same isolation as the Postgres row lock. Events holds
-// what the outbox would: every committed event, in commit order.
+// call, which gives the same isolation as the Postgres row lock. Its outbox
+// holds what the Postgres outbox would: every committed message, in commit
+// order.
 type FakeRepository struct {
 	mu       sync.Mutex
 	payments map[payment.ID]payment.Snapshot
 	keys     map[string]storedKey
-	events   []payment.Event
+	outbox   []payments.Message
 }
 
 type storedKey struct {
@@ -35,27 +36,27 @@ func NewFakeRepository() *FakeRepository {
 	return &FakeRepository{payments: map[payment.ID]payment.Snapshot{}, keys: map[string]storedKey{}}
 }
 
-// Events returns every committed event so far.
-func (r *FakeRepository) Events() []payment.Event {
+// Outbox returns every committed message so far, in commit order.
+func (r *FakeRepository) Outbox() []payments.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]payment.Event(nil), r.events...)
+	return append([]payments.Message(nil), r.outbox...)
 }
 
 // Create implements payments.Repository.
-func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, key *payments.IdempotencyKey) (payments.Outcome, error) {
+func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
 		return out, err
 	}
 	r.payments[p.ID()] = p.Snapshot()
-	r.commit(p, key)
-	return payments.Outcome{Payment: p}, nil
+	r.commit(p, payments.Change{Outbox: outbox}, key)
+	return payments.Committed{Payment: p}, nil
 }
 
 // Update implements payments.Repository.
-func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) error) (payments.Outcome, error) {
+func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -63,52 +64,45 @@ func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.
 	}
 	s, ok := r.payments[id]
 	if !ok {
-		return payments.Outcome{}, payment.ErrNotFound
+		return payments.Committed{}, payment.ErrNotFound
 	}
 	p, err := payment.Rehydrate(s) // a copy: a failing fn leaves the stored state alone
 	if err != nil {
-		return payments.Outcome{}, err
+		return payments.Committed{}, err
 	}
-	if err := fn(p); err != nil {
-		return payments.Outcome{}, err
+	change, err := fn(p)
+	if err != nil {
+		return payments.Committed{}, err
 	}
 	r.payments[id] = p.Snapshot()
-	refund := r.commit(p, key)
-	return payments.Outcome{Payment: p, Refund: refund}, nil
+	r.commit(p, change, key)
+	return payments.Committed{Payment: p, Refund: change.Refund}, nil
 }
 
-// commit moves p's events to the outbox and stores key's outcome; it returns
-// the refund recorded in this unit of work, if any.
-func (r *FakeRepository) commit(p *payment.Payment, key *payments.IdempotencyKey) *payment.Refund {
-	var refund *payment.Refund
-	for _, e := range p.PullEvents() {
-		if ev, ok := e.(payment.Refunded); ok {
-			refund = &payment.Refund{ID: ev.RefundID, PaymentID: ev.PaymentID, Amount: ev.Amount, CreatedAt: ev.At}
-		}
-		r.events = append(r.events, e)
-	}
+// commit appends c's messages to the outbox and stores key's result.
+func (r *FakeRepository) commit(p *payment.Payment, c payments.Change, key *payments.IdempotencyKey) {
+	r.outbox = append(r.outbox, c.Outbox...)
 	if key != nil {
-		r.keys[scoped(key)] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: refund}
+		r.keys[scoped(key)] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: c.Refund}
 	}
-	return refund
 }
 
-func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Outcome, bool, error) {
+func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Committed, bool, error) {
 	if key == nil {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	k, ok := r.keys[scoped(key)]
 	if !ok {
-		return payments.Outcome{}, false, nil
+		return payments.Committed{}, false, nil
 	}
 	if k.fingerprint != key.Fingerprint {
-		return payments.Outcome{}, true, payments.ErrKeyReused
+		return payments.Committed{}, true, payments.ErrKeyReused
 	}
 	p, err := payment.Rehydrate(k.payment)
 	if err != nil {
-		return payments.Outcome{}, true, err
+		return payments.Committed{}, true, err
 	}
-	return payments.Outcome{Payment: p, Refund: k.refund, Replayed: true}, true, nil
+	return payments.Committed{Payment: p, Refund: k.refund, Replayed: true}, true, nil
 }
 
 // scoped is a key's identity: its merchant and itself. Merchant ids have no

@@ -1,4 +1,4 @@
-package paymentstore
+package payments_test
 
 import (
 	"bytes"
@@ -14,8 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -24,11 +27,11 @@ import (
 func TestEveryEventTypeHasAWireForm(t *testing.T) {
 	types := domainEventTypes(t)
 	for typ, goType := range types {
-		if _, ok := wireForms[typ]; !ok {
-			t.Errorf("event type %q (payment.%s) has no wire form: add it to the producer registry in adapters/postgres/paymentstore/events.go", typ, goType)
+		if _, ok := payments.DataVersion(typ); !ok {
+			t.Errorf("event type %q (payment.%s) has no wire form: add it to the producer registry in application/payments/events.go", typ, goType)
 		}
 	}
-	for typ := range wireForms {
+	for _, typ := range payments.RegisteredEventTypes() {
 		if _, ok := types[typ]; !ok {
 			t.Errorf("the producer registry has a wire form for %q, which no event in domain/payment has as its EventType", typ)
 		}
@@ -36,7 +39,7 @@ func TestEveryEventTypeHasAWireForm(t *testing.T) {
 }
 
 // domainDir is the domain package whose events the payments service publishes.
-const domainDir = "../../../domain/payment"
+const domainDir = "../../domain/payment"
 
 // domainEventTypes reads the source of domain/payment and returns the type
 // name of every event it declares — every type with an EventType method —
@@ -135,61 +138,28 @@ var update = flag.Bool("update", false, "write docs/events/*.json from the encod
 
 // eventsDir holds one document per published event type and data version,
 // exactly as published: the wire contract a consumer codes against.
-const eventsDir = "../../../docs/events"
-
-// sample is one published event with fixed values: a document in docs/events.
-type sample struct {
-	messageID string
-	event     payment.Event
-}
-
-// samples holds one event of each type the payments service publishes.
-func samples(t *testing.T) map[string]sample {
-	t.Helper()
-	money := func(minor int64) payment.Money {
-		m, err := payment.NewMoney(minor, "BRL")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	const paymentID = payment.ID("01a229b5-9214-7c6f-9233-89c89831c3f4")
-	return map[string]sample{
-		payment.TypeCreated: {"01a229b5-9214-7c86-a93e-5a5736b23efd", payment.Created{
-			PaymentID: paymentID, Amount: money(1050), PayerID: "cus_1", MerchantID: "mer_1",
-			At: time.Date(2026, 11, 29, 23, 48, 14, 996_815_000, time.UTC),
-		}},
-		payment.TypeRefunded: {"01a229b5-9281-7136-8d1c-0a4b6e0f2c11", payment.Refunded{
-			PaymentID: paymentID, RefundID: "01a229b5-9281-711f-b9f3-47d93dade72f",
-			Amount: money(300), RefundedTotal: money(300), PayerID: "cus_1", MerchantID: "mer_1",
-			At: time.Date(2026, 11, 29, 23, 48, 15, 105_074_000, time.UTC),
-		}},
-	}
-}
+const eventsDir = "../../docs/events"
 
 // TestWireFormIsStable keeps every published event byte for byte: the
 // encoder's output must equal the document in docs/events (compacted). A
 // consumer parses these bytes; changing them is a breaking change to the
-// event, which bumps its data version instead.
+// event, which bumps its data version instead. An event recorded by a traced
+// write is the same document with the two distributed-tracing attributes
+// last, and nothing else changed.
 func TestWireFormIsStable(t *testing.T) {
-	all := samples(t)
+	all := paymentstest.Samples()
 	for _, typ := range slices.Sorted(maps.Keys(domainEventTypes(t))) {
 		t.Run(typ, func(t *testing.T) {
 			s, ok := all[typ]
 			if !ok {
-				t.Fatalf("no sample of %q: add one to samples in adapters/postgres/paymentstore/events_test.go", typ)
+				t.Fatalf("no sample of %q: add one to Samples in application/payments/paymentstest/samples.go", typ)
 			}
-			got, err := encodeEvent(s.messageID, s.event, traceContext{})
+			got, err := payments.EncodeEvent(s.MessageID, s.Event, payments.TraceContext{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var doc struct {
-				DataVersion string `json:"dataversion"`
-			}
-			if err := json.Unmarshal(got, &doc); err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(eventsDir, typ+".v"+doc.DataVersion+".json")
+			version, _ := payments.DataVersion(typ)
+			path := filepath.Join(eventsDir, typ+".v"+version+".json")
 			if *update {
 				var pretty bytes.Buffer
 				if err := json.Indent(&pretty, got, "", "  "); err != nil {
@@ -202,7 +172,7 @@ func TestWireFormIsStable(t *testing.T) {
 			}
 			golden, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v: write it with go test ./adapters/postgres/paymentstore -run TestWireFormIsStable -update, and read it", err)
+				t.Fatalf("%v: write it with go test ./application/payments -run TestWireFormIsStable -update, and read it", err)
 			}
 			var want bytes.Buffer
 			if err := json.Compact(&want, golden); err != nil {
@@ -211,6 +181,28 @@ func TestWireFormIsStable(t *testing.T) {
 			if !bytes.Equal(got, want.Bytes()) {
 				t.Errorf("%s is published as\n%s\nwant (%s)\n%s", typ, got, path, want.Bytes())
 			}
+
+			tc := payments.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=opaque"}
+			traced, err := payments.EncodeEvent(s.MessageID, s.Event, tc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantTraced := append(bytes.TrimSuffix(want.Bytes(), []byte("}")),
+				[]byte(`,"traceparent":"`+tc.Parent+`","tracestate":"`+tc.State+`"}`)...)
+			if !bytes.Equal(traced, wantTraced) {
+				t.Errorf("%s, traced, is published as\n%s\nwant\n%s", typ, traced, wantTraced)
+			}
 		})
+	}
+}
+
+// notAnEvent is an event type the producer has no wire form for.
+type notAnEvent struct{ payment.Created }
+
+func (notAnEvent) EventType() string { return "payment.unheard_of" }
+
+func TestEncodeEventRefusesAnEventWithoutWireForm(t *testing.T) {
+	if doc, err := payments.EncodeEvent(uuid.NewString(), notAnEvent{}, payments.TraceContext{}); err == nil {
+		t.Errorf("EncodeEvent(%T) = %s, want an error", notAnEvent{}, doc)
 	}
 }

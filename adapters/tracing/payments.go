@@ -1,0 +1,68 @@
+package tracing
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
+)
+
+// Payments returns repo with each write traced as one span, "create payment"
+// or "update payment", carrying the payment's id: a child of the span in
+// the call's context, covering the write's transaction, whose statements
+// (otelpgx) are its children. A write that fails or rolls back ends its span
+// with an error status. Reads pass through untraced. The repository stays
+// unaware of tracing. With a nil tp repo is returned as it is.
+func Payments(repo payments.Repository, tp trace.TracerProvider) payments.Repository {
+	if tp == nil {
+		return repo
+	}
+	return tracedPayments{Repository: repo, tracer: Tracer(tp)}
+}
+
+// tracedPayments traces Create and Update; Get passes through.
+type tracedPayments struct {
+	payments.Repository
+	tracer trace.Tracer
+}
+
+func (r tracedPayments) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+	ctx, span := r.start(ctx, "create payment", p.ID())
+	c, err := r.Repository.Create(ctx, p, outbox, key)
+	endWrite(span, err)
+	return c, err
+}
+
+func (r tracedPayments) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+	ctx, span := r.start(ctx, "update payment", id)
+	c, err := r.Repository.Update(ctx, id, key, fn)
+	endWrite(span, err)
+	return c, err
+}
+
+func (r tracedPayments) start(ctx context.Context, name string, id payment.ID) (context.Context, trace.Span) {
+	return r.tracer.Start(ctx, name, trace.WithAttributes(attribute.String("payment.id", string(id))))
+}
+
+func endWrite(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "rolled back")
+	}
+	span.End()
+}
+
+// PaymentsTraceContext implements payments.TraceContextFunc: the trace
+// context of the span in ctx — with tracing on, the request's — which each
+// event of the write carries and each of its outbox rows stores. It is the
+// zero TraceContext when ctx carries no span.
+func PaymentsTraceContext(ctx context.Context) payments.TraceContext {
+	parent, state := Inject(ctx)
+	return payments.TraceContext{Parent: parent, State: state}
+}
+
+var _ payments.TraceContextFunc = PaymentsTraceContext
