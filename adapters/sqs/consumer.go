@@ -323,9 +323,9 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 	span.SetAttributes(
 		attribute.String("cloudevents.event_id", res.MessageID),
 		attribute.String("cloudevents.event_type", res.Type),
-		attribute.String("ledger.outcome", res.Outcome.String()))
-	c.cfg.Metrics.processed.WithLabelValues(res.Outcome.String()).Inc()
-	switch res.Outcome {
+		attribute.String("ledger.outcome", res.Disposition.String()))
+	c.cfg.Metrics.processed.WithLabelValues(res.Disposition.String()).Inc()
+	switch res.Disposition {
 	case posting.Duplicate:
 		c.cfg.Metrics.duplicates.Inc()
 		log.DebugContext(cut, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)

@@ -34,11 +34,11 @@ func (h *fakeHandler) Apply(ctx context.Context, body []byte) (posting.Result, e
 	h.sqs.record("commit " + string(body))
 	switch strings.Fields(string(body))[0] {
 	case "ok":
-		return posting.Result{Outcome: posting.Applied, EventTime: time.Now().Add(-time.Second)}, nil
+		return posting.Result{Disposition: posting.Applied, EventTime: time.Now().Add(-time.Second)}, nil
 	case "dup":
-		return posting.Result{Outcome: posting.Duplicate}, nil
+		return posting.Result{Disposition: posting.Duplicate}, nil
 	case "new-type":
-		return posting.Result{Outcome: posting.Ignored}, nil
+		return posting.Result{Disposition: posting.Ignored}, nil
 	case "poison":
 		return posting.Result{}, fmt.Errorf("decode: %w", posting.ErrMalformed)
 	case "hang":

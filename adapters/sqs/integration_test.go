@@ -240,8 +240,8 @@ func TestLostAckIsAbsorbedByTheInbox(t *testing.T) {
 		body := newPayment(900, "cus_3", "mer_3").body()
 		// A previous process committed this message and died before its
 		// delete: the message is still on the queue.
-		if res, err := r.svc.Apply(context.Background(), body); err != nil || res.Outcome != posting.Applied {
-			t.Fatalf("first apply: %v %v", res.Outcome, err)
+		if res, err := r.svc.Apply(context.Background(), body); err != nil || res.Disposition != posting.Applied {
+			t.Fatalf("first apply: %v %v", res.Disposition, err)
 		}
 		send(t, r.tq.SQS, r.tq.QueueURL, body)
 		r.start(t, r.tq.SQS, 1)

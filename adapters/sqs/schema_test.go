@@ -36,8 +36,8 @@ func TestSchemaViolationGoesToTheDLQ(t *testing.T) {
 		`"merchant_id":`, `"note":"not in the schema","merchant_id":`, 1))
 	// The decoder alone accepts it: without the schemas it would post.
 	lenient := postingtest.NewFakeStore()
-	if res, err := posting.NewService(lenient, lenient, &postingtest.FakeSchemas{}, time.Now).Apply(context.Background(), bad); err != nil || res.Outcome != posting.Applied {
-		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Outcome, err)
+	if res, err := posting.NewService(lenient, lenient, &postingtest.FakeSchemas{}, time.Now).Apply(context.Background(), bad); err != nil || res.Disposition != posting.Applied {
+		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Disposition, err)
 	}
 
 	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))

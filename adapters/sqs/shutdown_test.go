@@ -31,7 +31,7 @@ func (h *gatedHandler) Apply(ctx context.Context, body []byte) (posting.Result, 
 		return posting.Result{}, ctx.Err() // the work context must outlive the shutdown
 	}
 	h.sqs.record("commit " + string(body))
-	return posting.Result{Outcome: posting.Applied}, nil
+	return posting.Result{Disposition: posting.Applied}, nil
 }
 
 // runConsumer starts c and returns a function that stops it (a SIGTERM) and

@@ -44,8 +44,8 @@ type Failure struct {
 	NextAttemptAt time.Time
 }
 
-// BatchOutcome is what to write back for a claimed batch, in its transaction.
-type BatchOutcome struct {
+// BatchResult is what to write back for a claimed batch, in its transaction.
+type BatchResult struct {
 	At        time.Time
 	Processed []Processed // processed_at = At, error = note
 	Retry     []Failure   // attempts, error, next_attempt_at
@@ -64,12 +64,12 @@ type Backlog interface {
 	// not processed, not parked, due (next attempt now or past) and of a type
 	// in c.Types — oldest received first, skipping rows other transactions
 	// hold (FOR UPDATE SKIP LOCKED) — and calls fn with them. It then writes
-	// the BatchOutcome fn returns and commits. It returns how many rows it
+	// the BatchResult fn returns and commits. It returns how many rows it
 	// claimed (0 when none: fn is not called). When fn returns an error, ctx
 	// ends, or the commit fails, everything rolls back: every claimed row is
 	// as it was, its lock released. A commit that would take an account's
 	// balance past int64 fails with ledger.ErrBalanceLimit.
-	ClaimPending(ctx context.Context, c Claim, fn func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchOutcome, error)) (int, error)
+	ClaimPending(ctx context.Context, c Claim, fn func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchResult, error)) (int, error)
 }
 
 // InboxStats is a snapshot of the inbox's backlog: what `ledger inbox stats`

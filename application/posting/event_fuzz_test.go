@@ -61,7 +61,7 @@ func FuzzApply(f *testing.F) {
 		if id, perr := uuid.Parse(res.MessageID); perr != nil || id.String() != res.MessageID {
 			t.Fatalf("accepted message id %q is not a canonical UUID", res.MessageID)
 		}
-		switch res.Outcome {
+		switch res.Disposition {
 		case posting.Applied:
 			if len(store.Transactions()) != 1 {
 				t.Fatalf("applied, but %d transactions posted", len(store.Transactions()))
@@ -85,14 +85,14 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("ignored type %q posted a transaction", res.Type)
 			}
 		default:
-			t.Fatalf("outcome %v on an empty store", res.Outcome)
+			t.Fatalf("outcome %v on an empty store", res.Disposition)
 		}
 		if len(store.Inbox()) != 1 {
 			t.Fatalf("%d inbox rows after one message", len(store.Inbox()))
 		}
 		again, err := svc.Apply(ctx, body)
-		if err != nil || again.Outcome != posting.Duplicate || len(store.Transactions()) > 1 || len(store.Inbox()) != 1 {
-			t.Fatalf("redelivery: %v %v, %d transactions and %d inbox rows", again.Outcome, err, len(store.Transactions()), len(store.Inbox()))
+		if err != nil || again.Disposition != posting.Duplicate || len(store.Transactions()) > 1 || len(store.Inbox()) != 1 {
+			t.Fatalf("redelivery: %v %v, %d transactions and %d inbox rows", again.Disposition, err, len(store.Transactions()), len(store.Inbox()))
 		}
 	})
 }

@@ -146,10 +146,10 @@ func (p *Processor) Step(ctx context.Context) (int, error) {
 	defer cancel()
 	var (
 		claimed []PendingMessage
-		res     batchResult
+		res     batchReport
 	)
 	n, err := p.backlog.ClaimPending(bctx, Claim{Limit: p.cfg.BatchSize, Types: p.types},
-		func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchOutcome, error) {
+		func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchResult, error) {
 			claimed = rows
 			res = p.process(ctx, rows, apply)
 			return res.out, nil
@@ -188,9 +188,9 @@ func (p *Processor) stepOne(ctx context.Context, m PendingMessage, batchErr erro
 	if !alone {
 		var (
 			got bool
-			res batchResult
+			res batchReport
 		)
-		_, err := p.backlog.ClaimPending(bctx, one, func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchOutcome, error) {
+		_, err := p.backlog.ClaimPending(bctx, one, func(ctx context.Context, rows []PendingMessage, apply ApplyFunc) (BatchResult, error) {
 			got = true
 			res = p.process(ctx, rows, apply)
 			return res.out, nil
@@ -204,9 +204,9 @@ func (p *Processor) stepOne(ctx context.Context, m PendingMessage, batchErr erro
 		}
 		commitErr = err
 	}
-	var res batchResult
-	_, err := p.backlog.ClaimPending(bctx, one, func(_ context.Context, rows []PendingMessage, _ ApplyFunc) (BatchOutcome, error) {
-		res = batchResult{out: BatchOutcome{At: p.now()}}
+	var res batchReport
+	_, err := p.backlog.ClaimPending(bctx, one, func(_ context.Context, rows []PendingMessage, _ ApplyFunc) (BatchResult, error) {
+		res = batchReport{out: BatchResult{At: p.now()}}
 		p.fail(&res, rows[0], fmt.Errorf("commit: %w", commitErr))
 		return res.out, nil
 	})
@@ -217,9 +217,9 @@ func (p *Processor) stepOne(ctx context.Context, m PendingMessage, batchErr erro
 	return nil
 }
 
-// batchResult is a batch's outcome plus what to report once it committed.
-type batchResult struct {
-	out    BatchOutcome
+// batchReport is a batch's outcome plus what to report once it committed.
+type batchReport struct {
+	out    BatchResult
 	posted []bool
 	ages   []time.Duration
 	types  map[string]string // parked id → event type, for the log
@@ -229,8 +229,8 @@ type batchResult struct {
 // row first, then posts them in lock order (lockOrder), so that batches
 // committing side by side never wait on each other's balance rows in a
 // cycle.
-func (p *Processor) process(ctx context.Context, rows []PendingMessage, apply ApplyFunc) batchResult {
-	res := batchResult{out: BatchOutcome{At: p.now()}}
+func (p *Processor) process(ctx context.Context, rows []PendingMessage, apply ApplyFunc) batchReport {
+	res := batchReport{out: BatchResult{At: p.now()}}
 	jobs := make([]job, 0, len(rows))
 	for _, m := range rows {
 		j, err := p.decode(m)
@@ -331,7 +331,7 @@ func (p *Processor) post(ctx context.Context, j job, apply ApplyFunc, now time.T
 // once when it can never apply (retrying would only repeat the refusal): its
 // event is malformed or invalid, or its posting would take a balance past
 // what int64 holds.
-func (p *Processor) fail(res *batchResult, m PendingMessage, err error) {
+func (p *Processor) fail(res *batchReport, m PendingMessage, err error) {
 	f := Failure{ID: m.ID, Error: err.Error(), Attempts: m.Attempts + 1}
 	permanent := errors.Is(err, ErrMalformed) || errors.Is(err, ErrInvalidEvent) || errors.Is(err, ledger.ErrBalanceLimit)
 	if permanent || f.Attempts >= p.cfg.MaxAttempts {
@@ -347,7 +347,7 @@ func (p *Processor) fail(res *batchResult, m PendingMessage, err error) {
 }
 
 // report counts and logs a committed batch.
-func (p *Processor) report(ctx context.Context, res batchResult) {
+func (p *Processor) report(ctx context.Context, res batchReport) {
 	for i := range res.out.Processed {
 		p.metrics.Processed(res.posted[i], res.ages[i])
 	}

@@ -73,7 +73,7 @@ func TestRecordChecksLikeApply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = append(got, res.Outcome.String())
+		got = append(got, res.Disposition.String())
 	}
 	if strings.Join(got, ",") != "recorded,duplicate" {
 		t.Errorf("outcomes: got %v, want recorded,duplicate", got)
@@ -186,11 +186,11 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnT
 	sync, async := body(msgA, paymentID), body(msgB, refundID)
 
 	old := newService(m)
-	if res, err := old.Apply(ctx, sync); err != nil || res.Outcome != posting.Ignored {
-		t.Fatalf("sync, unknown type: got %v, %v; want ignored", res.Outcome, err)
+	if res, err := old.Apply(ctx, sync); err != nil || res.Disposition != posting.Ignored {
+		t.Fatalf("sync, unknown type: got %v, %v; want ignored", res.Disposition, err)
 	}
-	if res, err := old.Record(ctx, async); err != nil || res.Outcome != posting.Ignored {
-		t.Fatalf("async, unknown type: got %v, %v; want ignored", res.Outcome, err)
+	if res, err := old.Record(ctx, async); err != nil || res.Disposition != posting.Ignored {
+		t.Fatalf("async, unknown type: got %v, %v; want ignored", res.Disposition, err)
 	}
 	oldProc := posting.NewProcessor(posting.ProcessorConfig{}, m, &postingtest.FakeSchemas{}, quiet, nil, time.Now)
 	if n := step(t, oldProc); n != 0 {
@@ -214,8 +214,8 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnT
 	if n := step(t, p); n != 0 {
 		t.Fatalf("claimed %d more, want 0", n)
 	}
-	if res, err := svc.Apply(ctx, sync); err != nil || res.Outcome != posting.Duplicate {
-		t.Errorf("redelivery: got %v, %v; want duplicate", res.Outcome, err)
+	if res, err := svc.Apply(ctx, sync); err != nil || res.Disposition != posting.Duplicate {
+		t.Errorf("redelivery: got %v, %v; want duplicate", res.Disposition, err)
 	}
 	txs := m.Transactions()
 	if len(txs) != 2 || txs[0].Kind() != "dispute" || txs[1].Kind() != "dispute" {

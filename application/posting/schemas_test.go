@@ -57,10 +57,10 @@ func TestApplyChecksTheVersionTheEventNames(t *testing.T) {
 			res, err := serviceWith(postingtest.NewFakeStore(), schemas).Apply(context.Background(), []byte(tt.body))
 			if tt.asked == nil {
 				if !errors.Is(err, posting.ErrInvalidEvent) {
-					t.Errorf("got %v, %v; want ErrInvalidEvent", res.Outcome, err)
+					t.Errorf("got %v, %v; want ErrInvalidEvent", res.Disposition, err)
 				}
-			} else if err != nil || res.Outcome != posting.Applied {
-				t.Errorf("got %v, %v; want applied", res.Outcome, err)
+			} else if err != nil || res.Disposition != posting.Applied {
+				t.Errorf("got %v, %v; want applied", res.Disposition, err)
 			}
 			if got := schemas.Asked(); !slices.Equal(got, tt.asked) {
 				t.Errorf("schemas asked %v, want %v", got, tt.asked)
@@ -75,8 +75,8 @@ func TestApplyDoesNotCheckTypesItDoesNotPost(t *testing.T) {
 	schemas := &postingtest.FakeSchemas{Refuse: errors.New("refuses everything")}
 	body := strings.Replace(string(created(msgA, 1050)), `"type":"payment.created"`, `"type":"payment.disputed"`, 1)
 	res, err := serviceWith(postingtest.NewFakeStore(), schemas).Apply(context.Background(), []byte(body))
-	if err != nil || res.Outcome != posting.Ignored {
-		t.Errorf("got %v, %v; want ignored", res.Outcome, err)
+	if err != nil || res.Disposition != posting.Ignored {
+		t.Errorf("got %v, %v; want ignored", res.Disposition, err)
 	}
 	if got := schemas.Asked(); len(got) != 0 {
 		t.Errorf("schemas asked %v, want nothing", got)

@@ -9,14 +9,16 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Outcome says what Apply did with a message that may be acknowledged.
-type Outcome int
+// Disposition says what receiving a message did: applied, a duplicate,
+// ignored, recorded for the processor, or parked. (Not a relay.Outcome, which
+// is what a claimed outbox batch did.)
+type Disposition int
 
-// The outcomes of Apply. Every one of them means "committed: acknowledge the
-// message"; a message that must not be acknowledged comes back as an error.
+// The dispositions of Apply and Record. Every one of them means "committed:
+// acknowledge the message"; a message that must not be acknowledged comes back as an error.
 const (
 	// Applied: the message was new and its ledger transaction is posted.
-	Applied Outcome = iota + 1
+	Applied Disposition = iota + 1
 	// Duplicate: the message id was already in the inbox (a redelivery), or
 	// its business fact was already posted under another message id. Nothing
 	// changed in the ledger.
@@ -35,8 +37,8 @@ const (
 	Parked
 )
 
-// String names the outcome, for logs and metric labels.
-func (o Outcome) String() string {
+// String names the disposition, for logs and metric labels.
+func (o Disposition) String() string {
 	switch o {
 	case Applied:
 		return "applied"
@@ -55,9 +57,9 @@ func (o Outcome) String() string {
 
 // Result describes one message that Apply committed.
 type Result struct {
-	MessageID string
-	Type      string
-	Outcome   Outcome
+	MessageID   string
+	Type        string
+	Disposition Disposition
 	// EventTime is the event's own time (when the payments service recorded
 	// the fact); zero if the event had none.
 	EventTime time.Time
@@ -87,7 +89,7 @@ func NewService(tx Transactor, reader Reader, schemas Schemas, now func() time.T
 // A posting the database refuses for good — an account's balance would
 // pass what int64 holds — is not retried: a second transaction records the
 // message in the inbox parked, with the reason, and Apply returns Parked, to
-// be acknowledged like any committed outcome.
+// be acknowledged like any committed disposition.
 //
 // Errors: ErrMalformed or ErrInvalidEvent for a message that will never
 // apply, one its schema refuses included, or one of a type this version does
@@ -157,13 +159,13 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 		}
 		switch {
 		case !inserted:
-			res.Outcome = Duplicate
+			res.Disposition = Duplicate
 			return nil
 		case !known:
-			res.Outcome = Ignored
+			res.Disposition = Ignored
 			return nil
 		case !apply:
-			res.Outcome = Recorded
+			res.Disposition = Recorded
 			return nil
 		}
 		posted, err := r.Ledger.Post(ctx, tx, now)
@@ -172,10 +174,10 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 		}
 		if !posted {
 			// Layer 2: the same business fact came under another message id.
-			res.Outcome = Duplicate
+			res.Disposition = Duplicate
 			return r.Inbox.Annotate(ctx, env.id, noteAlreadyPosted)
 		}
-		res.Outcome = Applied
+		res.Disposition = Applied
 		return nil
 	})
 	if apply && errors.Is(err, ledger.ErrBalanceLimit) {
@@ -193,11 +195,11 @@ func (s *Service) receive(ctx context.Context, body []byte, apply bool) (Result,
 // If this transaction fails too, the message is left for redelivery.
 func (s *Service) park(ctx context.Context, res Result, msg InboxMessage, cause error) (Result, error) {
 	msg.ProcessedAt, msg.ParkedAt, msg.Error = time.Time{}, msg.ReceivedAt, cause.Error()
-	res.Outcome = Parked
+	res.Disposition = Parked
 	err := s.tx.Transact(ctx, func(r Repos) error {
 		inserted, err := r.Inbox.Insert(ctx, msg)
 		if err == nil && !inserted {
-			res.Outcome = Duplicate
+			res.Disposition = Duplicate
 		}
 		return err
 	})

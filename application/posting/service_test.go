@@ -64,7 +64,7 @@ func TestApplyPostsAPaymentOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
-		outcomes = append(outcomes, res.Outcome.String())
+		outcomes = append(outcomes, res.Disposition.String())
 	}
 	if got, want := strings.Join(outcomes, ","), "applied,duplicate,duplicate"; got != want {
 		t.Errorf("outcomes: got %s, want %s", got, want)
@@ -122,8 +122,8 @@ func TestApplySameFactUnderAnotherMessageID(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
-	if res.Outcome != posting.Duplicate {
-		t.Errorf("outcome: got %s, want duplicate", res.Outcome)
+	if res.Disposition != posting.Duplicate {
+		t.Errorf("outcome: got %s, want duplicate", res.Disposition)
 	}
 	if len(m.Transactions()) != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
@@ -137,13 +137,13 @@ func TestApplyRecordsUnknownTypes(t *testing.T) {
 	m := postingtest.NewFakeStore()
 	svc := newService(m)
 	body := []byte(`{"specversion":"1.0","id":"` + msgA + `","type":"payment.disputed","source":"/payments","data":{"x":1}}`)
-	for _, want := range []posting.Outcome{posting.Ignored, posting.Duplicate} {
+	for _, want := range []posting.Disposition{posting.Ignored, posting.Duplicate} {
 		res, err := svc.Apply(context.Background(), body)
 		if err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
-		if res.Outcome != want {
-			t.Errorf("outcome: got %s, want %s", res.Outcome, want)
+		if res.Disposition != want {
+			t.Errorf("outcome: got %s, want %s", res.Disposition, want)
 		}
 	}
 	msg, ok := m.Inbox()[msgA]
@@ -168,13 +168,13 @@ func TestIgnoredTypesAreRecordedProcessed(t *testing.T) {
 				receive = svc.Record
 			}
 			body := []byte(`{"specversion":"1.0","id":"` + msgA + `","type":"payment.disputed","source":"/payments","data":{"x":1}}`)
-			for _, want := range []posting.Outcome{posting.Ignored, posting.Duplicate} {
+			for _, want := range []posting.Disposition{posting.Ignored, posting.Duplicate} {
 				res, err := receive(context.Background(), body)
 				if err != nil {
 					t.Fatalf("receive: %v", err)
 				}
-				if res.Outcome != want {
-					t.Errorf("outcome: got %s, want %s", res.Outcome, want)
+				if res.Disposition != want {
+					t.Errorf("outcome: got %s, want %s", res.Disposition, want)
 				}
 			}
 			msg := m.Inbox()[msgA]
@@ -251,8 +251,8 @@ func TestApplyFailedCommitLeavesNothing(t *testing.T) {
 	}
 	m.FailCommits(nil)
 	res, err := svc.Apply(context.Background(), created(msgA, 1050))
-	if err != nil || res.Outcome != posting.Applied {
-		t.Errorf("redelivery: got %v, %v; want applied", res.Outcome, err)
+	if err != nil || res.Disposition != posting.Applied {
+		t.Errorf("redelivery: got %v, %v; want applied", res.Disposition, err)
 	}
 }
 
@@ -290,11 +290,11 @@ func TestApplyParksAPostingPastTheBalanceLimit(t *testing.T) {
 	ctx := context.Background()
 	first := createdOf(msgA, "7d4f8f7c-1d2b-4a53-b8d4-000000000001", math.MaxInt64)
 	second := createdOf(msgB, "7d4f8f7c-1d2b-4a53-b8d4-000000000002", math.MaxInt64)
-	if res, err := svc.Apply(ctx, first); err != nil || res.Outcome != posting.Applied {
-		t.Fatalf("first: got %v, %v; want applied", res.Outcome, err)
+	if res, err := svc.Apply(ctx, first); err != nil || res.Disposition != posting.Applied {
+		t.Fatalf("first: got %v, %v; want applied", res.Disposition, err)
 	}
 	res, err := svc.Apply(ctx, second)
-	if err != nil || res.Outcome != posting.Parked || res.MessageID != msgB {
+	if err != nil || res.Disposition != posting.Parked || res.MessageID != msgB {
 		t.Fatalf("second: got %+v, %v; want parked, no error (acknowledge it)", res, err)
 	}
 	row := m.Inbox()[msgB]
@@ -312,8 +312,8 @@ func TestApplyParksAPostingPastTheBalanceLimit(t *testing.T) {
 	if st, _ := m.InboxStats(ctx, posting.AppliedTypes()); st.Parked != 1 {
 		t.Errorf("stats: got %+v, want 1 parked (inbox_parked_rows pages on it)", st)
 	}
-	if res, err := svc.Apply(ctx, second); err != nil || res.Outcome != posting.Duplicate {
-		t.Errorf("redelivery of the parked message: got %v, %v; want duplicate", res.Outcome, err)
+	if res, err := svc.Apply(ctx, second); err != nil || res.Disposition != posting.Duplicate {
+		t.Errorf("redelivery of the parked message: got %v, %v; want duplicate", res.Disposition, err)
 	}
 }
 
@@ -329,7 +329,7 @@ func TestApplyLeavesAMessageItCouldNotParkForRedelivery(t *testing.T) {
 	m.FailCommits(errors.New("connection reset"))
 	res, err := svc.Apply(ctx, createdOf(msgB, "7d4f8f7c-1d2b-4a53-b8d4-000000000002", 1))
 	if err == nil || !errors.Is(err, ledger.ErrBalanceLimit) || errors.Is(err, posting.ErrInvalidEvent) {
-		t.Fatalf("got %v, %v; want a transient error naming the balance limit", res.Outcome, err)
+		t.Fatalf("got %v, %v; want a transient error naming the balance limit", res.Disposition, err)
 	}
 	if _, ok := m.Inbox()[msgB]; ok {
 		t.Error("the message is in the inbox: its redelivery would be acknowledged as a duplicate")

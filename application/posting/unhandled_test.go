@@ -46,8 +46,8 @@ func TestUnhandledMessagesAreCapped(t *testing.T) { // not parallel: IgnoreType 
 			ctx := context.Background()
 
 			res, err := receive(ctx, sized(t, msgA, "payment.disputed", posting.MaxUnhandledSize))
-			if err != nil || res.Outcome != posting.Ignored {
-				t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Outcome, err)
+			if err != nil || res.Disposition != posting.Ignored {
+				t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Disposition, err)
 			}
 			if row := m.Inbox()[msgA]; len(row.Payload) != posting.MaxUnhandledSize || !row.ProcessedAt.IsZero() {
 				t.Errorf("unhandled, at the cap: a row of %d bytes, processed at %v; want it whole and pending", len(row.Payload), row.ProcessedAt)
@@ -63,12 +63,12 @@ func TestUnhandledMessagesAreCapped(t *testing.T) { // not parallel: IgnoreType 
 
 			over := 2 * posting.MaxUnhandledSize
 			big := bytes.Replace(created(msgC, 100), []byte(`"source":`), []byte(`"padding":"`+strings.Repeat("x", over)+`","source":`), 1)
-			if res, err := receive(ctx, big); err != nil || res.Outcome != known {
-				t.Errorf("a type this version applies, %d bytes: got %v, %v; want %s: its schema decides, not the cap", len(big), res.Outcome, err, known)
+			if res, err := receive(ctx, big); err != nil || res.Disposition != known {
+				t.Errorf("a type this version applies, %d bytes: got %v, %v; want %s: its schema decides, not the cap", len(big), res.Disposition, err, known)
 			}
 			voided := sized(t, "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a04", "payment.voided", over)
-			if res, err := receive(ctx, voided); err != nil || res.Outcome != posting.Ignored {
-				t.Errorf("an ignored type, %d bytes: got %v, %v; want ignored", len(voided), res.Outcome, err)
+			if res, err := receive(ctx, voided); err != nil || res.Disposition != posting.Ignored {
+				t.Errorf("an ignored type, %d bytes: got %v, %v; want ignored", len(voided), res.Disposition, err)
 			}
 			if row := m.Inbox()["0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a04"]; row.ProcessedAt.IsZero() {
 				t.Error("an ignored type's row is pending; want it recorded processed")

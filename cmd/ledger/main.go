@@ -245,7 +245,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if cfg.InboxMode == inboxAsync {
 		handler = sqs.HandlerFunc(func(ctx context.Context, body []byte) (posting.Result, error) {
 			res, err := svc.Record(ctx, body)
-			if err == nil && res.Outcome == posting.Recorded {
+			if err == nil && res.Disposition == posting.Recorded {
 				proc.Wake()
 			}
 			return res, err

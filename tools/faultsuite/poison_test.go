@@ -32,16 +32,16 @@ func TestPoisonIsPoisonForTheLedger(t *testing.T) {
 	svc := posting.NewService(&memTx{}, nil, schemas, time.Now)
 	ctx := context.Background()
 
-	if res, err := svc.Apply(ctx, []byte(valid)); err != nil || res.Outcome != posting.Applied {
-		t.Fatalf("the unedited event: %v, %v; want applied\n%s", res.Outcome, err, valid)
+	if res, err := svc.Apply(ctx, []byte(valid)); err != nil || res.Disposition != posting.Applied {
+		t.Fatalf("the unedited event: %v, %v; want applied\n%s", res.Disposition, err, valid)
 	}
 	for _, body := range poison {
 		if _, err := svc.Apply(ctx, []byte(body)); !errors.Is(err, posting.ErrMalformed) && !errors.Is(err, posting.ErrInvalidEvent) {
 			t.Errorf("poison applied or retried instead of refused (err %v):\n%s", err, body)
 		}
 	}
-	if res, err := svc.Apply(ctx, []byte(unknown)); err != nil || res.Outcome != posting.Ignored {
-		t.Errorf("the unknown type: %v, %v; want ignored\n%s", res.Outcome, err, unknown)
+	if res, err := svc.Apply(ctx, []byte(unknown)); err != nil || res.Disposition != posting.Ignored {
+		t.Errorf("the unknown type: %v, %v; want ignored\n%s", res.Disposition, err, unknown)
 	}
 }
 

@@ -32,7 +32,7 @@ const claimSQL = `
 // plain shape: each row's savepoint costs round trips of its own, so the
 // pipelining of postgres.Transact would save little here. A commit that
 // would take a balance past int64 fails with ledger.ErrBalanceLimit.
-func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(context.Context, []posting.PendingMessage, posting.ApplyFunc) (posting.BatchOutcome, error)) (int, error) {
+func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(context.Context, []posting.PendingMessage, posting.ApplyFunc) (posting.BatchResult, error)) (int, error) {
 	var ids []string // nil: any row
 	if len(c.IDs) > 0 {
 		ids = c.IDs
@@ -100,7 +100,7 @@ func traceParents(msgs []posting.PendingMessage) map[string]trace.SpanContext {
 
 // writeOutcome writes a batch's outcome with one statement per kind of
 // outcome, whatever the batch's size.
-func writeOutcome(ctx context.Context, tx pgx.Tx, out posting.BatchOutcome) error {
+func writeOutcome(ctx context.Context, tx pgx.Tx, out posting.BatchResult) error {
 	b := &pgx.Batch{}
 	if len(out.Processed) > 0 {
 		ids, notes := make([]string, len(out.Processed)), make([]string, len(out.Processed))

@@ -29,12 +29,12 @@ func TestTwoInt64MaxPaymentsInBothModes(t *testing.T) {
 			ctx := context.Background()
 			first, second := newPayment(math.MaxInt64, "cus_1", "mer_max"), newPayment(math.MaxInt64, "cus_2", "mer_max")
 			if mode == "sync" {
-				if res, err := svc.Apply(ctx, first.body()); err != nil || res.Outcome != posting.Applied {
-					t.Fatalf("first: got %v, %v; want applied", res.Outcome, err)
+				if res, err := svc.Apply(ctx, first.body()); err != nil || res.Disposition != posting.Applied {
+					t.Fatalf("first: got %v, %v; want applied", res.Disposition, err)
 				}
 				res, err := svc.Apply(ctx, second.body())
-				if err != nil || res.Outcome != posting.Parked {
-					t.Fatalf("second: got %v, %v; want parked, and no error: the consumer acknowledges it", res.Outcome, err)
+				if err != nil || res.Disposition != posting.Parked {
+					t.Fatalf("second: got %v, %v; want parked, and no error: the consumer acknowledges it", res.Disposition, err)
 				}
 			} else {
 				record(t, svc, first.body(), second.body())

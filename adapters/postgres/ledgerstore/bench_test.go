@@ -50,8 +50,8 @@ func BenchmarkApply(b *testing.B) {
 							if err != nil {
 								return err
 							}
-							if res.Outcome != want {
-								return fmt.Errorf("outcome %s", res.Outcome)
+							if res.Disposition != want {
+								return fmt.Errorf("outcome %s", res.Disposition)
 							}
 						}
 					})
@@ -177,8 +177,8 @@ func benchSync(b *testing.B, svc *posting.Service, bodies [][]byte, workers int)
 				if err != nil {
 					return err
 				}
-				if res.Outcome != posting.Applied {
-					return fmt.Errorf("outcome %s", res.Outcome)
+				if res.Disposition != posting.Applied {
+					return fmt.Errorf("outcome %s", res.Disposition)
 				}
 			}
 		})

@@ -38,8 +38,8 @@ func record(t *testing.T, svc *posting.Service, bodies ...[]byte) {
 		if err != nil {
 			t.Fatalf("Record: %v", err)
 		}
-		if res.Outcome != posting.Recorded && res.Outcome != posting.Duplicate {
-			t.Fatalf("Record: outcome %s", res.Outcome)
+		if res.Disposition != posting.Recorded && res.Disposition != posting.Duplicate {
+			t.Fatalf("Record: outcome %s", res.Disposition)
 		}
 	}
 }
@@ -94,8 +94,8 @@ func TestRecordAppliesNothingUntilProcessed(t *testing.T) {
 	}
 	// After a switch back to sync mode, the redelivery of a recorded message
 	// is a duplicate: the processor, not the consumer, applies the row.
-	if res, err := svc.Apply(context.Background(), p.body()); err != nil || res.Outcome != posting.Duplicate {
-		t.Fatalf("sync redelivery of a recorded message: got %v, %v; want duplicate", res.Outcome, err)
+	if res, err := svc.Apply(context.Background(), p.body()); err != nil || res.Disposition != posting.Duplicate {
+		t.Fatalf("sync redelivery of a recorded message: got %v, %v; want duplicate", res.Disposition, err)
 	}
 	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
 	record(t, svc, p.body())

@@ -91,7 +91,7 @@ func TestSameEventThreeTimesPostsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
-		got = append(got, res.Outcome.String())
+		got = append(got, res.Disposition.String())
 	}
 	if want := "applied,duplicate,duplicate"; strings.Join(got, ",") != want {
 		t.Errorf("outcomes: got %v, want %s", got, want)
@@ -120,8 +120,8 @@ func TestRefundBeforePaymentEndsTheSame(t *testing.T) {
 				order = []event{r2, r1, p}
 			}
 			for _, e := range order {
-				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Outcome != posting.Applied {
-					t.Fatalf("Apply: got %v, %v; want applied", res.Outcome, err)
+				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Disposition != posting.Applied {
+					t.Fatalf("Apply: got %v, %v; want applied", res.Disposition, err)
 				}
 			}
 			if b := balance(t, svc, "payer:mer_r:cus_r"); b != 0 {
@@ -153,8 +153,8 @@ func TestBusinessKeyIsTheSecondLayer(t *testing.T) {
 	again := p
 	again.id = uuid.NewString() // the same fact under a new message id
 	res, err := svc.Apply(context.Background(), again.body())
-	if err != nil || res.Outcome != posting.Duplicate {
-		t.Fatalf("got %v, %v; want duplicate", res.Outcome, err)
+	if err != nil || res.Disposition != posting.Duplicate {
+		t.Fatalf("got %v, %v; want duplicate", res.Disposition, err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", n)
@@ -323,7 +323,7 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				switch res.Outcome {
+				switch res.Disposition {
 				case posting.Applied:
 					applied.Add(1)
 				case posting.Duplicate:

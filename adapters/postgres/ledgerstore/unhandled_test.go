@@ -40,8 +40,8 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 	ctx := context.Background()
 
 	recent := uuid.NewString()
-	if res, err := svc.Record(ctx, unhandledBody(t, recent, posting.MaxUnhandledSize)); err != nil || res.Outcome != posting.Ignored {
-		t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Outcome, err)
+	if res, err := svc.Record(ctx, unhandledBody(t, recent, posting.MaxUnhandledSize)); err != nil || res.Disposition != posting.Ignored {
+		t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Disposition, err)
 	}
 	tooBig := uuid.NewString()
 	if _, err := svc.Record(ctx, unhandledBody(t, tooBig, posting.MaxUnhandledSize+1)); !errors.Is(err, posting.ErrMalformed) {

@@ -19,7 +19,7 @@ var (
 // other transaction, which is SKIP LOCKED's guarantee (no row in two claims)
 // without its concurrency; a savepoint is a copy of the state restored when
 // fn fails.
-func (m *FakeStore) ClaimPending(ctx context.Context, c posting.Claim, fn func(context.Context, []posting.PendingMessage, posting.ApplyFunc) (posting.BatchOutcome, error)) (int, error) {
+func (m *FakeStore) ClaimPending(ctx context.Context, c posting.Claim, fn func(context.Context, []posting.PendingMessage, posting.ApplyFunc) (posting.BatchResult, error)) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := time.Now()
@@ -66,7 +66,7 @@ func (m *FakeStore) ClaimPending(ctx context.Context, c posting.Claim, fn func(c
 	return len(rows), nil
 }
 
-func (m *FakeStore) writeOutcome(out posting.BatchOutcome) {
+func (m *FakeStore) writeOutcome(out posting.BatchResult) {
 	for _, p := range out.Processed {
 		msg := m.inbox[p.ID]
 		msg.ProcessedAt, msg.Error = out.At, p.Note

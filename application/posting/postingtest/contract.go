@@ -292,9 +292,9 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			t.Fatalf("retry: got %d, %v; want 1", n, err)
 		}
 		var attempts int
-		got := claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+		got := claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchResult {
 			attempts = rows[0].Attempts
-			return posting.BatchOutcome{}
+			return posting.BatchResult{}
 		})
 		if len(got) != 1 || attempts != 0 {
 			t.Errorf("after retry: got %v with %d attempts, want [%s] with 0", got, attempts, msg1)
@@ -308,15 +308,15 @@ func pendingMsg(id, typ string, received time.Time) posting.InboxMessage {
 
 // claimIDs claims with c and returns the ids claimed, writing out whatever
 // fn makes of them (nothing when fn is nil).
-func claimIDs(t *testing.T, s Store, c posting.Claim, fn func([]posting.PendingMessage, posting.ApplyFunc) posting.BatchOutcome) []string {
+func claimIDs(t *testing.T, s Store, c posting.Claim, fn func([]posting.PendingMessage, posting.ApplyFunc) posting.BatchResult) []string {
 	t.Helper()
 	var ids []string
-	_, err := s.ClaimPending(context.Background(), c, func(_ context.Context, rows []posting.PendingMessage, apply posting.ApplyFunc) (posting.BatchOutcome, error) {
+	_, err := s.ClaimPending(context.Background(), c, func(_ context.Context, rows []posting.PendingMessage, apply posting.ApplyFunc) (posting.BatchResult, error) {
 		for _, r := range rows {
 			ids = append(ids, r.ID)
 		}
 		if fn == nil {
-			return posting.BatchOutcome{}, nil
+			return posting.BatchResult{}, nil
 		}
 		return fn(rows, apply), nil
 	})
@@ -380,8 +380,8 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 		s := open(t)
 		insert(t, s, pendingMsg(msg1, posting.TypePaymentCreated, at))
 		c := posting.Claim{Limit: 10, Types: created}
-		claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
-			return posting.BatchOutcome{At: time.Now(), Retry: []posting.Failure{{ID: msg1, Error: "boom", Attempts: 1, NextAttemptAt: time.Now().Add(time.Hour)}}}
+		claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchResult {
+			return posting.BatchResult{At: time.Now(), Retry: []posting.Failure{{ID: msg1, Error: "boom", Attempts: 1, NextAttemptAt: time.Now().Add(time.Hour)}}}
 		})
 		if got := claimIDs(t, s, c, nil); len(got) != 0 {
 			t.Fatalf("a row due in an hour was claimed: %v", got)
@@ -395,13 +395,13 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 
 		insert(t, s, pendingMsg(msg2, posting.TypePaymentCreated, at))
 		var attempts int
-		claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+		claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchResult {
 			attempts = rows[0].Attempts
-			return posting.BatchOutcome{At: time.Now(), Retry: []posting.Failure{{ID: msg2, Error: "boom", Attempts: 1, NextAttemptAt: time.Now().Add(-time.Second)}}}
+			return posting.BatchResult{At: time.Now(), Retry: []posting.Failure{{ID: msg2, Error: "boom", Attempts: 1, NextAttemptAt: time.Now().Add(-time.Second)}}}
 		})
-		got := claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+		got := claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchResult {
 			attempts = rows[0].Attempts
-			return posting.BatchOutcome{At: time.Now(), Parked: []posting.Failure{{ID: msg2, Error: "boom again", Attempts: 2}}}
+			return posting.BatchResult{At: time.Now(), Parked: []posting.Failure{{ID: msg2, Error: "boom again", Attempts: 2}}}
 		})
 		if len(got) != 1 || got[0] != msg2 || attempts != 1 {
 			t.Fatalf("a row due again: got %v with %d attempts, want [%s] with 1", got, attempts, msg2)
@@ -415,9 +415,9 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 		if n, err := s.Retry(ctx, nil); err != nil || n != 1 {
 			t.Fatalf("retry all parked: got %d, %v; want 1", n, err)
 		}
-		got = claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
+		got = claimIDs(t, s, c, func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchResult {
 			attempts = rows[0].Attempts
-			return posting.BatchOutcome{At: time.Now(), Processed: []posting.Processed{{ID: msg2}}}
+			return posting.BatchResult{At: time.Now(), Processed: []posting.Processed{{ID: msg2}}}
 		})
 		if len(got) != 1 || attempts != 0 {
 			t.Fatalf("after retry: got %v with %d attempts, want [%s] with 0", got, attempts, msg2)
@@ -450,8 +450,8 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 		// A version that applies the type parked two rows; an older one must
 		// keep them.
 		claimIDs(t, s, posting.Claim{Limit: 10, Types: []string{disputed, posting.TypePaymentCreated}, IDs: []string{parked, msg2}},
-			func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchOutcome {
-				return posting.BatchOutcome{At: time.Now(), Parked: []posting.Failure{{ID: parked, Error: "boom", Attempts: 1}, {ID: msg2, Error: "boom", Attempts: 1}}}
+			func(rows []posting.PendingMessage, _ posting.ApplyFunc) posting.BatchResult {
+				return posting.BatchResult{At: time.Now(), Parked: []posting.Failure{{ID: parked, Error: "boom", Attempts: 1}, {ID: msg2, Error: "boom", Attempts: 1}}}
 			})
 
 		var got []int
@@ -499,11 +499,11 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 		insert(t, s, pendingMsg(msg1, posting.TypePaymentCreated, at), pendingMsg(msg2, posting.TypePaymentCreated, at.Add(time.Second)))
 		boom := errors.New("boom")
 		c := posting.Claim{Limit: 10, Types: created}
-		_, err := s.ClaimPending(ctx, c, func(ctx context.Context, rows []posting.PendingMessage, apply posting.ApplyFunc) (posting.BatchOutcome, error) {
+		_, err := s.ClaimPending(ctx, c, func(ctx context.Context, rows []posting.PendingMessage, apply posting.ApplyFunc) (posting.BatchResult, error) {
 			if err := apply(ctx, func(r posting.Repos) error { _, err := r.Ledger.Post(ctx, payment(t, msg1), at); return err }); err != nil {
-				return posting.BatchOutcome{}, err
+				return posting.BatchResult{}, err
 			}
-			return posting.BatchOutcome{}, boom
+			return posting.BatchResult{}, boom
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("got %v, want %v", err, boom)
@@ -511,7 +511,7 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 		if _, err := s.PaymentTransactions(ctx, payment1); !errors.Is(err, ledger.ErrPaymentNotFound) {
 			t.Errorf("a failed batch kept its posting: %v", err)
 		}
-		claimIDs(t, s, c, func(rows []posting.PendingMessage, apply posting.ApplyFunc) posting.BatchOutcome {
+		claimIDs(t, s, c, func(rows []posting.PendingMessage, apply posting.ApplyFunc) posting.BatchResult {
 			err := apply(ctx, func(r posting.Repos) error { _, err := r.Ledger.Post(ctx, refund(t, msg2), at); return err })
 			if err != nil {
 				t.Error(err)
@@ -525,7 +525,7 @@ func runBacklogContract(t *testing.T, open func(t *testing.T) Store) {
 			if !errors.Is(err, boom) {
 				t.Errorf("apply: got %v, want %v", err, boom)
 			}
-			return posting.BatchOutcome{At: time.Now(), Processed: []posting.Processed{{ID: msg2}}}
+			return posting.BatchResult{At: time.Now(), Processed: []posting.Processed{{ID: msg2}}}
 		})
 		txs, err := s.PaymentTransactions(ctx, payment1)
 		if err != nil || len(txs) != 1 || txs[0].Kind() != "refund" {
