@@ -2,15 +2,14 @@ package ledgerstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // claimSQL locks the oldest due pending rows of the given types. The partial
@@ -28,11 +27,11 @@ const claimSQL = `
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
-// ClaimPending implements posting.Backlog. It runs on pgx.BeginFunc, the
+// ClaimPending implements inbox.Backlog. It runs on pgx.BeginFunc, the
 // plain shape: each row's savepoint costs round trips of its own, so the
 // pipelining of postgres.Transact would save little here. A commit that
 // would take a balance past int64 fails with ledger.ErrBalanceLimit.
-func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(context.Context, []posting.PendingMessage, posting.ApplyFunc) (posting.BatchResult, error)) (int, error) {
+func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error)) (int, error) {
 	var ids []string // nil: any row
 	if len(c.IDs) > 0 {
 		ids = c.IDs
@@ -43,9 +42,9 @@ func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(conte
 		if err != nil {
 			return fmt.Errorf("claim inbox rows: %w", err)
 		}
-		msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (posting.PendingMessage, error) {
+		msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inbox.PendingMessage, error) {
 			var (
-				m       posting.PendingMessage
+				m       inbox.PendingMessage
 				payload string
 			)
 			err := r.Scan(&m.ID, &m.Type, &payload, &m.ReceivedAt, &m.Attempts)
@@ -59,48 +58,23 @@ func (s *Store) ClaimPending(ctx context.Context, c posting.Claim, fn func(conte
 		if n == 0 {
 			return nil
 		}
-		var parents map[string]trace.SpanContext
-		if s.tracer != nil {
-			parents = traceParents(msgs)
-		}
-		apply := func(ctx context.Context, fn func(posting.Repos) error) error {
+		apply := func(ctx context.Context, ev inbox.Event, fn func(context.Context, bookkeeping.Ledger) error) error {
 			return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a SAVEPOINT
-				return fn(posting.Repos{Inbox: inbox{tx: sp}, Ledger: ledgerRepo{tx: sp, tracer: s.tracer, parents: parents}})
+				return fn(ctx, ledgerRepo{tx: sp, tracer: s.tracer, claimed: true, parent: tracing.SpanContext(ev.TraceParent, ev.TraceState)})
 			})
 		}
 		out, err := fn(ctx, msgs, apply)
 		if err != nil {
 			return err
 		}
-		return writeOutcome(ctx, tx, out)
+		return writeResult(ctx, tx, out)
 	})
 	return n, balanceLimit(err)
 }
 
-// traceParents returns the trace context each message's event carries as its
-// CloudEvents distributed-tracing extension, by message id: the context of
-// the write that recorded the payment, which the consumer's span had as its
-// parent when it recorded the row.
-func traceParents(msgs []posting.PendingMessage) map[string]trace.SpanContext {
-	parents := make(map[string]trace.SpanContext, len(msgs))
-	for _, m := range msgs {
-		var ext struct {
-			TraceParent string `json:"traceparent"`
-			TraceState  string `json:"tracestate"`
-		}
-		if json.Unmarshal(m.Payload, &ext) != nil {
-			continue // the processor refuses the row itself
-		}
-		if sc := tracing.SpanContext(ext.TraceParent, ext.TraceState); sc.IsValid() {
-			parents[m.ID] = sc
-		}
-	}
-	return parents
-}
-
-// writeOutcome writes a batch's outcome with one statement per kind of
-// outcome, whatever the batch's size.
-func writeOutcome(ctx context.Context, tx pgx.Tx, out posting.BatchResult) error {
+// writeResult writes a batch's result with one statement per kind of
+// result, whatever the batch's size.
+func writeResult(ctx context.Context, tx pgx.Tx, out inbox.BatchResult) error {
 	b := &pgx.Batch{}
 	if len(out.Processed) > 0 {
 		ids, notes := make([]string, len(out.Processed)), make([]string, len(out.Processed))
@@ -111,7 +85,7 @@ func writeOutcome(ctx context.Context, tx pgx.Tx, out posting.BatchResult) error
 			UPDATE inbox_messages m SET processed_at = $1, error = NULLIF(o.note, ''), next_attempt_at = NULL
 			FROM unnest($2::uuid[], $3::text[]) AS o(id, note) WHERE m.id = o.id`, out.At, ids, notes)
 	}
-	queueFailures := func(fs []posting.Failure, parked bool) {
+	queueFailures := func(fs []inbox.Failure, parked bool) {
 		if len(fs) == 0 {
 			return
 		}
@@ -138,18 +112,18 @@ func writeOutcome(ctx context.Context, tx pgx.Tx, out posting.BatchResult) error
 		return nil
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("write inbox outcome: %w", err)
+		return fmt.Errorf("write inbox batch result: %w", err)
 	}
 	return nil
 }
 
-// InboxStats implements posting.InboxAdmin, with the age measured on the
+// InboxStats implements inbox.Admin, with the age measured on the
 // database's clock. Each count's WHERE is the predicate of a partial index
 // (pending, parked), so it reads the backlog, never the applied rows that
 // wait for retention.
-func (s *Store) InboxStats(ctx context.Context, types []string) (posting.InboxStats, error) {
+func (s *Store) InboxStats(ctx context.Context, types []string) (inbox.Stats, error) {
 	var (
-		st     posting.InboxStats
+		st     inbox.Stats
 		oldest float64
 	)
 	err := s.pool.QueryRow(ctx, `
@@ -161,13 +135,13 @@ func (s *Store) InboxStats(ctx context.Context, types []string) (posting.InboxSt
 		      FROM inbox_messages WHERE processed_at IS NULL AND parked_at IS NULL) p`,
 		types).Scan(&st.Pending, &oldest, &st.Unhandled, &st.Parked)
 	if err != nil {
-		return posting.InboxStats{}, readErr(fmt.Errorf("inbox stats: %w", err))
+		return inbox.Stats{}, readErr(fmt.Errorf("inbox stats: %w", err))
 	}
 	st.OldestPending = max(0, time.Duration(oldest*float64(time.Second)))
 	return st, nil
 }
 
-// Retry implements posting.InboxAdmin.
+// Retry implements inbox.Admin.
 func (s *Store) Retry(ctx context.Context, ids []string) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE inbox_messages SET parked_at = NULL, attempts = 0, next_attempt_at = NULL
@@ -176,7 +150,7 @@ func (s *Store) Retry(ctx context.Context, ids []string) (int, error) {
 		return 0, readErr(fmt.Errorf("retry parked inbox rows: %w", err))
 	}
 	if ids != nil && tag.RowsAffected() == 0 {
-		return 0, fmt.Errorf("%w: %v", posting.ErrUnknownMessage, ids)
+		return 0, fmt.Errorf("%w: %v", inbox.ErrUnknownMessage, ids)
 	}
 	return int(tag.RowsAffected()), nil
 }

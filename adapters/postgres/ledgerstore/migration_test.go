@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -160,7 +158,7 @@ func TestChartOfAccountsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := ledgerstore.New(pool)
-	svc := posting.NewService(store, store, schemas(t), time.Now)
+	svc := newBooks(t, store)
 	if _, err := svc.Apply(ctx, newPayment(50, "cus_1", "mer_1").body()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
 // Package ledgerstore is the ledger service's Postgres adapter: the inbox and
-// ledger repositories that share one transaction (posting.Transactor), the
-// read queries behind the HTTP API, inbox cleanup, and the read-only view of
-// the payments database that `ledger reconcile` compares against.
+// ledger repositories that share one transaction (inbox.Transactor, with the
+// ledger's bookkeeping.Ledger bound to it), the read queries behind the HTTP
+// API, inbox cleanup, and the read-only view of the payments database that
+// `ledger reconcile` compares against.
 package ledgerstore
 
 import (
@@ -18,23 +19,24 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Store implements the posting ports on the ledger database.
+// Store implements the inbox's and the ledger's ports on the ledger database.
 type Store struct {
 	pool   *pgxpool.Pool
 	tracer trace.Tracer // nil: tracing off
 }
 
 var (
-	_ posting.Transactor  = (*Store)(nil)
-	_ posting.Reader      = (*Store)(nil)
-	_ posting.LedgerFacts = (*Store)(nil)
-	_ posting.Backlog     = (*Store)(nil)
-	_ posting.InboxAdmin  = (*Store)(nil)
+	_ inbox.Transactor[bookkeeping.Ledger] = (*Store)(nil)
+	_ inbox.Backlog[bookkeeping.Ledger]    = (*Store)(nil)
+	_ inbox.Admin                          = (*Store)(nil)
+	_ bookkeeping.Reader                   = (*Store)(nil)
+	_ bookkeeping.LedgerFacts              = (*Store)(nil)
 
 	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
@@ -67,7 +69,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 // repositories bound to it: it commits when fn returns nil, rolls back
 // otherwise, and returns the commit's error (a deferred constraint, such as
 // the balance check, fails at COMMIT; a balance taken past int64 there is
-// ledger.ErrBalanceLimit).
+// ledger.ErrBalanceLimit, and inbox.ErrPermanent).
 //
 // It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
 // transaction's first statement instead of on its own: a message costs three
@@ -77,7 +79,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 //
 // The repositories carry the transaction's span: the statements the use case
 // sends through them are its children whatever context it passes.
-func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) (err error) {
+func (s *Store) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) (err error) {
 	var span trace.Span
 	if s.tracer != nil {
 		ctx, span = s.tracer.Start(ctx, "ledger transaction")
@@ -90,17 +92,19 @@ func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) (err
 		}()
 	}
 	return balanceLimit(postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(posting.Repos{Inbox: inbox{tx: tx, span: span}, Ledger: ledgerRepo{tx: tx, span: span, tracer: s.tracer}})
+		return fn(ctx, inboxRepo{tx: tx, span: span}, ledgerRepo{tx: tx, span: span, tracer: s.tracer})
 	}))
 }
 
 // balanceLimit wraps err in ledger.ErrBalanceLimit when it is SQLSTATE
 // 22003, numeric_value_out_of_range: the commit's trigger found a balance
 // that would pass bigint (migration 00006). Its message names the account.
+// A retry would be refused the same way, so it is inbox.ErrPermanent too:
+// the inbox parks the message.
 func balanceLimit(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "22003" {
-		return fmt.Errorf("%w: %w", ledger.ErrBalanceLimit, err)
+		return fmt.Errorf("%w: %w: %w", inbox.ErrPermanent, ledger.ErrBalanceLimit, err)
 	}
 	return err
 }
@@ -123,7 +127,7 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-type inbox struct {
+type inboxRepo struct {
 	tx   execer
 	span trace.Span // the transaction's; nil when tracing is off
 }
@@ -131,7 +135,7 @@ type inbox struct {
 // Insert is the first layer of idempotency: the primary key on the message id
 // turns a redelivery into zero inserted rows. The row keeps the trace id of
 // the message, which the consumer put in ctx (NULL when it carried none).
-func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, error) {
+func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) {
 	var traceID *string
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		id := sc.TraceID().String()
@@ -162,7 +166,7 @@ func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, erro
 }
 
 // Annotate sets the error/note column of one inbox row.
-func (i inbox) Annotate(ctx context.Context, id, note string) error {
+func (i inboxRepo) Annotate(ctx context.Context, id, note string) error {
 	ctx = inSpan(ctx, i.span)
 	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
 		return fmt.Errorf("annotate inbox message: %w", err)
@@ -174,11 +178,11 @@ type ledgerRepo struct {
 	tx     execer
 	span   trace.Span   // the transaction's; nil when tracing is off
 	tracer trace.Tracer // nil when tracing is off
-	// parents, set in the inbox processor's claims, maps each claimed row's
-	// message id to the trace context its stored event carries, so that a
-	// posting made later continues the trace that wrote the payment. A row
-	// without one is not traced: it would start a trace of its own per row.
-	parents map[string]trace.SpanContext
+	// parent, set in the inbox processor's claims, is the trace context the
+	// claimed row's event carries, so that a posting made later continues the
+	// trace that wrote the payment; invalid for a row without one.
+	parent  trace.SpanContext
+	claimed bool // in a processor's claim: traced only under the event's context
 }
 
 // postSQL inserts the transaction and its entries in one statement (one
@@ -204,10 +208,11 @@ ORDER BY e.n`
 func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
 	ctx = inSpan(ctx, l.span)
 	traced := l.tracer != nil
-	if traced && l.parents != nil {
-		sc, ok := l.parents[tx.MessageID()]
-		traced = ok
-		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	if traced && l.claimed {
+		// A row without a trace context is not traced: it would start a
+		// trace of its own per row.
+		traced = l.parent.IsValid()
+		ctx = trace.ContextWithRemoteSpanContext(ctx, l.parent)
 	}
 	if traced {
 		var span trace.Span
@@ -321,12 +326,12 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 	return out, nil
 }
 
-// readErr wraps a read query's error in posting.ErrUnavailable when the
+// readErr wraps a read query's error in bookkeeping.ErrUnavailable when the
 // database could not be reached, so the API answers an outage 503 with
 // Retry-After, as the payments API does, instead of 500.
 func readErr(err error) error {
 	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", posting.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", bookkeeping.ErrUnavailable, err)
 	}
 	return err
 }
@@ -334,7 +339,7 @@ func readErr(err error) error {
 // DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
 // limit processed inbox rows received before cutoff, in one statement.
 // Start-up checks the cutoff lies past the broker's redelivery window
-// (posting.CheckRetention). A row not processed — pending, parked, or of a
+// (inbox.CheckRetention). A row not processed — pending, parked, or of a
 // type this version does not handle — is never deleted here: it is work not
 // done, and the inbox is the only place that still holds it. Unhandled rows
 // have a window of their own (DeleteUnhandled).
@@ -349,8 +354,8 @@ func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit i
 	return int(tag.RowsAffected()), nil
 }
 
-// DeleteUnhandled implements posting.InboxAdmin: the expiry of the rows of
-// types this version does not apply (posting.ExpireUnhandled). Its WHERE
+// DeleteUnhandled implements inbox.Admin: the expiry of the rows of types
+// this version does not apply (inbox.Processor.ExpireUnhandled). Its WHERE
 // holds the predicate of the partial pending index, so it reads the backlog,
 // not the processed rows. FOR UPDATE SKIP LOCKED passes over a row a claim
 // holds — a processor of a newer version, during a rolling deploy, applying
@@ -372,7 +377,7 @@ func (s *Store) DeleteUnhandled(ctx context.Context, types []string, cutoff time
 }
 
 // LedgerFacts returns every posted transaction for reconciliation.
-func (s *Store) LedgerFacts(ctx context.Context) ([]posting.Fact, error) {
+func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount, currency, occurred_at
 		FROM ledger_transactions`)
@@ -382,9 +387,9 @@ func (s *Store) LedgerFacts(ctx context.Context) ([]posting.Fact, error) {
 	return collectFacts(rows)
 }
 
-func collectFacts(rows pgx.Rows) ([]posting.Fact, error) {
-	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (posting.Fact, error) {
-		var f posting.Fact
+func collectFacts(rows pgx.Rows) ([]bookkeeping.Fact, error) {
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bookkeeping.Fact, error) {
+		var f bookkeeping.Fact
 		err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At)
 		return f, err
 	})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -13,7 +12,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -53,13 +52,13 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	pool := pgtest.New(t, ledgermigrations.FS)
 	store := ledgerstore.New(pool, ledgerstore.WithTracerProvider(tp))
-	svc := posting.NewService(store, store, schemas(t), time.Now)
+	svc := newBooks(t, store)
 
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	traced, untraced := newPayment(100, "cus_p", "mer_p"), newPayment(200, "cus_p", "mer_p")
 	body := bytes.Replace(traced.body(), []byte(`{`), []byte(`{"traceparent":"`+parent+`",`), 1)
 	record(t, svc, body, untraced.body())
-	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
+	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))
 	if got := balance(t, svc, "merchant:mer_p"); got != 300 {
 		t.Fatalf("mer_p balance %d after the processor, want 300: both rows applied", got)
 	}

@@ -11,7 +11,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -33,8 +34,8 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 	}
 	store := ledgerstore.New(pool)
 	id := uuid.NewString()
-	err = store.Transact(ctx, func(r posting.Repos) error {
-		ok, err := r.Inbox.Insert(ctx, posting.InboxMessage{ID: id, Type: "refuse-at-commit", Payload: []byte(`{}`), ReceivedAt: time.Now()})
+	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ bookkeeping.Ledger) error {
+		ok, err := in.Insert(ctx, inbox.Message{ID: id, Type: "refuse-at-commit", Payload: []byte(`{}`), ReceivedAt: time.Now()})
 		if err == nil && !ok {
 			t.Error("insert: got false, want true")
 		}
@@ -50,8 +51,8 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 
 	// A statement error inside the transaction aborts it; the commit must
 	// not pretend otherwise even if fn swallowed the error.
-	err = store.Transact(ctx, func(r posting.Repos) error {
-		_, _ = r.Inbox.Insert(ctx, posting.InboxMessage{ID: "not-a-uuid", Type: "x", Payload: []byte(`{}`), ReceivedAt: time.Now()})
+	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ bookkeeping.Ledger) error {
+		_, _ = in.Insert(ctx, inbox.Message{ID: "not-a-uuid", Type: "x", Payload: []byte(`{}`), ReceivedAt: time.Now()})
 		return nil
 	})
 	if !errors.Is(err, pgx.ErrTxCommitRollback) {
