@@ -161,7 +161,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := ledgerstore.New(ledDB, ledgerstore.WithTracerProvider(led.tp))
+	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
 	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
 	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, inbox.Config{}, time.Now), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,

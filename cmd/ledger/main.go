@@ -42,6 +42,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
@@ -228,7 +229,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	consumerMetrics := sqs.NewMetrics(reg)
-	store := ledgerstore.New(pool, ledgerstore.WithTracerProvider(tp.Provider))
+	store := ledgerstore.New(pool)
 	schemas, err := eventschema.New()
 	if err != nil {
 		return fmt.Errorf("event schemas: %w", err)
@@ -242,8 +243,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// types an earlier version recorded without applying (and the backlog
 	// left by a switch from async); in async mode the receiver wakes it
 	// after each message it records.
-	proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
-	receiver := inbox.NewService(store, proc, inbox.Config{Mode: cfg.InboxMode}, time.Now)
+	// Its transactions and postings are traced, each posting of the processor
+	// in the trace of the write that recorded its payment (tracing.Ledger).
+	traced := tracing.Ledger(store, tp.Provider)
+	proc := inbox.NewProcessor(cfg.processorConfig(), traced, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
+	receiver := inbox.NewService(traced, proc, inbox.Config{Mode: cfg.InboxMode}, time.Now)
 	if cfg.InboxMode == inbox.Async && cfg.InboxWorkers == 0 {
 		log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")
 	}

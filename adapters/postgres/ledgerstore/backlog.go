@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
@@ -58,9 +57,9 @@ func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context
 		if n == 0 {
 			return nil
 		}
-		apply := func(ctx context.Context, ev inbox.Event, fn func(context.Context, bookkeeping.Ledger) error) error {
+		apply := func(ctx context.Context, _ inbox.Event, fn func(context.Context, bookkeeping.Ledger) error) error {
 			return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a SAVEPOINT
-				return fn(ctx, ledgerRepo{tx: sp, tracer: s.tracer, claimed: true, parent: tracing.SpanContext(ev.TraceParent, ev.TraceState)})
+				return fn(ctx, ledgerRepo{tx: sp})
 			})
 		}
 		out, err := fn(ctx, msgs, apply)

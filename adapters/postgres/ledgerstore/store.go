@@ -14,11 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
@@ -26,9 +24,10 @@ import (
 )
 
 // Store implements the inbox's and the ledger's ports on the ledger database.
+// It knows nothing of tracing beyond storing a message's trace id:
+// adapters/tracing decorates it (tracing.Ledger).
 type Store struct {
-	pool   *pgxpool.Pool
-	tracer trace.Tracer // nil: tracing off
+	pool *pgxpool.Pool
 }
 
 var (
@@ -41,28 +40,9 @@ var (
 	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
 
-// Option tunes a Store.
-type Option func(*Store)
-
-// WithTracerProvider traces each transaction ("ledger transaction") and each
-// posting in it ("post ledger transaction") with tp's tracer, as children of
-// the span in the caller's context: the consumer's, which continues the
-// producer's trace.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(s *Store) {
-		if tp != nil {
-			s.tracer = tracing.Tracer(tp)
-		}
-	}
-}
-
 // New returns a Store on pool, a pool on the migrated ledger database.
-func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool}
 }
 
 // Transact runs fn in one database transaction with the inbox and ledger
@@ -75,24 +55,10 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 // transaction's first statement instead of on its own: a message costs three
 // round trips (BEGIN + inbox insert, posting, COMMIT) instead of
 // pgx.BeginFunc's four, and round trips are what the consumer spends its
-// time on (docs/BENCHMARKS.md).
-//
-// The repositories carry the transaction's span: the statements the use case
-// sends through them are its children whatever context it passes.
-func (s *Store) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) (err error) {
-	var span trace.Span
-	if s.tracer != nil {
-		ctx, span = s.tracer.Start(ctx, "ledger transaction")
-		defer func() {
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "rolled back")
-			}
-			span.End()
-		}()
-	}
+// time on.
+func (s *Store) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) error {
 	return balanceLimit(postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(ctx, inboxRepo{tx: tx, span: span}, ledgerRepo{tx: tx, span: span, tracer: s.tracer})
+		return fn(ctx, inboxRepo{tx: tx}, ledgerRepo{tx: tx})
 	}))
 }
 
@@ -109,15 +75,6 @@ func balanceLimit(err error) error {
 	return err
 }
 
-// inSpan returns ctx with span as its current span, or ctx itself when span
-// is nil (tracing off).
-func inSpan(ctx context.Context, span trace.Span) context.Context {
-	if span == nil {
-		return ctx
-	}
-	return trace.ContextWithSpan(ctx, span)
-}
-
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
@@ -127,10 +84,7 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-type inboxRepo struct {
-	tx   execer
-	span trace.Span // the transaction's; nil when tracing is off
-}
+type inboxRepo struct{ tx execer }
 
 // Insert is the first layer of idempotency: the primary key on the message id
 // turns a redelivery into zero inserted rows. The row keeps the trace id of
@@ -141,7 +95,6 @@ func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) 
 		id := sc.TraceID().String()
 		traceID = &id
 	}
-	ctx = inSpan(ctx, i.span)
 	var processed *time.Time
 	if !msg.ProcessedAt.IsZero() {
 		processed = &msg.ProcessedAt
@@ -167,23 +120,13 @@ func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) 
 
 // Annotate sets the error/note column of one inbox row.
 func (i inboxRepo) Annotate(ctx context.Context, id, note string) error {
-	ctx = inSpan(ctx, i.span)
 	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
 		return fmt.Errorf("annotate inbox message: %w", err)
 	}
 	return nil
 }
 
-type ledgerRepo struct {
-	tx     execer
-	span   trace.Span   // the transaction's; nil when tracing is off
-	tracer trace.Tracer // nil when tracing is off
-	// parent, set in the inbox processor's claims, is the trace context the
-	// claimed row's event carries, so that a posting made later continues the
-	// trace that wrote the payment; invalid for a row without one.
-	parent  trace.SpanContext
-	claimed bool // in a processor's claim: traced only under the event's context
-}
+type ledgerRepo struct{ tx execer }
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
@@ -205,26 +148,7 @@ ORDER BY e.n`
 
 // Post stores tx and its entries; false means the business key or message
 // id was already posted (the second layer of idempotency).
-func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
-	ctx = inSpan(ctx, l.span)
-	traced := l.tracer != nil
-	if traced && l.claimed {
-		// A row without a trace context is not traced: it would start a
-		// trace of its own per row.
-		traced = l.parent.IsValid()
-		ctx = trace.ContextWithRemoteSpanContext(ctx, l.parent)
-	}
-	if traced {
-		var span trace.Span
-		ctx, span = l.tracer.Start(ctx, "post ledger transaction")
-		defer func() {
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "not posted")
-			}
-			span.End()
-		}()
-	}
+func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error) {
 	entries := tx.Entries()
 	accounts := make([]string, len(entries))
 	amounts := make([]int64, len(entries))
