@@ -1,8 +1,7 @@
-// Package ledgerstore is the ledger service's Postgres adapter: the inbox and
-// ledger repositories that share one transaction (inbox.Transactor, with the
-// ledger's bookkeeping.Ledger bound to it), the read queries behind the HTTP
-// API, inbox cleanup, and the read-only view of the payments database that
-// `ledger reconcile` compares against.
+// Package ledgerstore is the ledger service's Postgres adapter: the shared
+// inbox (inboxstore) with the ledger's repository bound to its transactions
+// and savepoints, the read queries behind the HTTP API, and the read-only
+// view of the payments database that `ledger reconcile` compares against.
 package ledgerstore
 
 import (
@@ -14,19 +13,21 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
-	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Store implements the inbox's and the ledger's ports on the ledger database.
-// It knows nothing of tracing beyond storing a message's trace id:
+// Store implements the inbox's and the ledger's ports on the ledger
+// database: the inbox's are inboxstore's, with the ledger's repository
+// (bookkeeping.Ledger) bound to each transaction and savepoint, and the
+// ledger's refusals of a commit mapped to its errors. It starts no span:
 // adapters/tracing decorates it (tracing.Ledger).
 type Store struct {
+	*inboxstore.Store[bookkeeping.Ledger]
 	pool *pgxpool.Pool
 }
 
@@ -36,30 +37,31 @@ var (
 	_ inbox.Admin                          = (*Store)(nil)
 	_ bookkeeping.Reader                   = (*Store)(nil)
 	_ bookkeeping.LedgerFacts              = (*Store)(nil)
-
-	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
 )
 
 // New returns a Store on pool, a pool on the migrated ledger database.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{pool: pool}
+	repos := func(tx inboxstore.Tx) bookkeeping.Ledger { return ledgerRepo{tx: tx} }
+	return &Store{Store: inboxstore.New(pool, repos), pool: pool}
 }
 
-// Transact runs fn in one database transaction with the inbox and ledger
-// repositories bound to it: it commits when fn returns nil, rolls back
-// otherwise, and returns the commit's error (a deferred constraint, such as
-// the balance check, fails at COMMIT; a balance taken past int64 there is
-// ledger.ErrBalanceLimit, and inbox.ErrPermanent).
-//
-// It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
-// transaction's first statement instead of on its own: a message costs three
-// round trips (BEGIN + inbox insert, posting, COMMIT) instead of
-// pgx.BeginFunc's four, and round trips are what the consumer spends its
-// time on.
+// Transact runs fn in one database transaction with the inbox and the
+// ledger repository bound to it (inboxstore.Store.Transact): it commits when
+// fn returns nil, rolls back otherwise, and returns the commit's error. A
+// deferred constraint, such as the balance check, fails at COMMIT; a balance
+// taken past int64 there is ledger.ErrBalanceLimit, and inbox.ErrPermanent.
+// A message costs three round trips (BEGIN + inbox insert, posting, COMMIT).
 func (s *Store) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) error {
-	return balanceLimit(postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(ctx, inboxRepo{tx: tx}, ledgerRepo{tx: tx})
-	}))
+	return balanceLimit(s.Store.Transact(ctx, fn))
+}
+
+// ClaimPending implements inbox.Backlog (inboxstore.Store.ClaimPending),
+// each row's savepoint with the ledger repository bound to it. A commit that
+// would take a balance past int64 fails with ledger.ErrBalanceLimit, and
+// inbox.ErrPermanent.
+func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error)) (int, error) {
+	n, err := s.Store.ClaimPending(ctx, c, fn)
+	return n, balanceLimit(err)
 }
 
 // balanceLimit wraps err in ledger.ErrBalanceLimit when it is SQLSTATE
@@ -78,55 +80,9 @@ func balanceLimit(err error) error {
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// execer is what the repositories write through: the consumer's
-// postgres.Tx, or a savepoint of the processor's claim transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-type inboxRepo struct{ tx execer }
-
-// Insert is the first layer of idempotency: the primary key on the message id
-// turns a redelivery into zero inserted rows. The row keeps the trace id of
-// the message, which the consumer put in ctx (NULL when it carried none).
-func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) {
-	var traceID *string
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		id := sc.TraceID().String()
-		traceID = &id
-	}
-	var processed *time.Time
-	if !msg.ProcessedAt.IsZero() {
-		processed = &msg.ProcessedAt
-	}
-	var errText *string
-	if msg.Error != "" {
-		errText = &msg.Error
-	}
-	var parked *time.Time // a parked row was tried once: attempts = 1
-	if !msg.ParkedAt.IsZero() {
-		parked = &msg.ParkedAt
-	}
-	tag, err := i.tx.Exec(ctx, `
-		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id, parked_at, attempts)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END)
-		ON CONFLICT (id) DO NOTHING`,
-		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText, traceID, parked)
-	if err != nil {
-		return false, fmt.Errorf("insert inbox message: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// Annotate sets the error/note column of one inbox row.
-func (i inboxRepo) Annotate(ctx context.Context, id, note string) error {
-	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
-		return fmt.Errorf("annotate inbox message: %w", err)
-	}
-	return nil
-}
-
-type ledgerRepo struct{ tx execer }
+// ledgerRepo is the ledger's repository in a transaction or a savepoint of
+// the inbox's.
+type ledgerRepo struct{ tx inboxstore.Tx }
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
@@ -258,46 +214,6 @@ func readErr(err error) error {
 		return fmt.Errorf("%w: %w", bookkeeping.ErrUnavailable, err)
 	}
 	return err
-}
-
-// DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
-// limit processed inbox rows received before cutoff, in one statement.
-// Start-up checks the cutoff lies past the broker's redelivery window
-// (inbox.CheckRetention). A row not processed — pending, parked, or of a
-// type this version does not handle — is never deleted here: it is work not
-// done, and the inbox is the only place that still holds it. Unhandled rows
-// have a window of their own (DeleteUnhandled).
-func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM inbox_messages WHERE id IN (
-			SELECT id FROM inbox_messages
-			WHERE received_at < $1 AND processed_at IS NOT NULL LIMIT $2)`, cutoff, limit)
-	if err != nil {
-		return 0, fmt.Errorf("delete inbox messages: %w", err)
-	}
-	return int(tag.RowsAffected()), nil
-}
-
-// DeleteUnhandled implements inbox.Admin: the expiry of the rows of types
-// this version does not apply (inbox.Processor.ExpireUnhandled). Its WHERE
-// holds the predicate of the partial pending index, so it reads the backlog,
-// not the processed rows. FOR UPDATE SKIP LOCKED passes over a row a claim
-// holds — a processor of a newer version, during a rolling deploy, applying
-// the type this one does not know — and re-checks each row it locks, so a
-// row that such a processor applied or parked meanwhile is left alone.
-func (s *Store) DeleteUnhandled(ctx context.Context, types []string, cutoff time.Time, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM inbox_messages WHERE id IN (
-			SELECT id FROM inbox_messages
-			WHERE processed_at IS NULL AND parked_at IS NULL AND received_at < $2
-			  AND NOT type = ANY($1::text[])
-			ORDER BY received_at
-			LIMIT $3
-			FOR UPDATE SKIP LOCKED)`, types, cutoff, limit)
-	if err != nil {
-		return 0, fmt.Errorf("delete unhandled inbox messages: %w", err)
-	}
-	return int(tag.RowsAffected()), nil
 }
 
 // LedgerFacts returns every posted transaction for reconciliation.

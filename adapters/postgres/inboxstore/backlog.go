@@ -1,4 +1,4 @@
-package ledgerstore
+package inboxstore
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
@@ -26,11 +25,12 @@ const claimSQL = `
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
-// ClaimPending implements inbox.Backlog. It runs on pgx.BeginFunc, the
-// plain shape: each row's savepoint costs round trips of its own, so the
-// pipelining of postgres.Transact would save little here. A commit that
-// would take a balance past int64 fails with ledger.ErrBalanceLimit.
-func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error)) (int, error) {
+// ClaimPending implements inbox.Backlog: apply runs its function in a
+// savepoint of the claim's transaction, with the consumer's repositories
+// bound to the savepoint. It runs on pgx.BeginFunc, the plain shape: each
+// row's savepoint costs round trips of its own, so the pipelining of
+// postgres.Transact would save little here.
+func (s *Store[R]) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[R]) (inbox.BatchResult, error)) (int, error) {
 	var ids []string // nil: any row
 	if len(c.IDs) > 0 {
 		ids = c.IDs
@@ -57,9 +57,9 @@ func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context
 		if n == 0 {
 			return nil
 		}
-		apply := func(ctx context.Context, _ inbox.Event, fn func(context.Context, bookkeeping.Ledger) error) error {
+		apply := func(ctx context.Context, _ inbox.Event, fn func(context.Context, R) error) error {
 			return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a SAVEPOINT
-				return fn(ctx, ledgerRepo{tx: sp})
+				return fn(ctx, s.repos(sp))
 			})
 		}
 		out, err := fn(ctx, msgs, apply)
@@ -68,7 +68,7 @@ func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context
 		}
 		return writeResult(ctx, tx, out)
 	})
-	return n, balanceLimit(err)
+	return n, err
 }
 
 // writeResult writes a batch's result with one statement per kind of
@@ -120,7 +120,7 @@ func writeResult(ctx context.Context, tx pgx.Tx, out inbox.BatchResult) error {
 // database's clock. Each count's WHERE is the predicate of a partial index
 // (pending, parked), so it reads the backlog, never the applied rows that
 // wait for retention.
-func (s *Store) InboxStats(ctx context.Context, types []string) (inbox.Stats, error) {
+func (s *Store[R]) InboxStats(ctx context.Context, types []string) (inbox.Stats, error) {
 	var (
 		st     inbox.Stats
 		oldest float64
@@ -134,19 +134,19 @@ func (s *Store) InboxStats(ctx context.Context, types []string) (inbox.Stats, er
 		      FROM inbox_messages WHERE processed_at IS NULL AND parked_at IS NULL) p`,
 		types).Scan(&st.Pending, &oldest, &st.Unhandled, &st.Parked)
 	if err != nil {
-		return inbox.Stats{}, readErr(fmt.Errorf("inbox stats: %w", err))
+		return inbox.Stats{}, fmt.Errorf("inbox stats: %w", err)
 	}
 	st.OldestPending = max(0, time.Duration(oldest*float64(time.Second)))
 	return st, nil
 }
 
 // Retry implements inbox.Admin.
-func (s *Store) Retry(ctx context.Context, ids []string) (int, error) {
+func (s *Store[R]) Retry(ctx context.Context, ids []string) (int, error) {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE inbox_messages SET parked_at = NULL, attempts = 0, next_attempt_at = NULL
 		WHERE parked_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[]))`, ids)
 	if err != nil {
-		return 0, readErr(fmt.Errorf("retry parked inbox rows: %w", err))
+		return 0, fmt.Errorf("retry parked inbox rows: %w", err)
 	}
 	if ids != nil && tag.RowsAffected() == 0 {
 		return 0, fmt.Errorf("%w: %v", inbox.ErrUnknownMessage, ids)

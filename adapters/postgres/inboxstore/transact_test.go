@@ -1,4 +1,4 @@
-package ledgerstore_test
+package inboxstore_test
 
 import (
 	"context"
@@ -9,9 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -32,9 +30,9 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := ledgerstore.New(pool)
+	store := newStore(pool)
 	id := uuid.NewString()
-	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ bookkeeping.Ledger) error {
+	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ struct{}) error {
 		ok, err := in.Insert(ctx, inbox.Message{ID: id, Type: "refuse-at-commit", Payload: []byte(`{}`), ReceivedAt: time.Now()})
 		if err == nil && !ok {
 			t.Error("insert: got false, want true")
@@ -51,7 +49,7 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 
 	// A statement error inside the transaction aborts it; the commit must
 	// not pretend otherwise even if fn swallowed the error.
-	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ bookkeeping.Ledger) error {
+	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ struct{}) error {
 		_, _ = in.Insert(ctx, inbox.Message{ID: "not-a-uuid", Type: "x", Payload: []byte(`{}`), ReceivedAt: time.Now()})
 		return nil
 	})
@@ -60,7 +58,7 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 	}
 	// And the pool's connections are still usable.
 	for range 10 {
-		if err := store.Ping(ctx); err != nil {
+		if err := pool.Ping(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
