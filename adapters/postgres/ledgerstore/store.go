@@ -92,7 +92,7 @@ type ledgerRepo struct{ tx inboxstore.Tx }
 // the transaction balances and adds its entries to their accounts' balances.
 const postSQL = `
 WITH t AS (
-	INSERT INTO ledger_transactions (message_id, payment_id, kind, refund_id, amount, currency, occurred_at, posted_at)
+	INSERT INTO ledger_transactions (message_id, payment_id, kind, fact_id, amount, currency, occurred_at, posted_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 	ON CONFLICT DO NOTHING
 	RETURNING id
@@ -112,7 +112,7 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	for i, e := range entries {
 		accounts[i], amounts[i], currencies[i] = e.Account().String(), e.Amount(), e.Currency()
 	}
-	var factID *string // stored in refund_id, the column's name from when refunds were the only kind with one
+	var factID *string // NULL for a kind a payment has at most once
 	if id := tx.FactID(); id != "" {
 		factID = &id
 	}
@@ -156,7 +156,7 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 // oldest first.
 func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT t.message_id::text, t.payment_id::text, t.kind, coalesce(t.refund_id::text, ''), t.amount, t.currency,
+		SELECT t.message_id::text, t.payment_id::text, t.kind, coalesce(t.fact_id::text, ''), t.amount, t.currency,
 		       t.occurred_at, e.account_id, e.amount, e.currency
 		FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
 		WHERE t.payment_id = $1
@@ -219,7 +219,7 @@ func readErr(err error) error {
 // LedgerFacts returns every posted transaction for reconciliation.
 func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount, currency, occurred_at
+		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
 		FROM ledger_transactions`)
 	if err != nil {
 		return nil, fmt.Errorf("query ledger transactions: %w", err)
