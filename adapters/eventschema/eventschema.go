@@ -1,7 +1,7 @@
 // Package eventschema checks events against the JSON Schemas they are
 // published under, the files in api/events: the CloudEvents envelope's and
 // each event type's data at each version. The ledger checks every event it
-// receives with it (it implements posting.Schemas), and the payments
+// receives with it (it implements inbox.Schemas), and the payments
 // service's tests check every event it publishes: both read the same files,
 // so the two services share a contract, not Go code.
 package eventschema
@@ -18,7 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/payments-outbox/payments-outbox/api"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // ErrNoSchema means no schema in api/events describes the data of an event's
@@ -38,7 +38,7 @@ type dataSchema struct {
 	schema       *jsonschema.Schema
 }
 
-var _ posting.Schemas = (*Validator)(nil)
+var _ inbox.Schemas = (*Validator)(nil)
 
 // New compiles the schemas embedded in package api. It fails only on a file
 // that is not a valid JSON Schema, which the tests of package api rule out.
@@ -93,7 +93,7 @@ func New() (*Validator, error) {
 	return v, nil
 }
 
-// Validate implements posting.Schemas: event, a CloudEvents document of type
+// Validate implements inbox.Schemas: event, a CloudEvents document of type
 // typ whose data is at version, must match the envelope's schema; its data,
 // the schema of typ at version; and its dataschema, when it has one, must be
 // that schema's $id. Errors: ErrNoSchema, or one naming what breaks which

@@ -28,11 +28,11 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Queries is what the API needs of the application (posting.Service).
+// Queries is what the API needs of the application (bookkeeping.Service).
 type Queries interface {
 	Balances(ctx context.Context, account string) ([]ledger.Balance, error)
 	Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
@@ -197,7 +197,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ledger.ErrPaymentNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
 	default:
-		httpserver.WriteError(w, r, a.log, err, posting.ErrUnavailable)
+		httpserver.WriteError(w, r, a.log, err, bookkeeping.ErrUnavailable)
 		return
 	}
 	httpserver.WriteProblem(w, p)

@@ -5,12 +5,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 var (
-	_ posting.ProcessorMetrics = (*Inbox)(nil)
-	_ posting.UnhandledMetrics = (*Inbox)(nil)
+	_ inbox.ProcessorMetrics = (*Inbox)(nil)
+	_ inbox.UnhandledMetrics = (*Inbox)(nil)
 )
 
 // Inbox is the inbox processor's series, named like the outbox relay's: the
@@ -80,9 +80,9 @@ func NewInbox(reg prometheus.Registerer) (*Inbox, error) {
 	return m, nil
 }
 
-// Processed implements posting.ProcessorMetrics.
-func (m *Inbox) Processed(posted bool, sinceEvent time.Duration) {
-	if !posted {
+// Processed implements inbox.ProcessorMetrics.
+func (m *Inbox) Processed(applied bool, sinceEvent time.Duration) {
+	if !applied {
 		m.processed.WithLabelValues("duplicate").Inc()
 		return
 	}
@@ -92,7 +92,7 @@ func (m *Inbox) Processed(posted bool, sinceEvent time.Duration) {
 	}
 }
 
-// Failed implements posting.ProcessorMetrics.
+// Failed implements inbox.ProcessorMetrics.
 func (m *Inbox) Failed(parked bool) {
 	if parked {
 		m.failures.WithLabelValues("parked").Inc()
@@ -101,14 +101,14 @@ func (m *Inbox) Failed(parked bool) {
 	m.failures.WithLabelValues("retry").Inc()
 }
 
-// Backlog implements posting.ProcessorMetrics: every replica reports the
+// Backlog implements inbox.ProcessorMetrics: every replica reports the
 // whole table's backlog alike.
-func (m *Inbox) Backlog(s posting.InboxStats) {
+func (m *Inbox) Backlog(s inbox.Stats) {
 	m.pendingRows.Set(float64(s.Pending))
 	m.oldestPendingAge.Set(s.OldestPending.Seconds())
 	m.parkedRows.Set(float64(s.Parked))
 	m.unhandledRows.Set(float64(s.Unhandled))
 }
 
-// UnhandledDeleted implements posting.UnhandledMetrics.
+// UnhandledDeleted implements inbox.UnhandledMetrics.
 func (m *Inbox) UnhandledDeleted(n int) { m.unhandledDeleted.Add(float64(n)) }

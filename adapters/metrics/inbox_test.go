@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // TestInboxSeries checks the series the README and the runbook name keep
@@ -19,7 +19,7 @@ func TestInboxSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.Backlog(posting.InboxStats{Pending: 5, OldestPending: 42 * time.Second, Parked: 2, Unhandled: 3})
+	m.Backlog(inbox.Stats{Pending: 5, OldestPending: 42 * time.Second, Parked: 2, Unhandled: 3})
 	m.Processed(true, time.Second)
 	m.Processed(false, -1)
 	m.Failed(false)

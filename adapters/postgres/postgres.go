@@ -1,7 +1,8 @@
 // Package postgres holds what both services' Postgres adapters share: opening a
 // pgx pool, applying embedded goose migrations, classifying errors, and the
 // pipelined transaction (Transact) the hot paths run in. The stores themselves
-// live in one sub-package per table set (paymentstore, outboxstore, ledgerstore).
+// live in one sub-package per table set (paymentstore, outboxstore,
+// inboxstore, ledgerstore).
 package postgres
 
 import (

@@ -21,8 +21,9 @@ import (
 //     held while application code runs, and round trips are the cost of the hot
 //     path: Transact below. BEGIN travels with the first statement and COMMIT
 //     with the last ones, two round trips fewer than pgx.BeginFunc. The relay's
-//     claim (outboxstore: claim, publish, mark) and the ledger's consumer
-//     transaction (ledgerstore: inbox insert, posting) use it.
+//     claim (outboxstore: claim, publish, mark) and a consumer's inbox
+//     transaction (inboxstore: inbox insert, then the handler's writes, the
+//     ledger's posting) use it.
 //   - Everything else (paymentstore's refunds and keyed writes, the operator's
 //     requeue): pgx.BeginFunc, the plain shape, where a round trip more or less
 //     is not what the request costs.

@@ -13,8 +13,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
-	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/posting"
 )
 
 // queueDepth is the queue's visible plus in-flight messages.
@@ -49,7 +47,7 @@ func queueDepth(t *testing.T, r *rig) int {
 func TestAsyncModeAcknowledgesAfterRecording(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
-	r.handler = sqs.HandlerFunc(r.svc.Record)
+	r.handler = r.svc.async
 	r.start(t, r.tq.SQS, 2)
 	var bodies [][]byte
 	for i := range 20 {
@@ -83,8 +81,7 @@ func TestAsyncModeAcknowledgesAfterRecording(t *testing.T) {
 		t.Fatalf("pending inbox rows: got %d, want %d (the poison message left none)", pending, len(bodies))
 	}
 
-	store := ledgerstore.New(r.pool)
-	p := posting.NewProcessor(posting.ProcessorConfig{}, store, schemas(t), quietLog(), nil, time.Now)
+	p := newBooks(t, ledgerstore.New(r.pool)).proc
 	for {
 		n, err := p.Step(context.Background())
 		if err != nil {

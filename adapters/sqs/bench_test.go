@@ -12,7 +12,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/posting"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -37,11 +36,11 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 					bodies[i] = newPayment(int64(1+i), "cus_b", "mer_b").body()
 				}
 				sendB(b, tq, bodies)
-				svc := posting.NewService(store, store, schemas(b), time.Now)
-				var h sqs.Handler = svc
+				svc := newBooks(b, store)
+				var h sqs.Handler = svc.sync
 				outcome := "applied"
 				if mode == "async" {
-					h, outcome = sqs.HandlerFunc(svc.Record), "recorded"
+					h, outcome = svc.async, "recorded"
 				}
 				c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
 					QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: quietLog(), Metrics: m,

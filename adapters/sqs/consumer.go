@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // API is the part of the SQS client this package uses. *sqs.Client satisfies
@@ -33,20 +33,12 @@ type API interface {
 	ListMessageMoveTasks(ctx context.Context, in *awssqs.ListMessageMoveTasksInput, opts ...func(*awssqs.Options)) (*awssqs.ListMessageMoveTasksOutput, error)
 }
 
-// Handler applies one message body and returns only after its transaction
-// committed; *posting.Service satisfies it. Errors wrapping
-// posting.ErrMalformed or posting.ErrInvalidEvent mark a poison message.
+// Handler receives one message body into the inbox and returns only after
+// its transaction committed, in whichever mode the inbox runs;
+// *inbox.Service satisfies it. Errors wrapping inbox.ErrMalformed or
+// inbox.ErrInvalidEvent mark a poison message.
 type Handler interface {
-	Apply(ctx context.Context, body []byte) (posting.Result, error)
-}
-
-// HandlerFunc adapts a function to Handler: the async inbox mode hands the
-// consumer (*posting.Service).Record, which commits the inbox row only.
-type HandlerFunc func(ctx context.Context, body []byte) (posting.Result, error)
-
-// Apply calls f.
-func (f HandlerFunc) Apply(ctx context.Context, body []byte) (posting.Result, error) {
-	return f(ctx, body)
+	Receive(ctx context.Context, body []byte) (inbox.Result, error)
 }
 
 // BatchBudget is what a stop needs on top of the long-poll wait: once the
@@ -294,7 +286,7 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 		span.End()
 	}()
 	hctx, cancel := context.WithTimeout(cut, c.cfg.HandlerTimeout)
-	res, err := c.h.Apply(hctx, []byte(aws.ToString(m.Body)))
+	res, err := c.h.Receive(hctx, []byte(aws.ToString(m.Body)))
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil {
@@ -302,7 +294,7 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 	}
 	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	switch {
-	case errors.Is(err, posting.ErrMalformed), errors.Is(err, posting.ErrInvalidEvent):
+	case errors.Is(err, inbox.ErrMalformed), errors.Is(err, inbox.ErrInvalidEvent):
 		c.cfg.Metrics.failures.WithLabelValues("poison").Inc()
 		log.WarnContext(cut, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
 		// It will fail the same way every time: make it visible again at
@@ -323,20 +315,20 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 	span.SetAttributes(
 		attribute.String("cloudevents.event_id", res.MessageID),
 		attribute.String("cloudevents.event_type", res.Type),
-		attribute.String("ledger.outcome", res.Outcome.String()))
-	c.cfg.Metrics.processed.WithLabelValues(res.Outcome.String()).Inc()
-	switch res.Outcome {
-	case posting.Duplicate:
+		attribute.String("ledger.outcome", res.Disposition.String()))
+	c.cfg.Metrics.processed.WithLabelValues(res.Disposition.String()).Inc()
+	switch res.Disposition {
+	case inbox.Duplicate:
 		c.cfg.Metrics.duplicates.Inc()
 		log.DebugContext(cut, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
-	case posting.Ignored:
+	case inbox.Ignored:
 		log.InfoContext(cut, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
-	case posting.Recorded:
+	case inbox.Recorded:
 		log.DebugContext(cut, "recorded for the inbox processor", "event_id", res.MessageID, "type", res.Type)
-	case posting.Parked:
+	case inbox.Parked:
 		log.ErrorContext(cut, "message parked in the inbox (the row holds the reason) and acknowledged; `ledger inbox retry` applies it again once the cause is fixed",
 			"event_id", res.MessageID, "type", res.Type)
-	case posting.Applied:
+	case inbox.Applied:
 		if !res.EventTime.IsZero() {
 			c.cfg.Metrics.eventAge.Observe(max(0, c.cfg.Now().Sub(res.EventTime).Seconds()))
 		}

@@ -15,7 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // fakeHandler applies bodies by their first word: "ok", "dup", "new-type",
@@ -27,25 +27,25 @@ type fakeHandler struct {
 	sqs  *fakeSQS
 }
 
-func (h *fakeHandler) Apply(ctx context.Context, body []byte) (posting.Result, error) {
+func (h *fakeHandler) Receive(ctx context.Context, body []byte) (inbox.Result, error) {
 	h.mu.Lock()
 	h.seen = append(h.seen, string(body))
 	h.mu.Unlock()
 	h.sqs.record("commit " + string(body))
 	switch strings.Fields(string(body))[0] {
 	case "ok":
-		return posting.Result{Outcome: posting.Applied, EventTime: time.Now().Add(-time.Second)}, nil
+		return inbox.Result{Disposition: inbox.Applied, EventTime: time.Now().Add(-time.Second)}, nil
 	case "dup":
-		return posting.Result{Outcome: posting.Duplicate}, nil
+		return inbox.Result{Disposition: inbox.Duplicate}, nil
 	case "new-type":
-		return posting.Result{Outcome: posting.Ignored}, nil
+		return inbox.Result{Disposition: inbox.Ignored}, nil
 	case "poison":
-		return posting.Result{}, fmt.Errorf("decode: %w", posting.ErrMalformed)
+		return inbox.Result{}, fmt.Errorf("decode: %w", inbox.ErrMalformed)
 	case "hang":
 		<-ctx.Done()
-		return posting.Result{}, ctx.Err()
+		return inbox.Result{}, ctx.Err()
 	default:
-		return posting.Result{}, errors.New("database down")
+		return inbox.Result{}, errors.New("database down")
 	}
 }
 

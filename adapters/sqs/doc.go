@@ -1,6 +1,6 @@
 // Package sqs is the ledger's SQS adapter: the consumer that long-polls the
-// ledger queue with N workers and hands each message body to the posting use
-// case, the DLQ depth poller, and the operator's DLQ redrive.
+// ledger queue with N workers and hands each message body to the inbox
+// (application/inbox), the DLQ depth poller, and the operator's DLQ redrive.
 //
 // The consumer's one rule is the inbox pattern's: acknowledge (delete) a
 // message only after the transaction that applied it committed. Everything

@@ -22,7 +22,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -35,7 +37,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 type rig struct {
 	tq   *awstest.TopicQueue
 	pool *pgxpool.Pool
-	svc  *posting.Service
+	svc  books
 	reg  *prometheus.Registry
 	m    *sqs.Metrics
 	// handler is what the consumer applies messages with: r.svc (the sync
@@ -51,7 +53,22 @@ func newRig(t *testing.T, opts ...awstest.Option) *rig {
 	pool := pgtest.New(t, ledgermigrations.FS)
 	store := ledgerstore.New(pool)
 	reg := prometheus.NewRegistry()
-	return &rig{tq: tq, pool: pool, svc: posting.NewService(store, store, schemas(t), time.Now), reg: reg, m: sqs.NewMetrics(reg)}
+	return &rig{tq: tq, pool: pool, svc: newBooks(t, store), reg: reg, m: sqs.NewMetrics(reg)}
+}
+
+// books is the ledger as cmd/ledger wires it on a store: the shared inbox
+// with the ledger's handler, in each mode, and the ledger's queries.
+type books struct {
+	*bookkeeping.Service
+	sync, async *inbox.Service[bookkeeping.Ledger, ledger.Transaction]
+	proc        *inbox.Processor[bookkeeping.Ledger, ledger.Transaction]
+}
+
+func newBooks(t testing.TB, store *ledgerstore.Store) books {
+	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas(t), quietLog(), nil, time.Now)
+	return books{Service: bookkeeping.NewService(store), proc: proc,
+		sync:  inbox.NewService(store, proc, inbox.Config{Mode: inbox.Sync}, time.Now),
+		async: inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)}
 }
 
 // start runs a consumer of the rig's queue until the test ends (or stop).
@@ -61,7 +78,7 @@ func (r *rig) start(t *testing.T, api sqs.API, workers int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h sqs.Handler = r.svc
+	var h sqs.Handler = r.svc.sync
 	if r.handler != nil {
 		h = r.handler
 	}
@@ -240,8 +257,8 @@ func TestLostAckIsAbsorbedByTheInbox(t *testing.T) {
 		body := newPayment(900, "cus_3", "mer_3").body()
 		// A previous process committed this message and died before its
 		// delete: the message is still on the queue.
-		if res, err := r.svc.Apply(context.Background(), body); err != nil || res.Outcome != posting.Applied {
-			t.Fatalf("first apply: %v %v", res.Outcome, err)
+		if res, err := r.svc.sync.Receive(context.Background(), body); err != nil || res.Disposition != inbox.Applied {
+			t.Fatalf("first apply: %v %v", res.Disposition, err)
 		}
 		send(t, r.tq.SQS, r.tq.QueueURL, body)
 		r.start(t, r.tq.SQS, 1)
@@ -359,13 +376,13 @@ func TestEightWorkersThroughTheBroker(t *testing.T) {
 // each message it starts.
 type stuckHandler struct{ started chan struct{} }
 
-func (h stuckHandler) Apply(ctx context.Context, _ []byte) (posting.Result, error) {
+func (h stuckHandler) Receive(ctx context.Context, _ []byte) (inbox.Result, error) {
 	select {
 	case h.started <- struct{}{}:
 	default:
 	}
 	<-ctx.Done()
-	return posting.Result{}, ctx.Err()
+	return inbox.Result{}, ctx.Err()
 }
 
 func TestStopReleasesWhatItDidNotApply(t *testing.T) {

@@ -10,8 +10,10 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
-	"github.com/payments-outbox/payments-outbox/application/posting"
-	"github.com/payments-outbox/payments-outbox/application/posting/postingtest"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
 )
 
 // schemas returns the published events' schemas, which the ledger checks
@@ -35,9 +37,10 @@ func TestSchemaViolationGoesToTheDLQ(t *testing.T) {
 	bad := []byte(strings.Replace(string(newPayment(500, "cus_v", "mer_v").body()),
 		`"merchant_id":`, `"note":"not in the schema","merchant_id":`, 1))
 	// The decoder alone accepts it: without the schemas it would post.
-	lenient := postingtest.NewFakeStore()
-	if res, err := posting.NewService(lenient, lenient, &postingtest.FakeSchemas{}, time.Now).Apply(context.Background(), bad); err != nil || res.Outcome != posting.Applied {
-		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Outcome, err)
+	lenient := bookkeepingtest.NewFakeStore()
+	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, lenient, bookkeeping.Handler{}, &inboxtest.FakeSchemas{}, quietLog(), nil, time.Now)
+	if res, err := inbox.NewService(lenient, proc, inbox.Config{}, time.Now).Receive(context.Background(), bad); err != nil || res.Disposition != inbox.Applied {
+		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Disposition, err)
 	}
 
 	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // gatedHandler blocks each Apply until the test lets it go, so a test can act
@@ -20,18 +20,18 @@ type gatedHandler struct {
 	sqs     *fakeSQS
 }
 
-func (h *gatedHandler) Apply(ctx context.Context, body []byte) (posting.Result, error) {
+func (h *gatedHandler) Receive(ctx context.Context, body []byte) (inbox.Result, error) {
 	h.started <- string(body)
 	select {
 	case <-h.release:
 	case <-ctx.Done(): // the stop's budget ran out: roll back
-		return posting.Result{}, ctx.Err()
+		return inbox.Result{}, ctx.Err()
 	}
 	if ctx.Err() != nil {
-		return posting.Result{}, ctx.Err() // the work context must outlive the shutdown
+		return inbox.Result{}, ctx.Err() // the work context must outlive the shutdown
 	}
 	h.sqs.record("commit " + string(body))
-	return posting.Result{Outcome: posting.Applied}, nil
+	return inbox.Result{Disposition: inbox.Applied}, nil
 }
 
 // runConsumer starts c and returns a function that stops it (a SIGTERM) and

@@ -37,8 +37,9 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
-	"github.com/payments-outbox/payments-outbox/application/posting"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
@@ -161,8 +162,9 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := ledgerstore.New(ledDB, ledgerstore.WithTracerProvider(led.tp))
-	consumer := sqs.NewConsumer(tq.SQS, posting.NewService(store, store, schemas, time.Now), sqs.Config{
+	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
+	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
+	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, inbox.Config{}, time.Now), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
 		Metrics: sqs.NewMetrics(prometheus.NewRegistry()), TracerProvider: led.tp,
 	})

@@ -1,6 +1,6 @@
 // Package backlog holds what the two claim loops of this repository share:
 // the outbox relay (application/relay), which claims rows to publish, and
-// the inbox processor (application/posting), which claims rows to apply. Both
+// the inbox processor (application/inbox), which claims rows to apply. Both
 // lock due rows with FOR UPDATE SKIP LOCKED, so replicas share a table
 // without waiting on each other, and both reschedule a failed row with
 // exponential backoff and jitter until a maximum of attempts sets it aside

@@ -4,7 +4,7 @@
 // timer, for as long as the service runs. A DeleteFunc whose deletions are
 // news (an unhandled row deleted is a message no version applied) logs and
 // counts each batch itself, around the store's statement
-// (posting.ExpireUnhandled).
+// (inbox.Processor.ExpireUnhandled).
 //
 // Every store offers the same shape, one DeleteFunc: a single short DELETE of
 // at most limit rows older than a cutoff. A large backlog is then many small

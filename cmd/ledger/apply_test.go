@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // applyOne posts one event into the ledger database at url, the way the
@@ -23,6 +26,7 @@ func applyOne(ctx context.Context, url, body string) error {
 	if err != nil {
 		return err
 	}
-	_, err = posting.NewService(store, store, schemas, time.Now).Apply(ctx, []byte(body))
+	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, newLogger(io.Discard, slog.LevelInfo), nil, time.Now)
+	_, err = inbox.NewService(store, proc, inbox.Config{}, time.Now).Receive(ctx, []byte(body))
 	return err
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
@@ -39,7 +39,7 @@ type config struct {
 
 	// InboxMode is sync (apply in the consumer's transaction) or async
 	// (record, acknowledge, and let the inbox processor apply).
-	InboxMode string
+	InboxMode inbox.Mode
 	// InboxWorkers is the inbox processor's claim loops in this process; 0
 	// runs none here (the processor then runs as `ledger inbox process`).
 	InboxWorkers     int
@@ -75,7 +75,6 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
 
-		InboxMode:        e.String("LEDGER_INBOX_MODE", inboxSync),
 		InboxWorkers:     e.Int("LEDGER_INBOX_WORKERS", 2, 0, 64),
 		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", 100, 1, 1000),
 		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
@@ -83,14 +82,19 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 
 		// 15 days: the shortest window start-up accepts for a queue that keeps
 		// messages as long as SQS allows (14 days) plus
-		// posting.RetentionMargin, and two weeks to deploy a version that
+		// inbox.RetentionMargin, and two weeks to deploy a version that
 		// applies a type the producer started sending.
 		UnhandledRetention: e.Duration("INBOX_UNHANDLED_RETENTION", 360*time.Hour),
 
 		Tracing: tracing.Configured(getenv),
 	}
-	if cfg.InboxMode != inboxSync && cfg.InboxMode != inboxAsync {
-		e.Fail(fmt.Errorf("LEDGER_INBOX_MODE=%q is invalid: want sync (apply each message in the transaction that records it) or async (record and acknowledge; the inbox processor applies)", cfg.InboxMode))
+	switch mode := e.String("LEDGER_INBOX_MODE", inbox.Sync.String()); mode {
+	case inbox.Sync.String():
+		cfg.InboxMode = inbox.Sync
+	case inbox.Async.String():
+		cfg.InboxMode = inbox.Async
+	default:
+		e.Fail(fmt.Errorf("LEDGER_INBOX_MODE=%q is invalid: want sync (apply each message in the transaction that records it) or async (record and acknowledge; the inbox processor applies)", mode))
 	}
 	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
 		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
@@ -119,15 +123,9 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	return cfg, e.Err()
 }
 
-// The inbox modes (README, "Sync or async inbox").
-const (
-	inboxSync  = "sync"
-	inboxAsync = "async"
-)
-
 // processorConfig is the inbox processor's tuning.
-func (c config) processorConfig() posting.ProcessorConfig {
-	return posting.ProcessorConfig{
+func (c config) processorConfig() inbox.ProcessorConfig {
+	return inbox.ProcessorConfig{
 		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,
 		// A batch in hand at a stop finishes within the stop's budget, or
 		// rolls back (its rows stay pending, nothing half done).

@@ -22,7 +22,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 )
 
@@ -129,7 +130,7 @@ func openLedger(ctx context.Context, getenv func(string) string) (*ledgerstore.S
 }
 
 func inboxStats(ctx context.Context, store *ledgerstore.Store, out io.Writer) error {
-	st, err := store.InboxStats(ctx, posting.AppliedTypes())
+	st, err := store.InboxStats(ctx, bookkeeping.AppliedTypes())
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return fmt.Errorf("event schemas: %w", err)
 	}
 	if once {
-		proc := posting.NewProcessor(cfg.processorConfig(), store, schemas, log, nil, time.Now)
+		proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
 		total := 0
 		for {
 			n, err := proc.Step(ctx)
@@ -190,7 +191,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	if err != nil {
 		return err
 	}
-	proc := posting.NewProcessor(cfg.processorConfig(), store, schemas, log, inboxMetrics, time.Now)
+	proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	}), log)

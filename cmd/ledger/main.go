@@ -42,7 +42,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -215,55 +217,50 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	// The inbox must remember a message id for as long as the broker can
 	// redeliver the message, or a late redelivery would post twice.
-	if err := posting.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
+	if err := inbox.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
 		return fmt.Errorf("INBOX_RETENTION: %w", err)
 	}
 	// An unhandled row deleted while the broker can still redeliver its
 	// message would come back as new: its end would not be the end.
-	if err := posting.CheckRetention(cfg.UnhandledRetention, queue.Retention, dlq.Retention); err != nil {
+	if err := inbox.CheckRetention(cfg.UnhandledRetention, queue.Retention, dlq.Retention); err != nil {
 		return fmt.Errorf("INBOX_UNHANDLED_RETENTION: %w", err)
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	consumerMetrics := sqs.NewMetrics(reg)
-	store := ledgerstore.New(pool, ledgerstore.WithTracerProvider(tp.Provider))
+	store := ledgerstore.New(pool)
 	schemas, err := eventschema.New()
 	if err != nil {
 		return fmt.Errorf("event schemas: %w", err)
 	}
-	svc := posting.NewService(store, store, schemas, time.Now)
 	inboxMetrics, err := metrics.NewInbox(reg)
 	if err != nil {
 		return err
 	}
+	// The ledger's inbox: the shared machinery with the ledger's handler.
 	// The processor runs in both modes: in sync mode it applies the rows of
 	// types an earlier version recorded without applying (and the backlog
-	// left by a switch from async).
-	proc := posting.NewProcessor(cfg.processorConfig(), store, schemas, log, inboxMetrics, time.Now)
-	var handler sqs.Handler = svc
-	if cfg.InboxMode == inboxAsync {
-		handler = sqs.HandlerFunc(func(ctx context.Context, body []byte) (posting.Result, error) {
-			res, err := svc.Record(ctx, body)
-			if err == nil && res.Outcome == posting.Recorded {
-				proc.Wake()
-			}
-			return res, err
-		})
-		if cfg.InboxWorkers == 0 {
-			log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")
-		}
+	// left by a switch from async); in async mode the receiver wakes it
+	// after each message it records.
+	// Its transactions and postings are traced, each posting of the processor
+	// in the trace of the write that recorded its payment (tracing.Ledger).
+	traced := tracing.Ledger(store, tp.Provider)
+	proc := inbox.NewProcessor(cfg.processorConfig(), traced, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
+	receiver := inbox.NewService(traced, proc, inbox.Config{Mode: cfg.InboxMode}, time.Now)
+	if cfg.InboxMode == inbox.Async && cfg.InboxWorkers == 0 {
+		log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")
 	}
 	// The consumer and the HTTP server stop side by side, each within
 	// SHUTDOWN_TIMEOUT of the signal.
-	consumer := sqs.NewConsumer(client, handler, sqs.Config{
+	consumer := sqs.NewConsumer(client, receiver, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
 		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics, TracerProvider: tp.Provider,
 	})
 
 	httpMetrics := httpserver.NewMetrics(reg)
 	api := newServer(ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: svc, Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics, TracerProvider: tp.Provider,
+		Queries: bookkeeping.NewService(store), Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics, TracerProvider: tp.Provider,
 	}), log)
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg,
@@ -278,7 +275,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
 	}
 	log.InfoContext(ctx, "listening", "addr", apiLn.Addr().String(), "ops_addr", opsLn.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL,
-		"inbox_mode", cfg.InboxMode, "inbox_workers", cfg.InboxWorkers)
+		"inbox_mode", cfg.InboxMode.String(), "inbox_workers", cfg.InboxWorkers)
 	if cfg.APITokens.Len() == 0 {
 		log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
@@ -324,7 +321,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	})
 	g.Go(func() error {
 		return retention.Run(gctx, retention.Job{
-			Name: "unhandled inbox", Delete: posting.ExpireUnhandled(store, log, inboxMetrics),
+			Name: "unhandled inbox", Delete: proc.ExpireUnhandled(store, inboxMetrics),
 			Retention: cfg.UnhandledRetention, Every: time.Hour, Batch: 1000,
 		}, time.Now, log)
 	})
@@ -378,7 +375,7 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	}
 	defer paymentsPool.Close()
 
-	rec := posting.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
+	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
 	divs, err := rec.Reconcile(ctx, *grace)
 	if err != nil {
 		return err

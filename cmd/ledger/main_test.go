@@ -22,6 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -120,7 +121,7 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.WaitTime != 10*time.Second || cfg.ShutdownTimeout != 15*time.Second ||
 		cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart ||
-		cfg.InboxMode != "sync" || cfg.InboxWorkers != 2 {
+		cfg.InboxMode != inbox.Sync || cfg.InboxWorkers != 2 {
 		t.Errorf("defaults: got %+v", cfg)
 	}
 	if got := cfg.poolSize(); got != 10 {

@@ -131,12 +131,12 @@ SELECT account_id, currency, sum(amount)::bigint FROM ledger_entries GROUP BY ac
 -- Adding them at commit, not when the entries are inserted, holds a balance
 -- row's lock for the commit alone: the inbox processor posts a batch of rows
 -- in one transaction, and a row locked from the batch's first posting to its
--- commit made every batch on the same merchants wait for the others
--- (docs/BENCHMARKS.md). Each transaction's rows are updated sorted by account
--- and currency (byte order, whatever the locale), so its merchant's before
--- its payer's ("merchant:" < "payer:"); the triggers fire in the order of
--- the postings, and the processor posts a batch in that order too
--- (application/posting/processor.go), so two commits sharing rows lock them
+-- commit made every batch on the same merchants wait for the others. Each
+-- transaction's rows are updated sorted by account and currency (byte order,
+-- whatever the locale), so its merchant's before its payer's ("merchant:" <
+-- "payer:"); the triggers fire in the order of the postings, and the
+-- processor posts a batch in that order too (Handler.Compare in
+-- application/bookkeeping/handler.go), so two commits sharing rows lock them
 -- in the same order and never deadlock. A balance past bigint raises
 -- SQLSTATE 22003 (numeric_value_out_of_range), naming the account, and the
 -- commit fails; the store reports it as ledger.ErrBalanceLimit.

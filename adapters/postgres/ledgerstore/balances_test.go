@@ -11,7 +11,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -29,16 +30,16 @@ func TestTwoInt64MaxPaymentsInBothModes(t *testing.T) {
 			ctx := context.Background()
 			first, second := newPayment(math.MaxInt64, "cus_1", "mer_max"), newPayment(math.MaxInt64, "cus_2", "mer_max")
 			if mode == "sync" {
-				if res, err := svc.Apply(ctx, first.body()); err != nil || res.Outcome != posting.Applied {
-					t.Fatalf("first: got %v, %v; want applied", res.Outcome, err)
+				if res, err := svc.Apply(ctx, first.body()); err != nil || res.Disposition != inbox.Applied {
+					t.Fatalf("first: got %v, %v; want applied", res.Disposition, err)
 				}
 				res, err := svc.Apply(ctx, second.body())
-				if err != nil || res.Outcome != posting.Parked {
-					t.Fatalf("second: got %v, %v; want parked, and no error: the consumer acknowledges it", res.Outcome, err)
+				if err != nil || res.Disposition != inbox.Parked {
+					t.Fatalf("second: got %v, %v; want parked, and no error: the consumer acknowledges it", res.Disposition, err)
 				}
 			} else {
 				record(t, svc, first.body(), second.body())
-				drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{MaxAttempts: 10}))
+				drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{MaxAttempts: 10}))
 			}
 			if r := row(t, pool, first.id); !r.processed || r.park {
 				t.Errorf("first: inbox row %+v, want processed", r)
@@ -57,7 +58,7 @@ func TestTwoInt64MaxPaymentsInBothModes(t *testing.T) {
 			if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
 				t.Errorf("ledger transactions: got %d, want 1", n)
 			}
-			if st, err := store.InboxStats(ctx, posting.AppliedTypes()); err != nil || st.Parked != 1 || st.Pending != 0 {
+			if st, err := store.InboxStats(ctx, bookkeeping.AppliedTypes()); err != nil || st.Parked != 1 || st.Pending != 0 {
 				t.Errorf("inbox stats: got %+v, %v; want one parked row (inbox_parked_rows, the InboxParkedRows alert)", st, err)
 			}
 		})
@@ -129,7 +130,7 @@ func TestProcessorsSharingMerchantsNeverDeadlock(t *testing.T) {
 	rand.Shuffle(len(bodies), func(i, j int) { bodies[i], bodies[j] = bodies[j], bodies[i] })
 	record(t, svc, bodies...)
 
-	proc := newProcessor(t, store, nil, posting.ProcessorConfig{BatchSize: 50, Workers: 4})
+	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{BatchSize: 50, Workers: 4})
 	var g errgroup.Group
 	for range 4 {
 		g.Go(func() error {

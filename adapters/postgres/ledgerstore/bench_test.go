@@ -6,21 +6,21 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
 // BenchmarkApply measures the consumer's handler called directly (no
 // broker) against Postgres, in each inbox mode: sync, one message = one inbox
-// insert plus one ledger posting in one transaction (Service.Apply); async,
-// one message = the same checks and the inbox insert alone (Service.Record),
+// insert plus one ledger posting in one transaction (Receive, sync mode); async,
+// one message = the same checks and the inbox insert alone (Receive, async mode),
 // which is what the async mode ACKs after. It reports messages/s at 1, 4 and 8
 // concurrent workers; docs/BENCHMARKS.md records the figures.
 //
@@ -30,10 +30,10 @@ func BenchmarkApply(b *testing.B) {
 		for _, workers := range []int{1, 4, 8} {
 			b.Run(fmt.Sprintf("mode=%s/workers=%d", mode, workers), func(b *testing.B) {
 				store := benchStore(b, workers)
-				svc := posting.NewService(store, store, schemas(b), time.Now)
-				handle, want := svc.Apply, posting.Applied
+				svc := newBooks(b, store)
+				handle, want := svc.Apply, inbox.Applied
 				if mode == "async" {
-					handle, want = svc.Record, posting.Recorded
+					handle, want = svc.Record, inbox.Recorded
 				}
 				bodies := benchBodies(b.N)
 				var next atomic.Int64
@@ -50,8 +50,8 @@ func BenchmarkApply(b *testing.B) {
 							if err != nil {
 								return err
 							}
-							if res.Outcome != want {
-								return fmt.Errorf("outcome %s", res.Outcome)
+							if res.Disposition != want {
+								return fmt.Errorf("outcome %s", res.Disposition)
 							}
 						}
 					})
@@ -74,13 +74,13 @@ func BenchmarkProcessorDrain(b *testing.B) {
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			store := benchStore(b, workers+1)
-			svc := posting.NewService(store, store, schemas(b), time.Now)
+			svc := newBooks(b, store)
 			for _, body := range benchBodies(b.N) {
 				if _, err := svc.Record(context.Background(), body); err != nil {
 					b.Fatal(err)
 				}
 			}
-			proc := posting.NewProcessor(posting.ProcessorConfig{Workers: workers, BatchSize: 100}, store, schemas(b), quiet, nil, time.Now)
+			proc := newProcessor(b, store, nil, inbox.ProcessorConfig{Workers: workers, BatchSize: 100})
 			b.ResetTimer()
 			var g errgroup.Group
 			for range workers {
@@ -97,7 +97,7 @@ func BenchmarkProcessorDrain(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			st, err := store.InboxStats(context.Background(), posting.AppliedTypes())
+			st, err := store.InboxStats(context.Background(), bookkeeping.AppliedTypes())
 			if err != nil || st.Pending != 0 || st.Parked != 0 {
 				b.Fatalf("after the drain: %+v, %v", st, err)
 			}
@@ -133,7 +133,7 @@ func benchBodies(n int) [][]byte {
 // against the same postings spread over 50 merchants: every posting
 // updates its merchant's balance row in ledger_balances, so postings on one
 // merchant wait for each other's commit (sync: one message's transaction;
-// drain: a whole batch of the processor). path=sync is Service.Apply from
+// drain: a whole batch of the processor). path=sync is Receive in the sync mode from
 // workers goroutines; path=drain is the inbox processor with workers claim
 // loops, the backlog recorded first (untimed). docs/BENCHMARKS.md records
 // the figures.
@@ -149,7 +149,7 @@ func BenchmarkOneMerchant(b *testing.B) {
 						bodies[i] = newPayment(int64(1+i), fmt.Sprintf("cus_%d", i%1000), fmt.Sprintf("mer_%d", i%merchants)).body()
 					}
 					store := benchStore(b, workers+1)
-					svc := posting.NewService(store, store, schemas(b), time.Now)
+					svc := newBooks(b, store)
 					if path == "sync" {
 						benchSync(b, svc, bodies, workers)
 					} else {
@@ -162,7 +162,7 @@ func BenchmarkOneMerchant(b *testing.B) {
 	}
 }
 
-func benchSync(b *testing.B, svc *posting.Service, bodies [][]byte, workers int) {
+func benchSync(b *testing.B, svc books, bodies [][]byte, workers int) {
 	var next atomic.Int64
 	b.ResetTimer()
 	g, ctx := errgroup.WithContext(context.Background())
@@ -177,8 +177,8 @@ func benchSync(b *testing.B, svc *posting.Service, bodies [][]byte, workers int)
 				if err != nil {
 					return err
 				}
-				if res.Outcome != posting.Applied {
-					return fmt.Errorf("outcome %s", res.Outcome)
+				if res.Disposition != inbox.Applied {
+					return fmt.Errorf("outcome %s", res.Disposition)
 				}
 			}
 		})
@@ -188,13 +188,13 @@ func benchSync(b *testing.B, svc *posting.Service, bodies [][]byte, workers int)
 	}
 }
 
-func benchDrain(b *testing.B, svc *posting.Service, store *ledgerstore.Store, bodies [][]byte, workers int) {
+func benchDrain(b *testing.B, svc books, store *ledgerstore.Store, bodies [][]byte, workers int) {
 	for _, body := range bodies {
 		if _, err := svc.Record(context.Background(), body); err != nil {
 			b.Fatal(err)
 		}
 	}
-	proc := posting.NewProcessor(posting.ProcessorConfig{Workers: workers, BatchSize: 100}, store, schemas(b), quiet, nil, time.Now)
+	proc := newProcessor(b, store, nil, inbox.ProcessorConfig{Workers: workers, BatchSize: 100})
 	b.ResetTimer()
 	var g errgroup.Group
 	for range workers {
@@ -211,7 +211,7 @@ func benchDrain(b *testing.B, svc *posting.Service, store *ledgerstore.Store, bo
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	st, err := store.InboxStats(context.Background(), posting.AppliedTypes())
+	st, err := store.InboxStats(context.Background(), bookkeeping.AppliedTypes())
 	if err != nil || st.Pending != 0 || st.Parked != 0 {
 		b.Fatalf("after the drain: %+v, %v", st, err)
 	}

@@ -9,7 +9,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -32,8 +33,8 @@ func TestNewKindNeedsNoMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		var posted bool
-		err = store.Transact(ctx, func(r posting.Repos) error {
-			posted, err = r.Ledger.Post(ctx, tx, time.Now())
+		err = store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+			posted, err = l.Post(ctx, tx, time.Now())
 			return err
 		})
 		return posted, err

@@ -17,7 +17,9 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -28,6 +30,13 @@ const chartVersion = 6
 // oldLedger is a ledger database migrated up to the version before the
 // chart of accounts, with a goose provider to move it on.
 func oldLedger(t *testing.T) (*pgxpool.Pool, *goose.Provider) {
+	t.Helper()
+	return ledgerAt(t, chartVersion-1)
+}
+
+// ledgerAt is a ledger database migrated up to version, with a goose
+// provider to move it on.
+func ledgerAt(t *testing.T, version int64) (*pgxpool.Pool, *goose.Provider) {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, pgtest.NewDatabase(t))
@@ -41,7 +50,7 @@ func oldLedger(t *testing.T) (*pgxpool.Pool, *goose.Provider) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := provider.UpTo(ctx, chartVersion-1); err != nil {
+	if _, err := provider.UpTo(ctx, version); err != nil {
 		t.Fatal(err)
 	}
 	return pool, provider
@@ -160,7 +169,7 @@ func TestChartOfAccountsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := ledgerstore.New(pool)
-	svc := posting.NewService(store, store, schemas(t), time.Now)
+	svc := newBooks(t, store)
 	if _, err := svc.Apply(ctx, newPayment(50, "cus_1", "mer_1").body()); err != nil {
 		t.Fatal(err)
 	}
@@ -214,5 +223,196 @@ func TestChartOfAccountsMigrationRefusesABalancePastInt64(t *testing.T) {
 	}
 	if _, err := pool.Exec(ctx, `UPDATE ledger_entries SET amount = amount`); err == nil || !strings.Contains(err.Error(), "append-only") {
 		t.Errorf("after the failed migration an UPDATE of entries: got %v, want the append-only trigger to refuse it", err)
+	}
+}
+
+// factIDVersion is the migration that renames refund_id to fact_id and keeps
+// refund_id in step for the previous release.
+const factIDVersion = 7
+
+// The previous release's statements on ledger_transactions, as it sends
+// them: it names the fact id refund_id. They must keep working while the new
+// schema is applied beside it, in a rolling deploy.
+const (
+	previousPostSQL = `
+WITH t AS (
+	INSERT INTO ledger_transactions (message_id, payment_id, kind, refund_id, amount, currency, occurred_at, posted_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+	ON CONFLICT DO NOTHING
+	RETURNING id
+)
+INSERT INTO ledger_entries (transaction_id, account_id, amount, currency)
+SELECT t.id, e.account_id, e.amount, e.currency
+FROM t, unnest($9::text[], $10::bigint[], $11::text[]) WITH ORDINALITY AS e(account_id, amount, currency, n)
+ORDER BY e.n`
+	previousFactsSQL = `SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount, currency, occurred_at FROM ledger_transactions`
+)
+
+// postPrevious posts a refund (fact a refund id) or a payment (fact "") of
+// 100 BRL from mer_f to cus_f as the previous release does, and reports
+// whether it inserted.
+func postPrevious(t *testing.T, pool *pgxpool.Pool, paymentID, fact string) bool {
+	t.Helper()
+	kind, accounts := "payment", []string{"payer:mer_f:cus_f", "merchant:mer_f"}
+	var factID *string
+	if fact != "" {
+		kind, accounts, factID = "refund", []string{"merchant:mer_f", "payer:mer_f:cus_f"}, &fact
+	}
+	tag, err := pool.Exec(context.Background(), previousPostSQL, uuid.NewString(), paymentID, kind, factID, 100, "BRL", time.Now(), time.Now(),
+		accounts, []int64{-100, 100}, []string{"BRL", "BRL"})
+	if err != nil {
+		t.Fatalf("the previous release's posting of %s %q: %v", kind, fact, err)
+	}
+	return tag.RowsAffected() > 0
+}
+
+// factIDs returns "kind fact_id refund_id" of every transaction, in posting
+// order; "-" for NULL.
+func factIDs(t *testing.T, pool *pgxpool.Pool, withRefundID bool) []string {
+	t.Helper()
+	q := `SELECT kind || ' ' || coalesce(fact_id::text, '-') || ' ' || coalesce(refund_id::text, '-') FROM ledger_transactions ORDER BY id`
+	if !withRefundID {
+		q = `SELECT kind || ' ' || coalesce(fact_id::text, '-') FROM ledger_transactions ORDER BY id`
+	}
+	rows, err := pool.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestFactIDMigration: on a ledger with postings, the migration renames
+// refund_id to fact_id, keeping the business key and the rule of the fixed
+// kinds on it, and keeps refund_id equal to it for the previous release,
+// which goes on posting, reading and reconciling beside this one: a fact it
+// posts is a fact this release finds, and the same fact posted by both
+// releases posts once. The Down brings refund_id back as it was.
+func TestFactIDMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, provider := ledgerAt(t, factIDVersion-1)
+	pay1, refund1 := uuid.NewString(), uuid.NewString()
+	postPrevious(t, pool, pay1, "")
+	postPrevious(t, pool, pay1, refund1)
+
+	if _, err := provider.UpTo(ctx, factIDVersion); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := factIDs(t, pool, true), []string{"payment - -", "refund " + refund1 + " " + refund1}; !slices.Equal(got, want) {
+		t.Fatalf("after the migration: got %q, want %q (fact_id holds the ids, refund_id their copy)", got, want)
+	}
+
+	// This release reads the previous one's rows, and its business key
+	// refuses their facts under another message id.
+	store := ledgerstore.New(pool)
+	txs, err := store.PaymentTransactions(ctx, pay1)
+	if err != nil || len(txs) != 2 || txs[1].FactID() != refund1 {
+		t.Fatalf("PaymentTransactions: got %d, %v; want the payment and refund %s", len(txs), err, refund1)
+	}
+	again, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: pay1, Kind: "refund", FactID: refund1,
+		Payer: "cus_f", Merchant: "mer_f", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, ledger.MerchantToPayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var posted bool
+	err = store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+		posted, err = l.Post(ctx, again, time.Now())
+		return err
+	})
+	if err != nil || posted {
+		t.Errorf("the previous release's refund again, under another message id: posted %v, %v; want refused by the business key", posted, err)
+	}
+	refund2 := uuid.NewString()
+	fresh, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: pay1, Kind: "refund", FactID: refund2,
+		Payer: "cus_f", Merchant: "mer_f", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, ledger.MerchantToPayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+		posted, err = l.Post(ctx, fresh, time.Now())
+		return err
+	})
+	if err != nil || !posted {
+		t.Fatalf("a new refund: posted %v, %v", posted, err)
+	}
+
+	// The previous release, beside it: it posts under refund_id, and this
+	// release's business key refuses what it posted already.
+	if postPrevious(t, pool, pay1, refund2) {
+		t.Error("the previous release posted again a refund this release posted: the business key must hold across the names")
+	}
+	pay2, refund3 := uuid.NewString(), uuid.NewString()
+	if !postPrevious(t, pool, pay2, "") || !postPrevious(t, pool, pay2, refund3) {
+		t.Fatal("the previous release could not post new facts on the new schema")
+	}
+	want := []string{"payment - -", "refund " + refund1 + " " + refund1, "refund " + refund2 + " " + refund2, "payment - -", "refund " + refund3 + " " + refund3}
+	if got := factIDs(t, pool, true); !slices.Equal(got, want) {
+		t.Errorf("rows of both releases: got %q, want %q", got, want)
+	}
+	// And it reads what both wrote, as reconcile does.
+	rows, err := pool.Query(ctx, previousFactsSQL)
+	if err != nil {
+		t.Fatalf("the previous release's facts query: %v", err)
+	}
+	var facts []string
+	for rows.Next() {
+		var pay, kind, fact, currency string
+		var amount int64
+		var at time.Time
+		if err := rows.Scan(&pay, &kind, &fact, &amount, &currency, &at); err != nil {
+			t.Fatal(err)
+		}
+		if fact != "" {
+			facts = append(facts, fact)
+		}
+	}
+	if rows.Err() != nil {
+		t.Fatal(rows.Err())
+	}
+	slices.Sort(facts)
+	if wantFacts := slices.Sorted(slices.Values([]string{refund1, refund2, refund3})); !slices.Equal(facts, wantFacts) {
+		t.Errorf("the previous release's reconcile reads fact ids %v, want %v", facts, wantFacts)
+	}
+
+	// The rule of the fixed kinds holds on fact_id; the two names cannot
+	// disagree.
+	for name, sql := range map[string]string{
+		"a payment with a fact id": `INSERT INTO ledger_transactions (message_id, payment_id, kind, fact_id, amount, currency, occurred_at) VALUES (gen_random_uuid(), gen_random_uuid(), 'payment', gen_random_uuid(), 1, 'BRL', now())`,
+		"a refund without one":     `INSERT INTO ledger_transactions (message_id, payment_id, kind, amount, currency, occurred_at) VALUES (gen_random_uuid(), gen_random_uuid(), 'refund', 1, 'BRL', now())`,
+		"two names, two ids":       `INSERT INTO ledger_transactions (message_id, payment_id, kind, fact_id, refund_id, amount, currency, occurred_at) VALUES (gen_random_uuid(), gen_random_uuid(), 'refund', gen_random_uuid(), gen_random_uuid(), 1, 'BRL', now())`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err == nil || !strings.Contains(err.Error(), "check") && !strings.Contains(err.Error(), "two names") {
+			t.Errorf("%s: got %v, want the database to refuse it", name, err)
+		}
+	}
+
+	// Down: refund_id is the column again, with every id, and the previous
+	// release's posting still meets the business key.
+	if _, err := provider.DownTo(ctx, factIDVersion-1); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	var ids []string
+	rows, err = pool.Query(ctx, `SELECT coalesce(refund_id::text, '-') FROM ledger_transactions ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"-", refund1, refund2, "-", refund3}; !slices.Equal(ids, want) {
+		t.Errorf("refund_id after the down migration: got %q, want %q", ids, want)
+	}
+	if postPrevious(t, pool, pay2, refund3) {
+		t.Error("after the down migration the business key no longer holds")
+	}
+	if _, err := provider.UpTo(ctx, factIDVersion); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if got := factIDs(t, pool, false); len(got) != 5 || got[4] != "refund "+refund3 {
+		t.Errorf("after up again: %q", got)
 	}
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 )
 
 // PaymentsDB reads the payments service's database for `ledger reconcile`.
@@ -20,7 +20,7 @@ type PaymentsDB struct {
 	pool *pgxpool.Pool
 }
 
-var _ posting.PaymentFacts = (*PaymentsDB)(nil)
+var _ bookkeeping.PaymentFacts = (*PaymentsDB)(nil)
 
 // NewPaymentsDB returns a reader on a pool to the payments database.
 func NewPaymentsDB(pool *pgxpool.Pool) *PaymentsDB {
@@ -29,7 +29,7 @@ func NewPaymentsDB(pool *pgxpool.Pool) *PaymentsDB {
 
 // PaymentFacts returns every fact in ledger_facts. It is one statement, so it
 // reads one snapshot: a refund never appears without its payment.
-func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]posting.Fact, error) {
+func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := p.pool.Query(ctx, `
 		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
 		FROM ledger_facts`)

@@ -17,7 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -44,14 +44,14 @@ func TestEveryKindIsInLedgerFacts(t *testing.T) {
 	if len(inView) == 0 {
 		t.Fatalf("found no kind in the definition of ledger_facts; write each branch's kind as a string constant:\n%s", def)
 	}
-	for _, k := range posting.Kinds() {
+	for _, k := range bookkeeping.Kinds() {
 		if !slices.Contains(inView, k) {
 			t.Errorf("the ledger posts facts of kind %q but the payments database's view ledger_facts has no branch of that kind, so reconcile cannot find them: add one with CREATE OR REPLACE VIEW in a payments migration (see migrations/payments/00005_ledger_facts.sql)", k)
 		}
 	}
 	for _, k := range inView {
-		if !slices.Contains(posting.Kinds(), k) {
-			t.Errorf("ledger_facts lists facts of kind %q, which no event type in the consumer's registry (application/posting/events.go) posts: reconcile would report each as missing from the ledger", k)
+		if !slices.Contains(bookkeeping.Kinds(), k) {
+			t.Errorf("ledger_facts lists facts of kind %q, which no event type in the consumer's registry (application/bookkeeping/events.go) posts: reconcile would report each as missing from the ledger", k)
 		}
 	}
 }
@@ -109,11 +109,11 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PaymentFacts as %s: %v", role, err)
 	}
-	want := []posting.Fact{ // Postgres keeps microseconds
+	want := []bookkeeping.Fact{ // Postgres keeps microseconds
 		{PaymentID: p.paymentID, Kind: "payment", Amount: 1000, Currency: "BRL", At: p.at.Truncate(time.Microsecond)},
 		{PaymentID: p.paymentID, Kind: "refund", FactID: r.refundID, Amount: 300, Currency: "BRL", At: r.at.Truncate(time.Microsecond)},
 	}
-	slices.SortFunc(facts, func(a, b posting.Fact) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
+	slices.SortFunc(facts, func(a, b bookkeeping.Fact) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 	if len(facts) != len(want) {
 		t.Fatalf("got %d facts %v, want %v", len(facts), facts, want)
 	}

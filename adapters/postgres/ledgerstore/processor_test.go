@@ -15,37 +15,43 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func newProcessor(t testing.TB, store *ledgerstore.Store, s posting.Schemas, cfg posting.ProcessorConfig) *posting.Processor {
+// ledgerProcessor is the inbox's processor with the ledger's handler.
+type ledgerProcessor = inbox.Processor[bookkeeping.Ledger, ledger.Transaction]
+
+// newProcessor returns the ledger's processor on b, checking events against
+// s (the published schemas when nil).
+func newProcessor(t testing.TB, b inbox.Backlog[bookkeeping.Ledger], s inbox.Schemas, cfg inbox.ProcessorConfig) *ledgerProcessor {
 	t.Helper()
 	if s == nil {
 		s = schemas(t)
 	}
-	return posting.NewProcessor(cfg, store, s, quiet, nil, time.Now)
+	return inbox.NewProcessor(cfg, b, bookkeeping.Handler{}, s, quiet, nil, time.Now)
 }
 
 // record records each body in async mode, as the consumer does.
-func record(t *testing.T, svc *posting.Service, bodies ...[]byte) {
+func record(t *testing.T, svc books, bodies ...[]byte) {
 	t.Helper()
 	for _, b := range bodies {
 		res, err := svc.Record(context.Background(), b)
 		if err != nil {
 			t.Fatalf("Record: %v", err)
 		}
-		if res.Outcome != posting.Recorded && res.Outcome != posting.Duplicate {
-			t.Fatalf("Record: outcome %s", res.Outcome)
+		if res.Disposition != inbox.Recorded && res.Disposition != inbox.Duplicate {
+			t.Fatalf("Record: outcome %s", res.Disposition)
 		}
 	}
 }
 
 // drain steps p until a step claims nothing.
-func drain(t *testing.T, p *posting.Processor) {
+func drain(t *testing.T, p *ledgerProcessor) {
 	t.Helper()
 	for {
 		n, err := p.Step(context.Background())
@@ -94,12 +100,12 @@ func TestRecordAppliesNothingUntilProcessed(t *testing.T) {
 	}
 	// After a switch back to sync mode, the redelivery of a recorded message
 	// is a duplicate: the processor, not the consumer, applies the row.
-	if res, err := svc.Apply(context.Background(), p.body()); err != nil || res.Outcome != posting.Duplicate {
-		t.Fatalf("sync redelivery of a recorded message: got %v, %v; want duplicate", res.Outcome, err)
+	if res, err := svc.Apply(context.Background(), p.body()); err != nil || res.Disposition != inbox.Duplicate {
+		t.Fatalf("sync redelivery of a recorded message: got %v, %v; want duplicate", res.Disposition, err)
 	}
-	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
+	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))
 	record(t, svc, p.body())
-	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
+	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", n)
 	}
@@ -141,7 +147,7 @@ func TestManyProcessorsShareOneBacklog(t *testing.T) {
 	defer cancel()
 	var g errgroup.Group
 	for range 4 {
-		proc := newProcessor(t, store, nil, posting.ProcessorConfig{BatchSize: 10, Workers: 2, PollInterval: 10 * time.Millisecond})
+		proc := newProcessor(t, store, nil, inbox.ProcessorConfig{BatchSize: 10, Workers: 2, PollInterval: 10 * time.Millisecond})
 		g.Go(func() error { return proc.Run(ctx) })
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -210,7 +216,7 @@ func TestCommitFailureChargesOnlyTheRowAtFault(t *testing.T) {
 	bad := newPayment(666, "cus_b", "mer_b")
 	good := []event{newPayment(100, "cus_b", "mer_b"), newPayment(200, "cus_b", "mer_b"), newPayment(300, "cus_b", "mer_b")}
 	record(t, svc, good[0].body(), bad.body(), good[1].body(), good[2].body())
-	proc := newProcessor(t, store, nil, posting.ProcessorConfig{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
+	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{MaxAttempts: 3, BackoffBase: time.Millisecond, BackoffMax: time.Millisecond})
 
 	if n, err := proc.Step(context.Background()); err != nil || n != 4 {
 		t.Fatalf("Step: got %d, %v; want 4 claimed", n, err)
@@ -236,7 +242,7 @@ func TestCommitFailureChargesOnlyTheRowAtFault(t *testing.T) {
 	if r.attempts != 3 {
 		t.Errorf("parked after %d attempts, want 3", r.attempts)
 	}
-	st, err := store.InboxStats(context.Background(), posting.AppliedTypes())
+	st, err := store.InboxStats(context.Background(), bookkeeping.AppliedTypes())
 	if err != nil || st.Parked != 1 || st.Pending != 0 {
 		t.Errorf("stats: got %+v, %v; want 1 parked, 0 pending", st, err)
 	}
@@ -268,7 +274,7 @@ func TestUnapplicableRowIsParkedAtOnce(t *testing.T) {
 		broken, fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-11-29T12:00:00Z","dataversion":"1","data":{"payment_id":"nope"}}`, broken)); err != nil {
 		t.Fatal(err)
 	}
-	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
+	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))
 	if r := row(t, pool, broken); !r.park || r.attempts != 1 || !strings.Contains(r.errText, "invalid event") {
 		t.Errorf("unapplicable row: got %+v, want parked after 1 attempt with the reason", r)
 	}
@@ -281,7 +287,7 @@ func TestUnapplicableRowIsParkedAtOnce(t *testing.T) {
 // processor's process "dies": its context ends and its database connections
 // are cut, mid-batch, as a killed process's would be.
 type crashingSchemas struct {
-	posting.Schemas
+	inbox.Schemas
 	n     atomic.Int64
 	at    int64
 	crash func()
@@ -316,7 +322,7 @@ func TestProcessorCrashMidBatch(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	if _, err := newProcessor(t, store, dying, posting.ProcessorConfig{}).Step(ctx); err == nil {
+	if _, err := newProcessor(t, store, dying, inbox.ProcessorConfig{}).Step(ctx); err == nil {
 		t.Fatal("Step survived its crash")
 	}
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 0 {
@@ -325,7 +331,7 @@ func TestProcessorCrashMidBatch(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE processed_at IS NULL AND attempts = 0 AND parked_at IS NULL`); n != len(events) {
 		t.Fatalf("after the crash: %d rows pending as before, want %d", n, len(events))
 	}
-	drain(t, newProcessor(t, store, nil, posting.ProcessorConfig{}))
+	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != len(events) {
 		t.Errorf("ledger transactions: got %d, want %d, one per message", n, len(events))
 	}
@@ -343,9 +349,9 @@ func TestRetentionKeepsWorkNotDone(t *testing.T) {
 		processed bool
 		parked    bool
 	}{
-		{uuid.NewString(), posting.TypePaymentCreated, true, false},
-		{uuid.NewString(), posting.TypePaymentCreated, false, false},
-		{uuid.NewString(), posting.TypePaymentCreated, false, true},
+		{uuid.NewString(), bookkeeping.TypePaymentCreated, true, false},
+		{uuid.NewString(), bookkeeping.TypePaymentCreated, false, false},
+		{uuid.NewString(), bookkeeping.TypePaymentCreated, false, true},
 		{uuid.NewString(), "payment.disputed", false, false},
 	} {
 		var processed, parked *time.Time
@@ -391,7 +397,7 @@ func TestFailingRowRollsBackAlone(t *testing.T) {
 	}
 	bad, good := newPayment(777, "cus_f", "mer_f"), newPayment(100, "cus_f", "mer_f")
 	record(t, svc, bad.body(), good.body())
-	if n, err := newProcessor(t, store, nil, posting.ProcessorConfig{}).Step(ctx); err != nil || n != 2 {
+	if n, err := newProcessor(t, store, nil, inbox.ProcessorConfig{}).Step(ctx); err != nil || n != 2 {
 		t.Fatalf("Step: got %d, %v; want 2 claimed", n, err)
 	}
 	if r := row(t, pool, good.id); !r.processed {

@@ -1,7 +1,7 @@
-// Package ledgerstore is the ledger service's Postgres adapter: the inbox and
-// ledger repositories that share one transaction (posting.Transactor), the
-// read queries behind the HTTP API, inbox cleanup, and the read-only view of
-// the payments database that `ledger reconcile` compares against.
+// Package ledgerstore is the ledger service's Postgres adapter: the shared
+// inbox (inboxstore) with the ledger's repository bound to its transactions
+// and savepoints, the read queries behind the HTTP API, and the read-only
+// view of the payments database that `ledger reconcile` compares against.
 package ledgerstore
 
 import (
@@ -13,173 +13,76 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/posting"
-	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Store implements the posting ports on the ledger database.
+// Store implements the inbox's and the ledger's ports on the ledger
+// database: the inbox's are inboxstore's, with the ledger's repository
+// (bookkeeping.Ledger) bound to each transaction and savepoint, and the
+// ledger's refusals of a commit mapped to its errors. It starts no span:
+// adapters/tracing decorates it (tracing.Ledger).
 type Store struct {
-	pool   *pgxpool.Pool
-	tracer trace.Tracer // nil: tracing off
+	*inboxstore.Store[bookkeeping.Ledger]
+	pool *pgxpool.Pool
 }
 
 var (
-	_ posting.Transactor  = (*Store)(nil)
-	_ posting.Reader      = (*Store)(nil)
-	_ posting.LedgerFacts = (*Store)(nil)
-	_ posting.Backlog     = (*Store)(nil)
-	_ posting.InboxAdmin  = (*Store)(nil)
-
-	_ retention.DeleteFunc = (*Store)(nil).DeleteInboxBefore
+	_ inbox.Transactor[bookkeeping.Ledger] = (*Store)(nil)
+	_ inbox.Backlog[bookkeeping.Ledger]    = (*Store)(nil)
+	_ inbox.Admin                          = (*Store)(nil)
+	_ bookkeeping.Reader                   = (*Store)(nil)
+	_ bookkeeping.LedgerFacts              = (*Store)(nil)
 )
 
-// Option tunes a Store.
-type Option func(*Store)
-
-// WithTracerProvider traces each transaction ("ledger transaction") and each
-// posting in it ("post ledger transaction") with tp's tracer, as children of
-// the span in the caller's context: the consumer's, which continues the
-// producer's trace.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(s *Store) {
-		if tp != nil {
-			s.tracer = tracing.Tracer(tp)
-		}
-	}
-}
-
 // New returns a Store on pool, a pool on the migrated ledger database.
-func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool}
-	for _, o := range opts {
-		o(s)
-	}
-	return s
+func New(pool *pgxpool.Pool) *Store {
+	repos := func(tx inboxstore.Tx) bookkeeping.Ledger { return ledgerRepo{tx: tx} }
+	return &Store{Store: inboxstore.New(pool, repos), pool: pool}
 }
 
-// Transact runs fn in one database transaction with the inbox and ledger
-// repositories bound to it: it commits when fn returns nil, rolls back
-// otherwise, and returns the commit's error (a deferred constraint, such as
-// the balance check, fails at COMMIT; a balance taken past int64 there is
-// ledger.ErrBalanceLimit).
-//
-// It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
-// transaction's first statement instead of on its own: a message costs three
-// round trips (BEGIN + inbox insert, posting, COMMIT) instead of
-// pgx.BeginFunc's four, and round trips are what the consumer spends its
-// time on (docs/BENCHMARKS.md).
-//
-// The repositories carry the transaction's span: the statements the use case
-// sends through them are its children whatever context it passes.
-func (s *Store) Transact(ctx context.Context, fn func(posting.Repos) error) (err error) {
-	var span trace.Span
-	if s.tracer != nil {
-		ctx, span = s.tracer.Start(ctx, "ledger transaction")
-		defer func() {
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "rolled back")
-			}
-			span.End()
-		}()
-	}
-	return balanceLimit(postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(posting.Repos{Inbox: inbox{tx: tx, span: span}, Ledger: ledgerRepo{tx: tx, span: span, tracer: s.tracer}})
-	}))
+// Transact runs fn in one database transaction with the inbox and the
+// ledger repository bound to it (inboxstore.Store.Transact): it commits when
+// fn returns nil, rolls back otherwise, and returns the commit's error. A
+// deferred constraint, such as the balance check, fails at COMMIT; a balance
+// taken past int64 there is ledger.ErrBalanceLimit, and inbox.ErrPermanent.
+// A message costs three round trips (BEGIN + inbox insert, posting, COMMIT).
+func (s *Store) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) error {
+	return balanceLimit(s.Store.Transact(ctx, fn))
+}
+
+// ClaimPending implements inbox.Backlog (inboxstore.Store.ClaimPending),
+// each row's savepoint with the ledger repository bound to it. A commit that
+// would take a balance past int64 fails with ledger.ErrBalanceLimit, and
+// inbox.ErrPermanent.
+func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error)) (int, error) {
+	n, err := s.Store.ClaimPending(ctx, c, fn)
+	return n, balanceLimit(err)
 }
 
 // balanceLimit wraps err in ledger.ErrBalanceLimit when it is SQLSTATE
 // 22003, numeric_value_out_of_range: the commit's trigger found a balance
 // that would pass bigint (migration 00006). Its message names the account.
+// A retry would be refused the same way, so it is inbox.ErrPermanent too:
+// the inbox parks the message.
 func balanceLimit(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "22003" {
-		return fmt.Errorf("%w: %w", ledger.ErrBalanceLimit, err)
+		return fmt.Errorf("%w: %w: %w", inbox.ErrPermanent, ledger.ErrBalanceLimit, err)
 	}
 	return err
-}
-
-// inSpan returns ctx with span as its current span, or ctx itself when span
-// is nil (tracing off).
-func inSpan(ctx context.Context, span trace.Span) context.Context {
-	if span == nil {
-		return ctx
-	}
-	return trace.ContextWithSpan(ctx, span)
 }
 
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// execer is what the repositories write through: the consumer's
-// postgres.Tx, or a savepoint of the processor's claim transaction.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-type inbox struct {
-	tx   execer
-	span trace.Span // the transaction's; nil when tracing is off
-}
-
-// Insert is the first layer of idempotency: the primary key on the message id
-// turns a redelivery into zero inserted rows. The row keeps the trace id of
-// the message, which the consumer put in ctx (NULL when it carried none).
-func (i inbox) Insert(ctx context.Context, msg posting.InboxMessage) (bool, error) {
-	var traceID *string
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		id := sc.TraceID().String()
-		traceID = &id
-	}
-	ctx = inSpan(ctx, i.span)
-	var processed *time.Time
-	if !msg.ProcessedAt.IsZero() {
-		processed = &msg.ProcessedAt
-	}
-	var errText *string
-	if msg.Error != "" {
-		errText = &msg.Error
-	}
-	var parked *time.Time // a parked row was tried once: attempts = 1
-	if !msg.ParkedAt.IsZero() {
-		parked = &msg.ParkedAt
-	}
-	tag, err := i.tx.Exec(ctx, `
-		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id, parked_at, attempts)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END)
-		ON CONFLICT (id) DO NOTHING`,
-		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText, traceID, parked)
-	if err != nil {
-		return false, fmt.Errorf("insert inbox message: %w", err)
-	}
-	return tag.RowsAffected() == 1, nil
-}
-
-// Annotate sets the error/note column of one inbox row.
-func (i inbox) Annotate(ctx context.Context, id, note string) error {
-	ctx = inSpan(ctx, i.span)
-	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
-		return fmt.Errorf("annotate inbox message: %w", err)
-	}
-	return nil
-}
-
-type ledgerRepo struct {
-	tx     execer
-	span   trace.Span   // the transaction's; nil when tracing is off
-	tracer trace.Tracer // nil when tracing is off
-	// parents, set in the inbox processor's claims, maps each claimed row's
-	// message id to the trace context its stored event carries, so that a
-	// posting made later continues the trace that wrote the payment. A row
-	// without one is not traced: it would start a trace of its own per row.
-	parents map[string]trace.SpanContext
-}
+// ledgerRepo is the ledger's repository in a transaction or a savepoint of
+// the inbox's.
+type ledgerRepo struct{ tx inboxstore.Tx }
 
 // postSQL inserts the transaction and its entries in one statement (one
 // round trip). ON CONFLICT DO NOTHING without a target covers both unique
@@ -189,7 +92,7 @@ type ledgerRepo struct {
 // the transaction balances and adds its entries to their accounts' balances.
 const postSQL = `
 WITH t AS (
-	INSERT INTO ledger_transactions (message_id, payment_id, kind, refund_id, amount, currency, occurred_at, posted_at)
+	INSERT INTO ledger_transactions (message_id, payment_id, kind, fact_id, amount, currency, occurred_at, posted_at)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 	ON CONFLICT DO NOTHING
 	RETURNING id
@@ -201,25 +104,7 @@ ORDER BY e.n`
 
 // Post stores tx and its entries; false means the business key or message
 // id was already posted (the second layer of idempotency).
-func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
-	ctx = inSpan(ctx, l.span)
-	traced := l.tracer != nil
-	if traced && l.parents != nil {
-		sc, ok := l.parents[tx.MessageID()]
-		traced = ok
-		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
-	}
-	if traced {
-		var span trace.Span
-		ctx, span = l.tracer.Start(ctx, "post ledger transaction")
-		defer func() {
-			if err != nil {
-				span.RecordError(err)
-				span.SetStatus(codes.Error, "not posted")
-			}
-			span.End()
-		}()
-	}
+func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error) {
 	entries := tx.Entries()
 	accounts := make([]string, len(entries))
 	amounts := make([]int64, len(entries))
@@ -227,7 +112,7 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	for i, e := range entries {
 		accounts[i], amounts[i], currencies[i] = e.Account().String(), e.Amount(), e.Currency()
 	}
-	var factID *string // stored in refund_id, the column's name from when refunds were the only kind with one
+	var factID *string // NULL for a kind a payment has at most once
 	if id := tx.FactID(); id != "" {
 		factID = &id
 	}
@@ -271,7 +156,7 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 // oldest first.
 func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT t.message_id::text, t.payment_id::text, t.kind, coalesce(t.refund_id::text, ''), t.amount, t.currency,
+		SELECT t.message_id::text, t.payment_id::text, t.kind, coalesce(t.fact_id::text, ''), t.amount, t.currency,
 		       t.occurred_at, e.account_id, e.amount, e.currency
 		FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
 		WHERE t.payment_id = $1
@@ -321,60 +206,20 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 	return out, nil
 }
 
-// readErr wraps a read query's error in posting.ErrUnavailable when the
+// readErr wraps a read query's error in bookkeeping.ErrUnavailable when the
 // database could not be reached, so the API answers an outage 503 with
 // Retry-After, as the payments API does, instead of 500.
 func readErr(err error) error {
 	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", posting.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", bookkeeping.ErrUnavailable, err)
 	}
 	return err
 }
 
-// DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most
-// limit processed inbox rows received before cutoff, in one statement.
-// Start-up checks the cutoff lies past the broker's redelivery window
-// (posting.CheckRetention). A row not processed — pending, parked, or of a
-// type this version does not handle — is never deleted here: it is work not
-// done, and the inbox is the only place that still holds it. Unhandled rows
-// have a window of their own (DeleteUnhandled).
-func (s *Store) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM inbox_messages WHERE id IN (
-			SELECT id FROM inbox_messages
-			WHERE received_at < $1 AND processed_at IS NOT NULL LIMIT $2)`, cutoff, limit)
-	if err != nil {
-		return 0, fmt.Errorf("delete inbox messages: %w", err)
-	}
-	return int(tag.RowsAffected()), nil
-}
-
-// DeleteUnhandled implements posting.InboxAdmin: the expiry of the rows of
-// types this version does not apply (posting.ExpireUnhandled). Its WHERE
-// holds the predicate of the partial pending index, so it reads the backlog,
-// not the processed rows. FOR UPDATE SKIP LOCKED passes over a row a claim
-// holds — a processor of a newer version, during a rolling deploy, applying
-// the type this one does not know — and re-checks each row it locks, so a
-// row that such a processor applied or parked meanwhile is left alone.
-func (s *Store) DeleteUnhandled(ctx context.Context, types []string, cutoff time.Time, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, `
-		DELETE FROM inbox_messages WHERE id IN (
-			SELECT id FROM inbox_messages
-			WHERE processed_at IS NULL AND parked_at IS NULL AND received_at < $2
-			  AND NOT type = ANY($1::text[])
-			ORDER BY received_at
-			LIMIT $3
-			FOR UPDATE SKIP LOCKED)`, types, cutoff, limit)
-	if err != nil {
-		return 0, fmt.Errorf("delete unhandled inbox messages: %w", err)
-	}
-	return int(tag.RowsAffected()), nil
-}
-
 // LedgerFacts returns every posted transaction for reconciliation.
-func (s *Store) LedgerFacts(ctx context.Context) ([]posting.Fact, error) {
+func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount, currency, occurred_at
+		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
 		FROM ledger_transactions`)
 	if err != nil {
 		return nil, fmt.Errorf("query ledger transactions: %w", err)
@@ -382,9 +227,9 @@ func (s *Store) LedgerFacts(ctx context.Context) ([]posting.Fact, error) {
 	return collectFacts(rows)
 }
 
-func collectFacts(rows pgx.Rows) ([]posting.Fact, error) {
-	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (posting.Fact, error) {
-		var f posting.Fact
+func collectFacts(rows pgx.Rows) ([]bookkeeping.Fact, error) {
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bookkeeping.Fact, error) {
+		var f bookkeeping.Fact
 		err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At)
 		return f, err
 	})

@@ -18,7 +18,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -54,13 +55,37 @@ func (e event) refund(amount, total int64) event {
 		payer: e.payer, merchant: e.merchant, at: e.at.Add(time.Second)}
 }
 
-func newService(t testing.TB) (*posting.Service, *ledgerstore.Store, *pgxpool.Pool) {
-	pool := pgtest.New(t, ledgermigrations.FS)
-	store := ledgerstore.New(pool)
-	return posting.NewService(store, store, schemas(t), time.Now), store, pool
+// books is the ledger as cmd/ledger wires it on a store: the shared inbox
+// with the ledger's handler, in each mode, and the ledger's queries.
+type books struct {
+	*bookkeeping.Service
+	sync, async *inbox.Service[bookkeeping.Ledger, ledger.Transaction]
 }
 
-func balance(t *testing.T, svc *posting.Service, account string) int64 {
+// Apply receives body in the sync mode, as the consumer does.
+func (b books) Apply(ctx context.Context, body []byte) (inbox.Result, error) {
+	return b.sync.Receive(ctx, body)
+}
+
+// Record receives body in the async mode, as the consumer does.
+func (b books) Record(ctx context.Context, body []byte) (inbox.Result, error) {
+	return b.async.Receive(ctx, body)
+}
+
+func newBooks(t testing.TB, store *ledgerstore.Store) books {
+	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{})
+	return books{Service: bookkeeping.NewService(store),
+		sync:  inbox.NewService(store, proc, inbox.Config{Mode: inbox.Sync}, time.Now),
+		async: inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)}
+}
+
+func newService(t testing.TB) (books, *ledgerstore.Store, *pgxpool.Pool) {
+	pool := pgtest.New(t, ledgermigrations.FS)
+	store := ledgerstore.New(pool)
+	return newBooks(t, store), store, pool
+}
+
+func balance(t *testing.T, svc books, account string) int64 {
 	t.Helper()
 	bs, err := svc.Balances(context.Background(), account)
 	if err != nil {
@@ -91,7 +116,7 @@ func TestSameEventThreeTimesPostsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Apply: %v", err)
 		}
-		got = append(got, res.Outcome.String())
+		got = append(got, res.Disposition.String())
 	}
 	if want := "applied,duplicate,duplicate"; strings.Join(got, ",") != want {
 		t.Errorf("outcomes: got %v, want %s", got, want)
@@ -120,8 +145,8 @@ func TestRefundBeforePaymentEndsTheSame(t *testing.T) {
 				order = []event{r2, r1, p}
 			}
 			for _, e := range order {
-				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Outcome != posting.Applied {
-					t.Fatalf("Apply: got %v, %v; want applied", res.Outcome, err)
+				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Disposition != inbox.Applied {
+					t.Fatalf("Apply: got %v, %v; want applied", res.Disposition, err)
 				}
 			}
 			if b := balance(t, svc, "payer:mer_r:cus_r"); b != 0 {
@@ -153,8 +178,8 @@ func TestBusinessKeyIsTheSecondLayer(t *testing.T) {
 	again := p
 	again.id = uuid.NewString() // the same fact under a new message id
 	res, err := svc.Apply(context.Background(), again.body())
-	if err != nil || res.Outcome != posting.Duplicate {
-		t.Fatalf("got %v, %v; want duplicate", res.Outcome, err)
+	if err != nil || res.Disposition != inbox.Duplicate {
+		t.Fatalf("got %v, %v; want duplicate", res.Disposition, err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", n)
@@ -199,7 +224,7 @@ func TestDatabaseRefusesUnbalancedTransactions(t *testing.T) {
 			}
 		})
 	}
-	svc := posting.NewService(ledgerstore.New(pool), ledgerstore.New(pool), schemas(t), time.Now)
+	svc := newBooks(t, ledgerstore.New(pool))
 	if _, err := svc.Apply(ctx, newPayment(10, "x", "y").body()); err != nil {
 		t.Fatal(err)
 	}
@@ -323,10 +348,10 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				switch res.Outcome {
-				case posting.Applied:
+				switch res.Disposition {
+				case inbox.Applied:
 					applied.Add(1)
-				case posting.Duplicate:
+				case inbox.Duplicate:
 					dups.Add(1)
 				}
 			}
@@ -354,7 +379,7 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 		t.Errorf("%d balances differ from the sum of their entries", n)
 	}
 
-	rec := posting.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
+	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
 	divs, err := rec.Reconcile(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payments-outbox/payments-outbox/application/posting"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
@@ -29,7 +30,7 @@ func unhandledBody(t *testing.T, id string, size int) []byte {
 }
 
 // TestUnhandledRowsExpireAtTheEndOfTheirWindow: the inbox records an
-// unhandled message up to posting.MaxUnhandledSize and nothing past it; the
+// unhandled message up to inbox.MaxUnhandledSize and nothing past it; the
 // retention loop deletes the unhandled rows older than the window in bounded
 // batches, logged and counted per batch, and passes over a row a processor
 // holds. Rows of a type this version applies, pending or parked, parked rows
@@ -40,11 +41,11 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 	ctx := context.Background()
 
 	recent := uuid.NewString()
-	if res, err := svc.Record(ctx, unhandledBody(t, recent, posting.MaxUnhandledSize)); err != nil || res.Outcome != posting.Ignored {
-		t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Outcome, err)
+	if res, err := svc.Record(ctx, unhandledBody(t, recent, inbox.MaxUnhandledSize)); err != nil || res.Disposition != inbox.Ignored {
+		t.Fatalf("unhandled, at the cap: got %v, %v; want ignored", res.Disposition, err)
 	}
 	tooBig := uuid.NewString()
-	if _, err := svc.Record(ctx, unhandledBody(t, tooBig, posting.MaxUnhandledSize+1)); !errors.Is(err, posting.ErrMalformed) {
+	if _, err := svc.Record(ctx, unhandledBody(t, tooBig, inbox.MaxUnhandledSize+1)); !errors.Is(err, inbox.ErrMalformed) {
 		t.Errorf("unhandled, a byte over the cap: got %v, want ErrMalformed (the DLQ)", err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE id = $1`, tooBig); n != 0 {
@@ -82,9 +83,9 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 		recent, held,
 		add(inboxState{typ: "payment.disputed", parked: true}),
 		add(inboxState{typ: "payment.disputed", processed: true}), // an ignored type's row: INBOX_RETENTION's
-		add(inboxState{typ: posting.TypePaymentCreated}),
-		add(inboxState{typ: posting.TypePaymentCreated, parked: true}),
-		add(inboxState{typ: posting.TypePaymentRefunded, processed: true}),
+		add(inboxState{typ: bookkeeping.TypePaymentCreated}),
+		add(inboxState{typ: bookkeeping.TypePaymentCreated, parked: true}),
+		add(inboxState{typ: bookkeeping.TypePaymentRefunded, processed: true}),
 	}
 
 	// A processor of a version that applies payment.disputed holds one row.
@@ -99,7 +100,9 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 
 	var logs bytes.Buffer
 	counter := &deletedCounter{}
-	del := posting.ExpireUnhandled(store, slog.New(slog.NewJSONHandler(&logs, nil)), counter)
+	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas(t),
+		slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now)
+	del := proc.ExpireUnhandled(store, counter)
 	// Waiting on the held row would block until the claim ends: the bound
 	// turns that failure into an error instead of a hung test.
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -1,0 +1,155 @@
+package inboxstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+)
+
+// claimSQL locks the oldest due pending rows of the given types. The partial
+// index on received_at holds only unprocessed, unparked rows, so the claim
+// reads the backlog, not the table. SKIP LOCKED lets any number of
+// processors claim side by side without waiting or overlapping.
+const claimSQL = `
+	SELECT id::text, type, payload::text, received_at, attempts
+	FROM inbox_messages
+	WHERE processed_at IS NULL AND parked_at IS NULL
+	  AND (next_attempt_at IS NULL OR next_attempt_at <= now())
+	  AND type = ANY($1::text[])
+	  AND ($3::uuid[] IS NULL OR id = ANY($3::uuid[]))
+	ORDER BY received_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+
+// ClaimPending implements inbox.Backlog: apply runs its function in a
+// savepoint of the claim's transaction, with the consumer's repositories
+// bound to the savepoint. It runs on pgx.BeginFunc, the plain shape: each
+// row's savepoint costs round trips of its own, so the pipelining of
+// postgres.Transact would save little here.
+func (s *Store[R]) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[R]) (inbox.BatchResult, error)) (int, error) {
+	var ids []string // nil: any row
+	if len(c.IDs) > 0 {
+		ids = c.IDs
+	}
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, claimSQL, c.Types, c.Limit, ids)
+		if err != nil {
+			return fmt.Errorf("claim inbox rows: %w", err)
+		}
+		msgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (inbox.PendingMessage, error) {
+			var (
+				m       inbox.PendingMessage
+				payload string
+			)
+			err := r.Scan(&m.ID, &m.Type, &payload, &m.ReceivedAt, &m.Attempts)
+			m.Payload = []byte(payload)
+			return m, err
+		})
+		if err != nil {
+			return fmt.Errorf("claim inbox rows: %w", err)
+		}
+		n = len(msgs)
+		if n == 0 {
+			return nil
+		}
+		apply := func(ctx context.Context, _ inbox.Event, fn func(context.Context, R) error) error {
+			return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a SAVEPOINT
+				return fn(ctx, s.repos(sp))
+			})
+		}
+		out, err := fn(ctx, msgs, apply)
+		if err != nil {
+			return err
+		}
+		return writeResult(ctx, tx, out)
+	})
+	return n, err
+}
+
+// writeResult writes a batch's result with one statement per kind of
+// result, whatever the batch's size.
+func writeResult(ctx context.Context, tx pgx.Tx, out inbox.BatchResult) error {
+	b := &pgx.Batch{}
+	if len(out.Processed) > 0 {
+		ids, notes := make([]string, len(out.Processed)), make([]string, len(out.Processed))
+		for i, p := range out.Processed {
+			ids[i], notes[i] = p.ID, p.Note
+		}
+		b.Queue(`
+			UPDATE inbox_messages m SET processed_at = $1, error = NULLIF(o.note, ''), next_attempt_at = NULL
+			FROM unnest($2::uuid[], $3::text[]) AS o(id, note) WHERE m.id = o.id`, out.At, ids, notes)
+	}
+	queueFailures := func(fs []inbox.Failure, parked bool) {
+		if len(fs) == 0 {
+			return
+		}
+		ids, errs := make([]string, len(fs)), make([]string, len(fs))
+		attempts, next := make([]int32, len(fs)), make([]*time.Time, len(fs))
+		for i, f := range fs {
+			ids[i], errs[i], attempts[i] = f.ID, f.Error, int32(f.Attempts)
+			if !parked {
+				next[i] = &f.NextAttemptAt
+			}
+		}
+		var parkedAt *time.Time
+		if parked {
+			parkedAt = &out.At
+		}
+		b.Queue(`
+			UPDATE inbox_messages m SET error = o.error, attempts = o.attempts, next_attempt_at = o.next, parked_at = $5
+			FROM unnest($1::uuid[], $2::text[], $3::int[], $4::timestamptz[]) AS o(id, error, attempts, next)
+			WHERE m.id = o.id`, ids, errs, attempts, next, parkedAt)
+	}
+	queueFailures(out.Retry, false)
+	queueFailures(out.Parked, true)
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("write inbox batch result: %w", err)
+	}
+	return nil
+}
+
+// InboxStats implements inbox.Admin, with the age measured on the
+// database's clock. Each count's WHERE is the predicate of a partial index
+// (pending, parked), so it reads the backlog, never the applied rows that
+// wait for retention.
+func (s *Store[R]) InboxStats(ctx context.Context, types []string) (inbox.Stats, error) {
+	var (
+		st     inbox.Stats
+		oldest float64
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT p.pending, p.oldest, p.unhandled,
+		       (SELECT count(*) FROM inbox_messages WHERE parked_at IS NOT NULL)
+		FROM (SELECT count(*) FILTER (WHERE type = ANY($1::text[])) AS pending,
+		             coalesce(extract(epoch FROM now() - min(received_at) FILTER (WHERE type = ANY($1::text[]))), 0)::float8 AS oldest,
+		             count(*) FILTER (WHERE NOT type = ANY($1::text[])) AS unhandled
+		      FROM inbox_messages WHERE processed_at IS NULL AND parked_at IS NULL) p`,
+		types).Scan(&st.Pending, &oldest, &st.Unhandled, &st.Parked)
+	if err != nil {
+		return inbox.Stats{}, fmt.Errorf("inbox stats: %w", err)
+	}
+	st.OldestPending = max(0, time.Duration(oldest*float64(time.Second)))
+	return st, nil
+}
+
+// Retry implements inbox.Admin.
+func (s *Store[R]) Retry(ctx context.Context, ids []string) (int, error) {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE inbox_messages SET parked_at = NULL, attempts = 0, next_attempt_at = NULL
+		WHERE parked_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[]))`, ids)
+	if err != nil {
+		return 0, fmt.Errorf("retry parked inbox rows: %w", err)
+	}
+	if ids != nil && tag.RowsAffected() == 0 {
+		return 0, fmt.Errorf("%w: %v", inbox.ErrUnknownMessage, ids)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,167 @@
+package bookkeepingtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+var _ Store = (*FakeStore)(nil)
+
+// FakeStore is an in-memory ledger database, as ledgerstore is one in
+// Postgres: the shared inbox (inboxtest.FakeStore) with the ledger's tables
+// beside it, written in its transactions, and the ledger's read queries
+// (bookkeeping.Reader). A failed transaction leaves nothing of either. It is
+// safe for concurrent use.
+type FakeStore struct {
+	*inboxtest.FakeStore[bookkeeping.Ledger]
+	ledger *fakeLedger
+}
+
+// NewFakeStore returns an empty FakeStore.
+func NewFakeStore() *FakeStore {
+	l := &fakeLedger{balances: map[balanceKey]int64{}, failCommitOf: map[string]error{}}
+	return &FakeStore{FakeStore: inboxtest.NewFakeStore(l), ledger: l}
+}
+
+// Transactions returns the committed ledger transactions, in posting order.
+func (s *FakeStore) Transactions() []ledger.Transaction {
+	l := s.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.txs[:l.committed])
+}
+
+// FailCommitsPosting makes every commit that would post message id fail with
+// err, as a deferred constraint does at COMMIT, until called with nil.
+func (s *FakeStore) FailCommitsPosting(id string, err error) {
+	l := s.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		delete(l.failCommitOf, id)
+		return
+	}
+	l.failCommitOf[id] = err
+}
+
+// Balances implements bookkeeping.Reader: the balances the commits kept, by
+// currency.
+func (s *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
+	l := s.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []ledger.Balance
+	for k, amount := range l.balances {
+		if k.account == account {
+			out = append(out, ledger.RehydrateBalance(account, k.currency, amount))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
+	}
+	slices.SortFunc(out, func(a, b ledger.Balance) int { return strings.Compare(a.Currency(), b.Currency()) })
+	return out, nil
+}
+
+// PaymentTransactions implements bookkeeping.Reader.
+func (s *FakeStore) PaymentTransactions(_ context.Context, paymentID string) ([]ledger.Transaction, error) {
+	var out []ledger.Transaction
+	for _, t := range s.Transactions() {
+		if t.PaymentID() == paymentID {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil, ledger.ErrPaymentNotFound
+	}
+	return out, nil
+}
+
+// fakeLedger is the ledger's tables: inboxtest.Tables of the ledger's
+// repository. Its own lock lets the reads run beside the inbox's
+// transactions, which see only what committed.
+type fakeLedger struct {
+	mu        sync.Mutex
+	txs       []ledger.Transaction // posted, the uncommitted ones last
+	committed int                  // txs[:committed] are committed
+	// balances is what ledger_balances holds: the sum of the committed
+	// entries per account and currency.
+	balances map[balanceKey]int64
+	// failCommitOf makes a commit fail while it would commit a posting of
+	// this message id: a deferred check failing at COMMIT.
+	failCommitOf map[string]error
+}
+
+type balanceKey struct {
+	account  ledger.AccountID
+	currency string
+}
+
+func (l *fakeLedger) Repos() bookkeeping.Ledger { return memLedger{l} }
+
+func (l *fakeLedger) Snapshot() func() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	txs, committed, balances := slices.Clone(l.txs), l.committed, maps.Clone(l.balances)
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.txs, l.committed, l.balances = txs, committed, balances
+	}
+}
+
+// Commit does what the ledger database's deferred trigger does: it checks
+// the transaction's postings, adds them to their balances, and refuses one
+// that would take a balance past int64, as ledgerstore reports it.
+func (l *fakeLedger) Commit() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := maps.Clone(l.balances)
+	for _, tx := range l.txs[l.committed:] {
+		if err := l.failCommitOf[tx.MessageID()]; err != nil {
+			return err
+		}
+		for _, e := range tx.Entries() {
+			k := balanceKey{e.Account(), e.Currency()}
+			cur := next[k]
+			sum := cur + e.Amount()
+			if (e.Amount() > 0 && sum < cur) || (e.Amount() < 0 && sum > cur) {
+				return fmt.Errorf("%w: %w: the %s balance of %s would pass what int64 holds",
+					inbox.ErrPermanent, ledger.ErrBalanceLimit, e.Currency(), e.Account())
+			}
+			next[k] = sum
+		}
+	}
+	l.balances, l.committed = next, len(l.txs)
+	return nil
+}
+
+type memLedger struct{ l *fakeLedger }
+
+func (m memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (bool, error) {
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !tx.Balanced() {
+		return false, errors.New("unbalanced")
+	}
+	for _, t := range l.txs {
+		if t.MessageID() == tx.MessageID() ||
+			(t.PaymentID() == tx.PaymentID() && t.Kind() == tx.Kind() && t.FactID() == tx.FactID()) {
+			return false, nil
+		}
+	}
+	l.txs = append(l.txs, tx)
+	return true, nil
+}

@@ -1,0 +1,41 @@
+package bookkeeping
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// Ledger is the ledger tables as seen from inside the inbox's transaction:
+// the repositories the ledger's handler writes with (inbox.Transactor's R).
+type Ledger interface {
+	// Post stores tx and its entries and reports whether it did. false (and
+	// nothing stored) means a transaction with the same business key — or
+	// the same message id — is already posted: the second layer of
+	// idempotency. At commit the database refuses an unbalanced
+	// transaction, and adds the entries to the balances of their accounts;
+	// a commit that would take a balance past what int64 holds fails with
+	// ledger.ErrBalanceLimit, which is inbox.ErrPermanent too.
+	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
+}
+
+// ErrUnavailable means the ledger database could not be reached in time: the
+// question was not answered, and may be asked again. The store wraps every
+// outage in it, so the HTTP API can tell an outage (503 with Retry-After)
+// from a fault (500) without knowing the database.
+var ErrUnavailable = errors.New("service unavailable")
+
+// Reader answers the ledger's read queries, outside any write transaction.
+type Reader interface {
+	// Balances returns the account's balance in every currency it has
+	// entries in, or ledger.ErrAccountNotFound when it has none. It reads
+	// the balances the postings keep, never the entries: its cost does not
+	// grow with the account's history. Errors: ErrUnavailable.
+	Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error)
+	// PaymentTransactions returns the payment's ledger transactions, oldest
+	// first, or ledger.ErrPaymentNotFound when there are none.
+	// Errors: ErrUnavailable.
+	PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
+}

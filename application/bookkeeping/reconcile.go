@@ -1,0 +1,117 @@
+package bookkeeping
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+// Fact is one business fact that should have exactly one ledger transaction:
+// a payment, one refund of it, or a fact of any other kind the registry
+// posts. Both sides of a reconciliation describe their rows as Facts so they
+// can be compared key by key.
+type Fact struct {
+	PaymentID string
+	Kind      ledger.Kind
+	FactID    string // tells facts of one kind on a payment apart: a refund's id; "" for the payment
+	Amount    int64
+	Currency  string
+	At        time.Time // payments side: when the fact was created
+}
+
+// key is the business key shared by both sides.
+func (f Fact) key() string { return f.PaymentID + "/" + string(f.Kind) + "/" + f.FactID }
+
+// String names the fact for a divergence report: "payment P", "refund R of
+// payment P".
+func (f Fact) String() string {
+	if f.FactID != "" {
+		return fmt.Sprintf("%s %s of payment %s", f.Kind, f.FactID, f.PaymentID)
+	}
+	return fmt.Sprintf("%s %s", f.Kind, f.PaymentID)
+}
+
+// PaymentFacts reads what the payments database says happened.
+type PaymentFacts interface {
+	// PaymentFacts returns every fact of every kind in Kinds.
+	PaymentFacts(ctx context.Context) ([]Fact, error)
+}
+
+// LedgerFacts reads what the ledger posted.
+type LedgerFacts interface {
+	// LedgerFacts returns every posted ledger transaction.
+	LedgerFacts(ctx context.Context) ([]Fact, error)
+}
+
+// Divergence is one disagreement between the payments database and the ledger.
+type Divergence struct {
+	Fact    Fact
+	Problem string
+}
+
+// String is the line `ledger reconcile` prints.
+func (d Divergence) String() string { return d.Fact.String() + ": " + d.Problem }
+
+// Reconciler checks that the ledger matches the payments database: every
+// fact (a payment, a refund) has exactly one ledger transaction of the same
+// amount and currency, and no ledger transaction lacks its fact.
+type Reconciler struct {
+	payments PaymentFacts
+	ledger   LedgerFacts
+	now      func() time.Time
+}
+
+// NewReconciler returns a Reconciler over the two sources.
+func NewReconciler(payments PaymentFacts, l LedgerFacts, now func() time.Time) *Reconciler {
+	return &Reconciler{payments: payments, ledger: l, now: now}
+}
+
+// Reconcile returns every divergence, sorted for stable output. Facts younger
+// than grace are not yet expected in the ledger: their events may still be in
+// flight. The ledger is read first: everything it holds was committed in the
+// payments database before its event left, so a payment created between the
+// two reads can never show up as a ledger row without a payment.
+func (r *Reconciler) Reconcile(ctx context.Context, grace time.Duration) ([]Divergence, error) {
+	posted, err := r.ledger.LedgerFacts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read ledger: %w", err)
+	}
+	facts, err := r.payments.PaymentFacts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read payments: %w", err)
+	}
+	cutoff := r.now().Add(-grace)
+
+	byKey := make(map[string][]Fact, len(posted))
+	for _, p := range posted {
+		byKey[p.key()] = append(byKey[p.key()], p)
+	}
+	var out []Divergence
+	seen := make(map[string]bool, len(facts))
+	for _, f := range facts {
+		k := f.key()
+		seen[k] = true
+		got := byKey[k]
+		switch {
+		case len(got) == 0:
+			if f.At.Before(cutoff) {
+				out = append(out, Divergence{f, fmt.Sprintf("no ledger transaction (expected %d %s)", f.Amount, f.Currency)})
+			}
+		case len(got) > 1:
+			out = append(out, Divergence{f, fmt.Sprintf("%d ledger transactions, want exactly 1", len(got))})
+		case got[0].Amount != f.Amount || got[0].Currency != f.Currency:
+			out = append(out, Divergence{f, fmt.Sprintf("ledger has %d %s, payments database has %d %s",
+				got[0].Amount, got[0].Currency, f.Amount, f.Currency)})
+		}
+	}
+	for k, ps := range byKey {
+		if !seen[k] {
+			out = append(out, Divergence{ps[0], fmt.Sprintf("ledger transaction of %d %s has no matching row in the payments database", ps[0].Amount, ps[0].Currency)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}

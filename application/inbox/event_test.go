@@ -1,0 +1,85 @@
+package inbox_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+)
+
+// TestDecodeKeepsWhatTheEventCarries: one decode gives everything any part
+// of the inbox reads, the trace context the processor's work continues
+// included, so that nothing parses a body twice.
+func TestDecodeKeepsWhatTheEventCarries(t *testing.T) {
+	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	body := []byte(`{"specversion":"1.0","id":"0B7E2F5E-7C41-4C55-9A57-3A3D0C1F6A01","type":"note.added","source":"/tests",
+"subject":"k1","time":"2026-11-29T12:00:00.123Z","dataversion":"1","traceparent":"` + parent + `","tracestate":"k=v","data":{"key":"k1"}}`)
+	ev, err := inbox.Decode(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 11, 29, 12, 0, 0, 123e6, time.UTC)
+	if ev.ID != msgA || ev.Type != typeNoted || ev.Subject != "k1" || !ev.Time.Equal(want) ||
+		string(ev.Data) != `{"key":"k1"}` || ev.TraceParent != parent || ev.TraceState != "k=v" || string(ev.Body) != string(body) {
+		t.Errorf("got %+v", ev)
+	}
+	if v, err := ev.Version(); err != nil || v != "1" {
+		t.Errorf("version: got %q, %v; want 1", v, err)
+	}
+}
+
+func TestDecodeRefusesWhatNoEventIs(t *testing.T) {
+	for name, body := range map[string]string{
+		"not json":     `{"specversion":`,
+		"no id":        `{"specversion":"1.0","type":"note.added"}`,
+		"sns envelope": `{"Type":"Notification","MessageId":"x"}`,
+		"nul":          `{"specversion":"1.0","id":"` + msgA + `","type":"t","data":"\u0000"}`,
+	} {
+		if _, err := inbox.Decode([]byte(body)); !errors.Is(err, inbox.ErrMalformed) {
+			t.Errorf("%s: got %v, want ErrMalformed", name, err)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	const base = "https://payments-outbox.example/schemas/events/"
+	tests := []struct {
+		name, typ, dataschema, dataversion string
+		want                               string // "" for an error
+	}{
+		{"dataschema only", "payment.created", base + "payment.created/v1.json", "", "1"},
+		{"both, agreeing", "payment.created", base + "payment.created/v12.json", "12", "12"},
+		{"dataversion only, from a producer before dataschema", "payment.refunded", "", "2", "2"},
+		{"neither", "payment.created", "", "", ""},
+		{"both, disagreeing", "payment.created", base + "payment.created/v2.json", "1", ""},
+		{"another type's schema", "payment.created", base + "payment.refunded/v1.json", "1", ""},
+		{"no version", "payment.created", base + "payment.created/v.json", "", ""},
+		{"not a number", "payment.created", base + "payment.created/vone.json", "", ""},
+		{"not a JSON file", "payment.created", base + "payment.created/v1", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var attrs []string
+			if tt.dataschema != "" {
+				attrs = append(attrs, `"dataschema":"`+tt.dataschema+`"`)
+			}
+			if tt.dataversion != "" {
+				attrs = append(attrs, `"dataversion":"`+tt.dataversion+`"`)
+			}
+			body := `{"specversion":"1.0","id":"` + msgA + `","type":"` + tt.typ + `"` + strings.Repeat(",", min(1, len(attrs))) + strings.Join(attrs, ",") + `}`
+			ev, err := inbox.Decode([]byte(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ev.Version()
+			switch {
+			case tt.want == "" && err == nil:
+				t.Errorf("got version %q, want an error", got)
+			case tt.want != "" && (err != nil || got != tt.want):
+				t.Errorf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,137 @@
+package inboxtest
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+)
+
+var _ Store[struct{}] = (*FakeStore[struct{}])(nil)
+
+// Tables are a consumer's own tables in memory, which a FakeStore writes in
+// its transactions beside the inbox: what a consumer's fake adds to the
+// inbox's (bookkeepingtest's ledger is one). Every method is called with the
+// store's lock held, one transaction at a time.
+type Tables[R any] interface {
+	// Repos returns the consumer's repositories, writing to the tables.
+	Repos() R
+	// Snapshot returns a function that puts the tables back as they are
+	// now: a transaction's or a savepoint's rollback.
+	Snapshot() (restore func())
+	// Commit runs what the consumer's database does at COMMIT (deferred
+	// checks, derived rows) and returns the error that refuses the commit,
+	// if any: the store then rolls the whole transaction back.
+	Commit() error
+}
+
+// NoTables are the tables of a consumer that writes nothing of its own:
+// enough for the inbox's contract, which never looks at a consumer's rows.
+type NoTables struct{}
+
+// Repos returns struct{}{}.
+func (NoTables) Repos() struct{} { return struct{}{} }
+
+// Snapshot returns a restore that does nothing.
+func (NoTables) Snapshot() func() { return func() {} }
+
+// Commit accepts every commit.
+func (NoTables) Commit() error { return nil }
+
+// FakeStore is an in-memory inbox with a consumer's tables beside it: an
+// inbox.Transactor[R], inbox.Backlog[R] and inbox.Admin. Transact serialises
+// transactions and rolls back by restoring a copy of the state when fn or the
+// commit fails, so a failed message leaves nothing, as in Postgres. It is
+// safe for concurrent use.
+type FakeStore[R any] struct {
+	mu     sync.Mutex
+	tables Tables[R]
+	inbox  map[string]inbox.Message
+	retry  map[string]retryState // by message id; absent: never failed
+	failTx error                 // returned by every commit instead of committing, when set
+}
+
+// retryState is the processor's bookkeeping on an inbox row.
+type retryState struct {
+	attempts int
+	next     time.Time // zero: due
+	parked   time.Time // zero: not parked
+}
+
+// NewFakeStore returns an empty inbox beside tables.
+func NewFakeStore[R any](tables Tables[R]) *FakeStore[R] {
+	return &FakeStore[R]{tables: tables, inbox: map[string]inbox.Message{}, retry: map[string]retryState{}}
+}
+
+// FailCommits makes every commit roll back and return err after the
+// tables' own commit checks passed, as a failed COMMIT would, until it is
+// called with nil.
+func (m *FakeStore[R]) FailCommits(err error) {
+	m.mu.Lock()
+	m.failTx = err
+	m.mu.Unlock()
+}
+
+// Inbox returns a copy of the committed inbox rows, by message id.
+func (m *FakeStore[R]) Inbox() map[string]inbox.Message {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.inbox)
+}
+
+// Transact implements inbox.Transactor.
+func (m *FakeStore[R]) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, R) error) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	restore := m.snapshot()
+	err := fn(ctx, memInbox[R]{m}, m.tables.Repos())
+	if err == nil {
+		err = m.commit()
+	}
+	if err != nil {
+		restore()
+	}
+	return err
+}
+
+// snapshot returns a function that puts the inbox and the tables back as
+// they are now.
+func (m *FakeStore[R]) snapshot() (restore func()) {
+	in, retry, tables := maps.Clone(m.inbox), maps.Clone(m.retry), m.tables.Snapshot()
+	return func() { m.inbox, m.retry = in, retry; tables() }
+}
+
+// commit returns the error the transaction's commit fails with, leaving the
+// caller to restore the state: the tables' own, else the one FailCommits set.
+func (m *FakeStore[R]) commit() error {
+	if err := m.tables.Commit(); err != nil {
+		return err
+	}
+	return m.failTx
+}
+
+type memInbox[R any] struct{ m *FakeStore[R] }
+
+func (i memInbox[R]) Insert(_ context.Context, msg inbox.Message) (bool, error) {
+	if _, ok := i.m.inbox[msg.ID]; ok {
+		return false, nil
+	}
+	i.m.inbox[msg.ID] = msg
+	if !msg.ParkedAt.IsZero() {
+		i.m.retry[msg.ID] = retryState{attempts: 1, parked: msg.ParkedAt}
+	}
+	return true, nil
+}
+
+func (i memInbox[R]) Annotate(_ context.Context, id, note string) error {
+	msg, ok := i.m.inbox[id]
+	if !ok {
+		return errors.New("annotate: no such message")
+	}
+	msg.Error = note
+	i.m.inbox[id] = msg
+	return nil
+}
