@@ -34,8 +34,8 @@ type Shares interface {
 	// Own is worker w's claim over its share, made when its poll is due or
 	// WakeAll woke it.
 	Own(w int) Step
-	// Drain is the claims that work off a backlog in worker w's share, in
-	// turn, each made again while its batches come back full.
+	// Drain is the claims that work off a backlog in worker w's share, one
+	// after the other, each made again while its batches come back full.
 	Drain(w int) []Step
 }
 

@@ -27,7 +27,8 @@
 // leases divide the outbox's partitions between the replicas (lease.go), a
 // replica's workers divide its partitions between them (partition.go), and
 // turns bound the claim transactions at work in the database (turns.go).
-// Ordered mode (Config.Ordered) is the store's claim.
+// Ordered mode (Config.Ordered) is in the store's claim (Claim.Ordered),
+// which keeps each aggregate's rows in write order.
 package relay
 
 import (
