@@ -153,9 +153,9 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 		Service: svc, Authenticator: merchantKey{}, Log: log, TracerProvider: pay.tp,
 	}))
 	defer api.Close()
-	r := relay.New(relay.Config{Workers: 1, PollInterval: 50 * time.Millisecond},
-		tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
-		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now)
+	r := relay.New(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
+		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
+		relay.Config{Workers: 1, PollInterval: 50 * time.Millisecond})
 
 	// The ledger: its consumer.
 	schemas, err := eventschema.New()

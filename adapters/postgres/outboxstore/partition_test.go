@@ -79,7 +79,7 @@ func startReplica(t *testing.T, pool *pgxpool.Pool, cfg relay.Config, pub relay.
 		store = noRelease{outboxstore.New(p)}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rp := &replica{r: relay.New(cfg, store, pub, discard(), nil, time.Now), cancel: cancel, done: make(chan struct{})}
+	rp := &replica{r: relay.New(store, pub, discard(), nil, time.Now, cfg), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(rp.done)
 		var g errgroup.Group
