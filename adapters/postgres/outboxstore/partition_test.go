@@ -212,24 +212,32 @@ func (p *partitionPublisher) Publish(_ context.Context, msgs []relay.Message) []
 func TestPartitionsAreTakenOverAfterLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	const lease, heartbeat = time.Second, 100 * time.Millisecond
+	const lease, heartbeat = 3 * time.Second, 100 * time.Millisecond
 	cfg := relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond,
 		LeaseDuration: lease, Heartbeat: heartbeat}
 	pub := &partitionPublisher{}
 	victim := startReplica(t, pool, cfg, pub, true)
 	survivor := startReplica(t, pool, cfg, pub, false)
+	// A settled split, half each: until then the first replica is still
+	// handing its excess partitions over, and rows there are published
+	// without any lease expiring.
 	waitFor(t, 30*time.Second, "the replicas splitting the partitions", func() bool {
 		o := owners(t, pool)
-		return holds(o, victim.r.Owner()) > 0 && holds(o, victim.r.Owner())+holds(o, survivor.r.Owner()) == len(o)
+		return holds(o, victim.r.Owner()) == len(o)/2 && holds(o, survivor.r.Owner()) == len(o)/2
 	})
-	_, victimOwned := victim.r.Owned()
 
 	victim.stop() // leases not released
-	// The dead replica heartbeats no more: its leases' expiry is final.
+	// The dead replica heartbeats no more: its leases' expiry is final. The
+	// partitions it still holds can only change hands once that has passed.
+	var victimOwned []int
 	var expired time.Time
 	if err := pool.QueryRow(context.Background(),
-		`SELECT max(expires_at) FROM outbox_leases WHERE owner = $1`, victim.r.Owner()).Scan(&expired); err != nil {
+		`SELECT array_agg(partition), max(expires_at) FROM outbox_leases WHERE owner = $1`,
+		victim.r.Owner()).Scan(&victimOwned, &expired); err != nil {
 		t.Fatalf("reading the dead replica's leases: %v", err)
+	}
+	if len(victimOwned) == 0 {
+		t.Fatalf("the dead replica's partitions were taken over before the test could read them (lease %v)", lease)
 	}
 	// Rows in the dead replica's partitions, committed after it died.
 	var ids []uuid.UUID
