@@ -28,7 +28,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -197,7 +196,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ledger.ErrPaymentNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
 	default:
-		httpserver.WriteError(w, r, a.log, err, bookkeeping.ErrUnavailable)
+		httpserver.WriteError(w, r, a.log, err)
 		return
 	}
 	httpserver.WriteProblem(w, p)

@@ -23,7 +23,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -212,9 +212,9 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 // TestDatabaseOutageAnswers503 pins that the ledger answers an unreachable
 // database as the payments API does: 503, Retry-After and problem+json, with
 // nothing of the error chain. ledgerstore wraps an outage in
-// bookkeeping.ErrUnavailable (its own test proves that on a real connection).
+// dependency.ErrUnavailable (its own test proves that on a real connection).
 func TestDatabaseOutageAnswers503(t *testing.T) {
-	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", bookkeeping.ErrUnavailable)
+	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", dependency.ErrUnavailable)
 	srv := newServer(t, fakeQueries{err: outage})
 	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		t.Run(path, func(t *testing.T) {

@@ -40,7 +40,7 @@ type Service interface {
 // Authenticator turns an API key into whom it acts as (access.Authenticator).
 type Authenticator interface {
 	// Authenticate errors: access.ErrMalformedKey, access.ErrUnknownKey,
-	// access.ErrUnavailable.
+	// dependency.ErrUnavailable.
 	Authenticate(ctx context.Context, key string) (access.Principal, error)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -206,12 +207,12 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 	return out, nil
 }
 
-// readErr wraps a read query's error in bookkeeping.ErrUnavailable when the
+// readErr wraps a read query's error in dependency.ErrUnavailable when the
 // database could not be reached, so the API answers an outage 503 with
 // Retry-After, as the payments API does, instead of 500.
 func readErr(err error) error {
 	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", bookkeeping.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
 	}
 	return err
 }
