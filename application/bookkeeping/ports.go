@@ -8,7 +8,7 @@ import (
 )
 
 // Ledger is the ledger tables as seen from inside the inbox's transaction:
-// the repositories the ledger's handler writes with (inbox.Transactor's R).
+// the repositories the ledger's handler writes with (inbox.Recorder's R).
 type Ledger interface {
 	// Post stores tx and its entries and reports whether it did. false (and
 	// nothing stored) means a transaction with the same business key — or

@@ -106,6 +106,12 @@ func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
 	return n
 }
 
+// inboxMessage is the inbox row a test that posts tx directly records it
+// under: a transaction of the consumer always begins with its message's row.
+func inboxMessage(tx ledger.Transaction) inbox.Message {
+	return inbox.Message{ID: tx.MessageID(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
+}
+
 func TestSameEventThreeTimesPostsOnce(t *testing.T) {
 	t.Parallel()
 	svc, _, pool := newService(t)
