@@ -43,32 +43,28 @@ type Tokens interface {
 	Check(token string) error
 }
 
-// Config is what NewHandler wires together.
+// Config tunes NewHandler; the zero value is a handler with the default
+// request timeout, and neither metrics nor tracing.
 type Config struct {
-	Queries Queries
-	// Tokens are the operator tokens the read API accepts.
-	Tokens Tokens
-	Log    *slog.Logger
 	// Metrics, when set, instruments every request.
 	Metrics *httpserver.Metrics
-	// RequestTimeout bounds each request's work (default 5s), so a database
-	// outage answers 503 quickly instead of hanging the client.
+	// RequestTimeout bounds each request's work (0: httpserver's default),
+	// so a database outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
 	// TracerProvider, when set, traces every request (httpserver.API).
 	TracerProvider trace.TracerProvider
 }
 
-// NewHandler returns the API's router.
-func NewHandler(cfg Config) http.Handler {
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = 5 * time.Second
-	}
-	a := &api{q: cfg.Queries, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
+// NewHandler returns the API's router: q's read queries, each request
+// carrying one of the operator tokens (nil: none is accepted), its
+// unexpected errors logged to log.
+func NewHandler(q Queries, tokens Tokens, log *slog.Logger, cfg Config) http.Handler {
+	a := &api{q: q, log: log}
+	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireBearer(func(ctx context.Context, token string) (context.Context, error) {
-			return ctx, checkToken(cfg.Tokens, token)
+			return ctx, checkToken(tokens, token)
 		}, a.writeError))
 		r.Get("/accounts/{id}/balance", a.balance)
 		r.Get("/payments/{id}/entries", a.entries)

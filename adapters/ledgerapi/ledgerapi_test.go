@@ -71,11 +71,7 @@ func newServer(t *testing.T, q ledgerapi.Queries) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: q,
-		Tokens:  tokens,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	h := ledgerapi.NewHandler(q, tokens, slog.New(slog.NewTextHandler(io.Discard, nil)), ledgerapi.Config{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	return srv
@@ -198,7 +194,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		}
 	}
 	t.Run("no tokens configured", func(t *testing.T) {
-		h := ledgerapi.NewHandler(ledgerapi.Config{Queries: fakeQueries{}, Log: slog.New(slog.DiscardHandler)})
+		h := ledgerapi.NewHandler(fakeQueries{}, nil, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 		srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 		defer srv.Close()
 		res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)
@@ -274,7 +270,7 @@ func TestEntriesSumToZero(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler)})
+	h := ledgerapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
 }
 
@@ -286,10 +282,7 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	h := ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: fakeQueries{err: errors.New("dial tcp: secret-host refused")}, Tokens: tokens,
-		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-	})
+	h := ledgerapi.NewHandler(fakeQueries{err: errors.New("dial tcp: secret-host refused")}, tokens, slog.New(slog.NewJSONHandler(&logs, nil)), ledgerapi.Config{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestEveryRouteNeedsAKey: every route against every kind of credential,
@@ -206,11 +206,7 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 	t.Helper()
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
-	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service:       payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}),
-		Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
-		RateLimit:     rate, Log: log, Metrics: httpserver.NewMetrics(reg),
-	})
+	h := paymentsapi.NewHandler(payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), log, paymentsapi.Config{RateLimit: rate, Metrics: httpserver.NewMetrics(reg)})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	return srv, keys
@@ -263,7 +259,7 @@ func TestRateLimitPerKey(t *testing.T) {
 // malformed, failing — nor in the metrics.
 func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	srv, keys := newFakeAPI(t, 2, reg, log)
@@ -292,28 +288,4 @@ func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 			}
 		}
 	}
-}
-
-// syncBuffer is a log destination the server's goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }

@@ -103,7 +103,7 @@ func names(spans []sdktrace.ReadOnlySpan) string {
 func openTraced(t *testing.T, fsys interface{ ReadFile(string) ([]byte, error) }, migrate func(context.Context, *pgxpool.Pool) error, tp trace.TracerProvider) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t), postgres.WithTracerProvider(tp))
+	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Config{TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +149,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	// The payments service: its API and its relay.
 	svc := payments.NewService(tracing.Payments(paymentstore.New(payDB), pay.tp), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
-	api := httptest.NewServer(paymentsapi.NewHandler(paymentsapi.Config{
-		Service: svc, Authenticator: merchantKey{}, Log: log, TracerProvider: pay.tp,
-	}))
+	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
 	r := relay.New(relay.Config{Workers: 1, PollInterval: 50 * time.Millisecond},
 		tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),

@@ -16,7 +16,7 @@ import (
 // applyOne posts one event into the ledger database at url, the way the
 // consumer would, for tests that need ledger rows without a broker.
 func applyOne(ctx context.Context, url, body string) error {
-	pool, err := postgres.Open(ctx, url)
+	pool, err := postgres.Open(ctx, url, postgres.Config{})
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func openLedger(ctx context.Context, getenv func(string) string) (*ledgerstore.S
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -153,7 +153,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return errors.New("LEDGER_INBOX_WORKERS=0: `ledger inbox process` needs at least one worker")
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.InboxWorkers+2))
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.InboxWorkers + 2})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}

@@ -164,7 +164,7 @@ func migrate(ctx context.Context, getenv func(string) string, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -192,7 +192,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	defer tp.Shutdown()
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.poolSize()), postgres.WithTracerProvider(tp.Provider))
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.poolSize(), TracerProvider: tp.Provider})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -259,9 +259,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	})
 
 	httpMetrics := httpserver.NewMetrics(reg)
-	api := newServer(ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: bookkeeping.NewService(store), Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics, TracerProvider: tp.Provider,
-	}), log)
+	api := newServer(ledgerapi.NewHandler(bookkeeping.NewService(store), cfg.APITokens, log, ledgerapi.Config{Metrics: httpMetrics, TracerProvider: tp.Provider}), log)
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg,
 	}), log)
@@ -364,12 +362,12 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	if err != nil {
 		return err
 	}
-	ledgerPool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	ledgerPool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer ledgerPool.Close()
-	paymentsPool, err := postgres.Open(ctx, *paymentsURL)
+	paymentsPool, err := postgres.Open(ctx, *paymentsURL, postgres.Config{})
 	if err != nil {
 		return fmt.Errorf("PAYMENTS_DATABASE_URL: %w", err)
 	}

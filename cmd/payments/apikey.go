@@ -114,7 +114,7 @@ func openKeys(ctx context.Context, getenv func(string) string) (*access.Keys, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return nil, nil, err
 	}

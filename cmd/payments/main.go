@@ -142,7 +142,7 @@ func migrate(ctx context.Context, getenv func(string) string, out io.Writer) err
 		return err
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	defer tp.Shutdown()
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(defaultPoolSize), postgres.WithTracerProvider(tp.Provider))
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: defaultPoolSize, TracerProvider: tp.Provider})
 	if err != nil {
 		return err
 	}
@@ -203,10 +203,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
 	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
-	api := newServer(paymentsapi.NewHandler(paymentsapi.Config{
-		Service: svc, Authenticator: auth, RateLimit: cfg.APIRateLimit, Log: log, Metrics: httpMetrics,
-		TracerProvider: tp.Provider,
-	}), log)
+	api := newServer(paymentsapi.NewHandler(svc, auth, log, paymentsapi.Config{RateLimit: cfg.APIRateLimit, Metrics: httpMetrics, TracerProvider: tp.Provider}), log)
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: pool.Ping, Status: b.status, Metrics: httpMetrics, Gatherer: reg,
 	}), log)

@@ -121,7 +121,7 @@ func openOutbox(ctx context.Context, getenv func(string) string) (*outboxstore.S
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return nil, nil, err
 	}
