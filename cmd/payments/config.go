@@ -107,6 +107,6 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 // small for this service: each in-flight request holds a connection for its
 // write, and the relay's workers (up to 4) hold one each while their batch is
 // at the broker, the LISTEN session and the notifier one more each, so with
-// pgx's default requests queue for connections (measured in
-// docs/BENCHMARKS.md). Idle connections cost Postgres little.
+// pgx's default requests queue for connections. Idle connections cost
+// Postgres little.
 const defaultPoolSize = 32
