@@ -1,19 +1,8 @@
 // Command ledger is the ledger service: it consumes payment events from SQS
 // through an inbox, posts them as balanced double-entry transactions exactly
-// once, and serves balances and entries over HTTP.
-//
-//	ledger                 serve (the default): consumer + HTTP API on HTTP_ADDR,
-//	                       health, readiness and metrics on OPS_ADDR
-//	ledger migrate         apply the embedded migrations and exit
-//	ledger dlq redrive     move the DLQ's messages back to the queue
-//	ledger reconcile       compare the ledger with the payments database;
-//	                       --payments-database-url (or PAYMENTS_DATABASE_URL),
-//	                       --grace (default 1m); exit status 1 on any divergence
-//	ledger inbox process   the inbox processor alone (the async inbox's
-//	                       separate process); --once applies what is due and exits
-//	ledger inbox stats     the inbox's backlog: pending, oldest age, parked
-//	ledger inbox retry     --id ID | --all-parked: parked rows back to pending
-//	ledger healthcheck     exit 0 if the local server is ready (for Docker)
+// once, and serves balances and entries over HTTP. Its subcommands (migrate,
+// dlq, reconcile, inbox, healthcheck) are listed by `ledger -h`: see usage
+// below.
 package main
 
 import (

@@ -1,14 +1,7 @@
 // Command payments is the payments service: the HTTP API that writes payments
 // and their outbox rows in one transaction, and the in-process relay that
-// publishes those rows to SNS.
-//
-//	payments                 serve (the default)
-//	payments migrate         apply the embedded migrations and exit
-//	payments outbox stats    pending and dead rows, oldest pending age
-//	payments outbox requeue  --id ID | --all: DEAD rows back to PENDING
-//	payments outbox partitions [--set N]: who holds which partition; change the count
-//	payments apikey          create | list | revoke API keys
-//	payments healthcheck     exit 0 if the local server is ready (for Docker)
+// publishes those rows to SNS. Its subcommands (migrate, outbox, apikey,
+// healthcheck) are listed by `payments -h`: see usage below.
 package main
 
 import (
