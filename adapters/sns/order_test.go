@@ -37,8 +37,8 @@ type killableStore struct {
 	killed *atomic.Bool
 }
 
-func (s killableStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
-	return s.Store.ClaimBatch(ctx, c, func(msgs []relay.Message) (relay.Outcome, error) {
+func (s killableStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+	return s.Store.ClaimBatch(ctx, c, func(msgs []relay.Message) (relay.BatchResult, error) {
 		out, err := fn(msgs)
 		if s.killed.Load() {
 			return out, errKilled
@@ -146,7 +146,7 @@ func (rp *orderedReplica) start(t *testing.T) {
 	rp.killed = new(atomic.Bool)
 	ctx, cancel := context.WithCancel(context.Background())
 	rp.cancel, rp.done = cancel, make(chan struct{})
-	r := relay.New(cfg, killableStore{outboxstore.New(rp.pool), rp.killed}, rp.pub, discard(), nil, time.Now)
+	r := relay.New(killableStore{outboxstore.New(rp.pool), rp.killed}, rp.pub, discard(), nil, time.Now, cfg)
 	go func() {
 		defer close(rp.done)
 		if err := r.Run(ctx); err != nil {

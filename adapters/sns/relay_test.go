@@ -176,7 +176,8 @@ func TestEventReachesQueueVerbatim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	id := f.insertEvents(t, 1, 10)[0]
-	run(t, relay.New(relay.Config{PollInterval: 20 * time.Millisecond}, f.store, f.publisher(), discard(), nil, time.Now))
+	run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now,
+		relay.Config{PollInterval: 20 * time.Millisecond}))
 
 	msgs := f.tq.Drain(t, f.tq.QueueURL, 1, 30*time.Second)
 	if len(msgs) != 1 {
@@ -244,7 +245,8 @@ func TestQueueGetsTheEncodersBytes(t *testing.T) {
 			PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: r.CreatedAt},
 	}
 
-	run(t, relay.New(relay.Config{PollInterval: 20 * time.Millisecond}, f.store, f.publisher(), discard(), nil, time.Now))
+	run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now,
+		relay.Config{PollInterval: 20 * time.Millisecond}))
 	msgs := f.tq.Drain(t, f.tq.QueueURL, len(events), 30*time.Second)
 	if len(msgs) != len(events) {
 		t.Fatalf("got %d messages, want %d", len(msgs), len(events))
@@ -280,7 +282,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		o.RetryMaxAttempts = 1
 	})
 	cfg := relay.Config{BatchSize: 100, MaxAttempts: 100, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
-	broken := relay.New(cfg, f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), discard(), nil, time.Now)
+	broken := relay.New(f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), discard(), nil, time.Now, cfg)
 	for attempt := 1; attempt <= 2; attempt++ {
 		// Step only once every row is due again: a step that found some rows
 		// still in their backoff would claim the others alone and charge them
@@ -296,7 +298,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		}
 	}
 
-	run(t, relay.New(cfg, f.store, f.publisher(), discard(), nil, time.Now))
+	run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now, cfg))
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, rows, time.Minute))
 	for _, id := range ids {
 		if !got[id] {
@@ -320,7 +322,7 @@ func TestReplicasShareTheOutbox(t *testing.T) {
 		}
 		t.Cleanup(pool.Close)
 		cfg := relay.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond}
-		run(t, relay.New(cfg, outboxstore.New(pool), f.publisher(), discard(), nil, time.Now))
+		run(t, relay.New(outboxstore.New(pool), f.publisher(), discard(), nil, time.Now, cfg))
 	}
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, rows, 90*time.Second))
 	if len(got) != rows {
@@ -344,7 +346,7 @@ func TestOversizedEventGoesDeadWithoutBlocking(t *testing.T) {
 	small := f.insertEvents(t, 20, 10)
 	cfg := relay.Config{BatchSize: 10, MaxAttempts: 3, PollInterval: 10 * time.Millisecond,
 		BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
-	stop := run(t, relay.New(cfg, f.store, f.publisher(), discard(), nil, time.Now))
+	stop := run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now, cfg))
 
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, len(small), time.Minute))
 	for _, id := range small {
@@ -389,7 +391,7 @@ func TestShutdownKeepsPublishedAcknowledged(t *testing.T) {
 	const rows = 100
 	f.insertEvents(t, rows, 10)
 	cfg := relay.Config{BatchSize: 10, Workers: 2, PollInterval: 10 * time.Millisecond}
-	stop := run(t, relay.New(cfg, f.store, f.publisher(), discard(), nil, time.Now))
+	stop := run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now, cfg))
 	waitFor(t, 30*time.Second, "a first batch PUBLISHED", func() bool { return f.count(t, "PUBLISHED") > 0 })
 	stop()
 

@@ -22,10 +22,10 @@ import (
 type oneBatch struct {
 	relay.Store // the methods the relay's Step does not call
 	msgs        []relay.Message
-	out         relay.Outcome
+	out         relay.BatchResult
 }
 
-func (s *oneBatch) ClaimBatch(_ context.Context, _ relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s *oneBatch) ClaimBatch(_ context.Context, _ relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
 	if len(s.msgs) == 0 {
 		return 0, nil
 	}
@@ -61,8 +61,8 @@ func TestRelayBatchAndPublishSpans(t *testing.T) {
 		{ID: uuid.New(), Type: "payment.created", TraceParent: traced},
 		{ID: uuid.New(), Type: "payment.refunded"},
 	}}
-	r := relay.New(relay.Config{}, tracing.Relay(store, tp, "payments-events"), failSecond{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, time.Now)
+	r := relay.New(tracing.Relay(store, tp, "payments-events"), failSecond{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, time.Now, relay.Config{})
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -151,9 +151,9 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
 	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
-	r := relay.New(relay.Config{Workers: 1, PollInterval: 50 * time.Millisecond},
-		tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
-		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now)
+	r := relay.New(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
+		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
+		relay.Config{Workers: 1, PollInterval: 50 * time.Millisecond})
 
 	// The ledger: its consumer.
 	schemas, err := eventschema.New()

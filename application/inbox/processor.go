@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/backlog"
+	"github.com/payments-outbox/payments-outbox/application/claimloop"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
@@ -94,8 +94,8 @@ type Processor[R, E any] struct {
 	log     *slog.Logger
 	metrics ProcessorMetrics
 	now     func() time.Time
-	sched   *backlog.Schedule
-	loop    *backlog.Loop
+	sched   *claimloop.Schedule
+	loop    *claimloop.Loop
 }
 
 // NewProcessor returns a Processor claiming from b and applying with h, each
@@ -108,11 +108,11 @@ func NewProcessor[R, E any](cfg ProcessorConfig, b Backlog[R], h Handler[R, E], 
 	}
 	p := &Processor[R, E]{
 		cfg: cfg, backlog: b, c: newConsumer(h, schemas), log: log, metrics: metrics, now: now,
-		sched: backlog.NewSchedule(cfg.BackoffBase, cfg.BackoffMax),
+		sched: claimloop.NewSchedule(cfg.BackoffBase, cfg.BackoffMax),
 	}
-	p.loop = backlog.NewLoop(cfg.Workers, cfg.BatchSize, cfg.PollInterval, p.Step, func(ctx context.Context, err error) {
+	p.loop = claimloop.New(claimloop.Whole(p.Step), func(ctx context.Context, err error) {
 		p.log.WarnContext(ctx, "inbox processor: claim failed; retrying at next poll", "err", err)
-	})
+	}, claimloop.Config{Workers: cfg.Workers, BatchSize: cfg.BatchSize, PollInterval: cfg.PollInterval})
 	return p
 }
 
@@ -338,9 +338,9 @@ func (p *Processor[R, E]) report(ctx context.Context, rep batchReport) {
 // RefreshGauges reports the inbox's backlog to the processor's metrics every
 // interval until ctx ends. Every replica reports the whole table's backlog:
 // the gauges come from the table, not from this process. The wait grows with
-// the time a count takes (backlog.StatsWait).
+// the time a count takes (claimloop.StatsWait).
 func (p *Processor[R, E]) RefreshGauges(ctx context.Context, admin Admin, every time.Duration) error {
-	backlog.CountEvery(ctx, every, func(ctx context.Context) {
+	claimloop.CountEvery(ctx, every, func(ctx context.Context) {
 		s, err := admin.InboxStats(ctx, p.c.types)
 		switch {
 		case err == nil:

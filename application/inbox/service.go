@@ -8,7 +8,7 @@ import (
 )
 
 // Disposition says what receiving a message did: applied, a duplicate,
-// ignored, recorded for the processor, or parked. (Not a relay.Outcome, which
+// ignored, recorded for the processor, or parked. (Not a relay.BatchResult, which
 // is what a claimed outbox batch did.)
 type Disposition int
 

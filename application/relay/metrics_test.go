@@ -75,7 +75,7 @@ func TestMetrics(t *testing.T) {
 	ids := store.Add(3, "payment.created")
 	clk.advance(2 * time.Second) // the events committed two seconds before the publish
 	pub := &fakePublisher{fail: map[uuid.UUID]error{ids[0]: errors.New("throttled")}}
-	r := relay.New(relay.Config{BatchSize: 10, MaxAttempts: 1}, store, pub, discard(), m, clk.now)
+	r := relay.New(store, pub, discard(), m, clk.now, relay.Config{BatchSize: 10, MaxAttempts: 1})
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	store := relaytest.NewFakeStore(clk.now)
 	store.Add(2, "payment.created")
-	r := relay.New(relay.Config{BatchSize: 10}, store, &fakePublisher{}, discard(), nil, clk.now)
+	r := relay.New(store, &fakePublisher{}, discard(), nil, clk.now, relay.Config{BatchSize: 10})
 	if n, err := r.Step(context.Background()); err != nil || n != 2 {
 		t.Fatalf("Step: got %d, %v; want 2, nil", n, err)
 	}

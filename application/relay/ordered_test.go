@@ -50,8 +50,8 @@ func TestOrderedFailureHoldsBackOnlyItsAggregate(t *testing.T) {
 	xs := store.AddFor(x, 3, "payment.refunded")
 	ys := store.AddFor(y, 3, "payment.refunded")
 	pub := &orderedPublisher{fail: map[uuid.UUID]error{xs[0]: errors.New("throttled")}}
-	r := relay.New(relay.Config{BatchSize: 10, Ordered: true, BackoffBase: time.Minute, BackoffMax: time.Minute},
-		store, pub, discard(), nil, clk.now)
+	r := relay.New(store, pub, discard(), nil, clk.now,
+		relay.Config{BatchSize: 10, Ordered: true, BackoffBase: time.Minute, BackoffMax: time.Minute})
 
 	for range 5 { // more steps than y needs: x must still wait
 		if _, err := r.Step(context.Background()); err != nil {
@@ -102,7 +102,7 @@ func TestOrderedDeadRowLetsItsAggregateGoOn(t *testing.T) {
 	x := uuid.New()
 	xs := store.AddFor(x, 3, "payment.refunded")
 	pub := &orderedPublisher{fail: map[uuid.UUID]error{xs[0]: relay.Permanent(errors.New("too large"))}}
-	r := relay.New(relay.Config{BatchSize: 10, Ordered: true}, store, pub, discard(), nil, clk.now)
+	r := relay.New(store, pub, discard(), nil, clk.now, relay.Config{BatchSize: 10, Ordered: true})
 	for range 4 {
 		if _, err := r.Step(context.Background()); err != nil {
 			t.Fatal(err)

@@ -1,11 +1,13 @@
 package relay
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"slices"
 
 	"github.com/google/uuid"
+
+	"github.com/payments-outbox/payments-outbox/application/claimloop"
 )
 
 // PartitionOf is the partition of an outbox row whose aggregate is id when the
@@ -20,37 +22,48 @@ func PartitionOf(id uuid.UUID, partitions int) int {
 	return int(uint64(binary.BigEndian.Uint32(sum[:4])) % uint64(partitions))
 }
 
-// FairShare is how many of partitions the member me should hold when members
-// (me among them) divide them: partitions/len(members), and one more for the
-// first partitions%len(members) members in sorted order, so the shares add up
-// to partitions exactly and every member computes the same split.
-func FairShare(partitions int, members []string, me string) int {
-	if len(members) == 0 {
-		return partitions
-	}
-	sorted := slices.Clone(members)
-	slices.Sort(sorted)
-	rank, found := slices.BinarySearch(sorted, me)
-	if !found {
-		rank = len(sorted) // not yet counted: the smallest share
-		sorted = append(sorted, me)
-	}
-	share := partitions / len(sorted)
-	if rank < partitions%len(sorted) {
-		share++
-	}
-	return share
+// workerShares divides the partitions a relay holds between its workers
+// (claimloop.Shares): worker w claims from every Workers-th of them, so no
+// two claim loops of a replica scan the same part of the pending index. A
+// wake-up (a NOTIFY says only that something committed, not where) makes
+// one worker sweep all the replica's partitions in one claim; when that
+// comes back full there is a backlog, and every worker drains its own
+// partitions, one partition to a claim, until they run dry: a claim of one
+// partition reads only that partition's part of the index.
+type workerShares struct {
+	workers int
+	owned   func() (partitions int, owned []int) // the partitions the leases hold
+	step    func(ctx context.Context, partitions int, parts []int) (int, error)
 }
 
-// Assignment is what a lease heartbeat leaves a replica with.
-type Assignment struct {
-	// Partitions is the outbox's partition count at the heartbeat.
-	Partitions int
-	// Owned are the partitions whose leases the replica holds, ascending.
-	Owned []int
-	// Took and Released count the partitions the heartbeat acquired and gave
-	// up: a rebalance when either is not zero.
-	Took, Released int
-	// Replicas is how many replicas are alive, this one among them.
-	Replicas int
+var _ claimloop.Shares = workerShares{}
+
+func (s workerShares) Sweep() claimloop.Step { return s.claim(s.owned()) }
+
+func (s workerShares) Own(w int) claimloop.Step { return s.claim(s.share(w)) }
+
+func (s workerShares) Drain(w int) []claimloop.Step {
+	partitions, mine := s.share(w)
+	steps := make([]claimloop.Step, len(mine))
+	for i, p := range mine {
+		steps[i] = s.claim(partitions, []int{p})
+	}
+	return steps
+}
+
+// share is worker w's part of the owned partitions: every Workers-th.
+func (s workerShares) share(w int) (partitions int, mine []int) {
+	partitions, owned := s.owned()
+	for j := w; j < len(owned); j += s.workers {
+		mine = append(mine, owned[j])
+	}
+	return partitions, mine
+}
+
+// claim is the step that claims from parts; nil when there are none.
+func (s workerShares) claim(partitions int, parts []int) claimloop.Step {
+	if len(parts) == 0 {
+		return nil
+	}
+	return func(ctx context.Context) (int, error) { return s.step(ctx, partitions, parts) }
 }

@@ -81,7 +81,7 @@ func (c *clock) advance(d time.Duration) {
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newRelay(cfg relay.Config, store *relaytest.FakeStore, pub relay.Publisher, clk *clock) *relay.Relay {
-	return relay.New(cfg, store, pub, discard(), nil, clk.now)
+	return relay.New(store, pub, discard(), nil, clk.now, cfg)
 }
 
 func TestStepPublishesAndMarks(t *testing.T) {

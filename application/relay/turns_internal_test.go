@@ -16,7 +16,7 @@ func TestTurnsAreSharedByTheReplicas(t *testing.T) {
 		{fleet: 8, replicas: 3, want: 2},
 		{fleet: 2, replicas: 0, want: 2}, // before the first heartbeat: alone
 	} {
-		ts := newTurnstile(c.fleet)
+		ts := newTurns(c.fleet)
 		ts.share(c.replicas)
 		got := 0
 		for got <= c.want && ts.enter(ended) { // takes a free turn, never waits
@@ -40,7 +40,7 @@ var ended = func() context.Context {
 // is given back, lets a waiting worker in.
 func TestALeftTurnLetsTheNextIn(t *testing.T) {
 	t.Parallel()
-	ts := newTurnstile(2)
+	ts := newTurns(2)
 	ts.share(2) // one turn
 	ctx := context.Background()
 	if !ts.enter(ctx) {

@@ -27,7 +27,7 @@ func newHeldStore(now func() time.Time, hold time.Duration) *heldStore {
 	return &heldStore{FakeStore: relaytest.NewFakeStore(now), hold: hold, second: make(chan struct{})}
 }
 
-func (s *heldStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s *heldStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
 	s.mu.Lock()
 	s.calls++
 	n := s.calls
@@ -62,7 +62,8 @@ func TestFastBrokerOneTransactionAtATime(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	store := newHeldStore(clk.now, 200*time.Millisecond)
 	store.Add(400, "payment.created") // rows in every partition, so every worker has some
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 1}, store, &fakePublisher{}, discard(), nil, clk.now)
+	r := relay.New(store, &fakePublisher{}, discard(), nil, clk.now,
+		relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 1})
 	stop := runRelay(t, r)
 	defer stop()
 
@@ -79,7 +80,8 @@ func TestAloneAReplicaTakesEveryTurn(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	store := newHeldStore(clk.now, 10*time.Second)
 	store.Add(400, "payment.created")
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour}, store, &fakePublisher{}, discard(), nil, clk.now)
+	r := relay.New(store, &fakePublisher{}, discard(), nil, clk.now,
+		relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := runRelay(t, r)
 	defer stop()
 
@@ -98,7 +100,8 @@ func TestSlowBrokerPublishesWithEveryWorker(t *testing.T) {
 	store := relaytest.NewFakeStore(clk.now)
 	store.Add(400, "payment.created")
 	pub := &fakePublisher{entered: make(chan struct{}, 100), release: make(chan struct{})}
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 1}, store, pub, discard(), nil, clk.now)
+	r := relay.New(store, pub, discard(), nil, clk.now,
+		relay.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour, ActiveClaims: 1})
 	stop := runRelay(t, r)
 	defer stop()
 

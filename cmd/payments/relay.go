@@ -94,7 +94,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	}
 	log = log.With("component", "outbox-relay")
 	store := outboxstore.New(pool)
-	r := relay.New(relay.Config{
+	r := relay.New(tracing.Relay(store, tp, topicName(cfg.TopicARN)), b.publisher, log, relayMetrics, time.Now, relay.Config{
 		BatchSize:      cfg.OutboxBatchSize,
 		MaxAttempts:    cfg.OutboxMaxAttempts,
 		PollInterval:   cfg.OutboxPollInterval,
@@ -104,7 +104,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		Owner:          relayOwner(),
 		LeaseDuration:  cfg.OutboxLeaseDuration,
 		ActiveClaims:   cfg.OutboxActiveClaims,
-	}, tracing.Relay(store, tp, topicName(cfg.TopicARN)), b.publisher, log, relayMetrics, time.Now)
+	})
 	log.InfoContext(ctx, "outbox relay starting", "owner", r.Owner(), "ordered", cfg.OutboxOrdered,
 		"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims)
 
@@ -137,8 +137,9 @@ func relayOwner() string {
 
 // relayWorkers sizes the relay to the pool it shares with the API: each worker
 // holds a connection while its batch is at the broker, so the relay takes at most
-// half the pool (and at most 4 workers, past which docs/BENCHMARKS.md shows no
-// gain), and HTTP requests always find a connection during a backlog.
+// half the pool, and HTTP requests always find a connection during a backlog.
+// At most four, the relay's default: the workers are there to keep the broker
+// busy while one of them waits on the database, and a few do that.
 func relayWorkers(pool *pgxpool.Pool) int {
 	return min(4, max(1, int(pool.Config().MaxConns)/2))
 }

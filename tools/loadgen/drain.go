@@ -67,7 +67,7 @@ type countingStore struct {
 	cur *atomic.Pointer[drainPass]
 }
 
-func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
 	p := s.cur.Load()
 	n, err := s.Store.ClaimBatch(ctx, c, fn)
 	if err == nil && p.n.Add(int64(n)) >= p.target {
@@ -201,7 +201,7 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 			return summary{}, err
 		}
 		pools = append(pools, pool)
-		relays[i] = relay.New(c.Relay, countingStore{Store: outboxstore.New(pool), cur: &cur}, passPublisher{cur: &cur}, log, nil, time.Now)
+		relays[i] = relay.New(countingStore{Store: outboxstore.New(pool), cur: &cur}, passPublisher{cur: &cur}, log, nil, time.Now, c.Relay)
 	}
 	// The listeners outlive both passes: each holds its connection for good,
 	// as in a replica, so the measured pass runs on the warmed ones.

@@ -101,7 +101,8 @@ func lag(ctx context.Context, dbURL string, replicas int, o options, progress in
 			return summary{}, err
 		}
 		pools = append(pools, pool)
-		relays[i] = relay.New(relay.Config{Workers: o.RelayWorkers, ActiveClaims: o.ActiveClaims}, outboxstore.New(pool), nullPublisher{}, log, rec, time.Now)
+		relays[i] = relay.New(outboxstore.New(pool), nullPublisher{}, log, rec, time.Now,
+			relay.Config{Workers: o.RelayWorkers, ActiveClaims: o.ActiveClaims})
 	}
 	if err := settle(ctx, relays); err != nil {
 		return summary{}, err

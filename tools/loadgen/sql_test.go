@@ -83,9 +83,9 @@ func TestRawWriteAndBacklogFitTheSchema(t *testing.T) {
 func checkClaimed(t *testing.T, pool *pgxpool.Pool, n int, paymentIDs []string) {
 	t.Helper()
 	var msgs []relay.Message
-	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), relay.Claim{Limit: n + 1}, func(m []relay.Message) (relay.Outcome, error) {
+	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), relay.Claim{Limit: n + 1}, func(m []relay.Message) (relay.BatchResult, error) {
 		msgs = m
-		return relay.Outcome{}, nil
+		return relay.BatchResult{}, nil
 	})
 	if err != nil {
 		t.Fatalf("claim: %v", err)

@@ -56,7 +56,8 @@ func benchmarkDrain(b *testing.B, batch, workers int) {
 	if _, err := admin.Exec(ctx, `VACUUM ANALYZE outbox`); err != nil {
 		b.Fatal(err)
 	}
-	r := relay.New(relay.Config{BatchSize: batch, Workers: 1}, outboxstore.New(pool), nullPublisher{}, discard(), nil, time.Now)
+	r := relay.New(outboxstore.New(pool), nullPublisher{}, discard(), nil, time.Now,
+		relay.Config{BatchSize: batch, Workers: 1})
 
 	b.ResetTimer()
 	start := time.Now()

@@ -98,7 +98,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-func TestClaimBatchWritesOutcome(t *testing.T) {
+func TestClaimBatchWritesTheBatchResult(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	store := outboxstore.New(pool)
@@ -108,9 +108,9 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 	retryAt := publishedAt.Add(time.Hour)
 
 	var got []relay.Message
-	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.Outcome, error) {
+	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.BatchResult, error) {
 		got = msgs
-		return relay.Outcome{
+		return relay.BatchResult{
 			PublishedAt: publishedAt,
 			Published:   []uuid.UUID{ids[0], ids[1]},
 			Retry:       []relay.Failure{{ID: ids[2], Error: "throttled", NextAttemptAt: retryAt}},
@@ -156,9 +156,9 @@ func TestClaimBatchWritesOutcome(t *testing.T) {
 		t.Errorf("retry: got next_attempt_at %v, want %v", s.NextAttempt, retryAt)
 	}
 	// The retry is not due and the others are done: nothing left to claim.
-	n, err = store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
+	n, err = store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
 		t.Error("fn called with nothing due")
-		return relay.Outcome{}, nil
+		return relay.BatchResult{}, nil
 	})
 	if err != nil || n != 0 {
 		t.Errorf("second ClaimBatch: got %d, %v; want 0, nil", n, err)
@@ -198,9 +198,9 @@ func TestEveryClaimReturnsTheStoredBytes(t *testing.T) {
 	} {
 		slices.Sort(c.claim.Owned)
 		var got []relay.Message
-		_, err := store.ClaimBatch(context.Background(), c.claim, func(msgs []relay.Message) (relay.Outcome, error) {
+		_, err := store.ClaimBatch(context.Background(), c.claim, func(msgs []relay.Message) (relay.BatchResult, error) {
 			got = msgs
-			return relay.Outcome{}, nil // nothing recorded: the row stays PENDING for the next claim
+			return relay.BatchResult{}, nil // nothing recorded: the row stays PENDING for the next claim
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
@@ -230,8 +230,8 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 	}
 	store := outboxstore.New(pool)
 	ids := insertRows(t, pool, 3, "payment.created")
-	publishAll := func(msgs []relay.Message) (relay.Outcome, error) {
-		out := relay.Outcome{PublishedAt: time.Now()}
+	publishAll := func(msgs []relay.Message) (relay.BatchResult, error) {
+		out := relay.BatchResult{PublishedAt: time.Now()}
 		for _, m := range msgs {
 			out.Published = append(out.Published, m.ID)
 		}
@@ -311,8 +311,8 @@ func TestManyRelaysPublishEachRowOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		r := relay.New(relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond},
-			outboxstore.New(p), pub, discard(), nil, time.Now)
+		r := relay.New(outboxstore.New(p), pub, discard(), nil, time.Now,
+			relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond})
 		g.Go(func() error { return r.Run(ctx) })
 	}
 	waitFor(t, time.Minute, "all rows PUBLISHED", func() bool { return countStatus(t, pool, "PUBLISHED") == rows })
@@ -368,8 +368,8 @@ func TestShutdownMidBatchMarksOnlyAcknowledged(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	ids := insertRows(t, pool, 40, "payment.created")
 	pub := &blockingPublisher{entered: make(chan struct{}), release: make(chan struct{}), acked: map[uuid.UUID]bool{}}
-	r := relay.New(relay.Config{BatchSize: 20, Workers: 1, PollInterval: time.Hour},
-		outboxstore.New(pool), pub, discard(), nil, time.Now)
+	r := relay.New(outboxstore.New(pool), pub, discard(), nil, time.Now,
+		relay.Config{BatchSize: 20, Workers: 1, PollInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -437,8 +437,8 @@ func TestNotifyWakesIdleRelay(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	pub := &countingPublisher{}
-	r := relay.New(relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Minute},
-		outboxstore.New(pool), pub, discard(), nil, time.Now)
+	r := relay.New(outboxstore.New(pool), pub, discard(), nil, time.Now,
+		relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
 	g.Go(func() error { return r.Run(ctx) })

@@ -111,9 +111,9 @@ func TestPreviousReleaseSurvivesThePayloadMigration(t *testing.T) {
 	outbox := outboxstore.New(old)
 	claim := func() ([]relay.Message, error) {
 		var got []relay.Message
-		_, err := outbox.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.Outcome, error) {
+		_, err := outbox.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.BatchResult, error) {
 			got = msgs
-			return relay.Outcome{}, nil // nothing recorded: the rows stay PENDING
+			return relay.BatchResult{}, nil // nothing recorded: the rows stay PENDING
 		})
 		return got, err
 	}

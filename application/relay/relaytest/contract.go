@@ -40,11 +40,11 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		ids := h.Insert(t, 5)
 		var got []uuid.UUID
-		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 3}, func(msgs []relay.Message) (relay.Outcome, error) {
+		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 3}, func(msgs []relay.Message) (relay.BatchResult, error) {
 			for _, m := range msgs {
 				got = append(got, m.ID)
 			}
-			return relay.Outcome{}, nil
+			return relay.BatchResult{}, nil
 		})
 		if err != nil || n != 3 {
 			t.Fatalf("got %d, %v; want 3, nil", n, err)
@@ -56,12 +56,12 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 	})
 
-	t.Run("writes the outcome", func(t *testing.T) {
+	t.Run("writes the batch result", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t)
 		ids := h.Insert(t, 3)
-		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
-			return relay.Outcome{
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
+			return relay.BatchResult{
 				PublishedAt: time.Now(),
 				Published:   []uuid.UUID{ids[0]},
 				Retry:       []relay.Failure{{ID: ids[1], Error: "throttled", NextAttemptAt: time.Now().Add(time.Hour)}},
@@ -81,12 +81,12 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 		}
 		// Published and dead rows are done; the retry is an hour away.
-		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
+		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
 			t.Error("fn called with nothing due")
-			return relay.Outcome{}, nil
+			return relay.BatchResult{}, nil
 		})
 		if err != nil || n != 0 {
-			t.Errorf("claim after the outcome: got %d, %v; want 0, nil", n, err)
+			t.Errorf("claim after the batch result: got %d, %v; want 0, nil", n, err)
 		}
 	})
 
@@ -95,8 +95,8 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		ids := h.Insert(t, 2)
 		boom := errors.New("boom")
-		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.Outcome, error) {
-			return relay.Outcome{Published: ids}, boom
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
+			return relay.BatchResult{Published: ids}, boom
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("got %v, want %v", err, boom)
@@ -115,10 +115,10 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		holding, release := make(chan []relay.Message), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 2}, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 2}, func(msgs []relay.Message) (relay.BatchResult, error) {
 				holding <- msgs
 				<-release
-				return relay.Outcome{}, nil
+				return relay.BatchResult{}, nil
 			})
 			if err != nil {
 				t.Error(err)
@@ -126,9 +126,9 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		})
 		first := <-holding
 		var second []relay.Message
-		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.Outcome, error) {
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.BatchResult, error) {
 			second = msgs
-			return relay.Outcome{}, nil
+			return relay.BatchResult{}, nil
 		})
 		close(release)
 		wg.Wait()
@@ -162,9 +162,9 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		p := relay.PartitionOf(aggs[0], a.Partitions)
 		var got []relay.Message
 		_, err = h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 100, Partitions: a.Partitions, Owned: []int{p}},
-			func(msgs []relay.Message) (relay.Outcome, error) {
+			func(msgs []relay.Message) (relay.BatchResult, error) {
 				got = msgs
-				return relay.Outcome{}, nil
+				return relay.BatchResult{}, nil
 			})
 		if err != nil {
 			t.Fatal(err)
@@ -192,10 +192,10 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		xs := h.InsertFor(t, x, 3)
 		ys := h.InsertFor(t, y, 2)
 		ordered := relay.Claim{Limit: 10, Ordered: true}
-		claim := func(out func([]relay.Message) relay.Outcome) []uuid.UUID {
+		claim := func(out func([]relay.Message) relay.BatchResult) []uuid.UUID {
 			t.Helper()
 			var got []uuid.UUID
-			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.BatchResult, error) {
 				for _, m := range msgs {
 					got = append(got, m.ID)
 				}
@@ -207,16 +207,16 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			return got
 		}
 		// x's first row fails; y's is published.
-		got := claim(func([]relay.Message) relay.Outcome {
-			return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{ys[0]},
+		got := claim(func([]relay.Message) relay.BatchResult {
+			return relay.BatchResult{PublishedAt: time.Now(), Published: []uuid.UUID{ys[0]},
 				Retry: []relay.Failure{{ID: xs[0], Error: "throttled", NextAttemptAt: time.Now().Add(time.Hour)}}}
 		})
 		if !sameIDs(got, []uuid.UUID{xs[0], ys[0]}) {
 			t.Fatalf("first ordered claim: got %v, want the first row of each aggregate %v", got, []uuid.UUID{xs[0], ys[0]})
 		}
 		// x waits for its retry: only y's next row goes, nothing of x.
-		got = claim(func(msgs []relay.Message) relay.Outcome {
-			return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}
+		got = claim(func(msgs []relay.Message) relay.BatchResult {
+			return relay.BatchResult{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}
 		})
 		if !sameIDs(got, []uuid.UUID{ys[1]}) {
 			t.Fatalf("second ordered claim: got %v, want only %v (x is behind its retry)", got, ys[1])
@@ -237,10 +237,10 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		holding, release := make(chan []relay.Message), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 1, Ordered: true}, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 1, Ordered: true}, func(msgs []relay.Message) (relay.BatchResult, error) {
 				holding <- msgs
 				<-release
-				return relay.Outcome{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}, nil
+				return relay.BatchResult{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}, nil
 			})
 			if err != nil {
 				t.Error(err)
@@ -253,12 +253,12 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		secondDone := make(chan []uuid.UUID, 1)
 		wg.Go(func() {
 			var got []uuid.UUID
-			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Ordered: true}, func(msgs []relay.Message) (relay.Outcome, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Ordered: true}, func(msgs []relay.Message) (relay.BatchResult, error) {
 				got = msgIDs(msgs)
 				if s, _ := h.State(t, xs[0]); len(got) > 0 && got[0] == xs[1] && s != "PUBLISHED" {
 					t.Errorf("x's second row claimed while its first is %s: it overtook a row at the broker", s)
 				}
-				return relay.Outcome{}, nil
+				return relay.BatchResult{}, nil
 			})
 			if err != nil {
 				t.Error(err)

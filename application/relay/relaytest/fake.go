@@ -106,7 +106,7 @@ func (s *FakeStore) FailClaims(err error) {
 }
 
 // ClaimBatch implements relay.Store.
-func (s *FakeStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.Outcome, error)) (int, error) {
+func (s *FakeStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
 	s.mu.Lock()
 	if s.fail != nil {
 		s.mu.Unlock()

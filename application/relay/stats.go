@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/backlog"
+	"github.com/payments-outbox/payments-outbox/application/claimloop"
 )
 
 // Stats is a snapshot of the outbox backlog: what `payments outbox stats` prints
@@ -48,13 +48,13 @@ type StatsSource interface {
 // ends. The gauges come from the table rather than from this process's
 // counters because several replicas share one outbox: each replica reports the
 // whole backlog. Counting a huge backlog is a scan, so the wait grows with the
-// time the last count took (backlog.StatsWait): the gauges never cost the database
+// time the last count took (claimloop.StatsWait): the gauges never cost the database
 // more than a sliver of one connection, exactly when it has the most to do.
 func RefreshGauges(ctx context.Context, src StatsSource, m Metrics, every time.Duration, log *slog.Logger) error {
 	if m == nil {
 		m = noMetrics{}
 	}
-	backlog.CountEvery(ctx, every, func(ctx context.Context) {
+	claimloop.CountEvery(ctx, every, func(ctx context.Context) {
 		s, err := src.Stats(ctx)
 		switch {
 		case err == nil:

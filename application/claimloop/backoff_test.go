@@ -1,10 +1,10 @@
-package backlog_test
+package claimloop_test
 
 import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/backlog"
+	"github.com/payments-outbox/payments-outbox/application/claimloop"
 )
 
 func TestBackoff(t *testing.T) {
@@ -24,7 +24,7 @@ func TestBackoff(t *testing.T) {
 		{attempts: 1000, rnd: 0.5, want: 45 * time.Second},
 	}
 	for _, tt := range tests {
-		got := backlog.Backoff(tt.attempts, base, ceiling, tt.rnd)
+		got := claimloop.Backoff(tt.attempts, base, ceiling, tt.rnd)
 		if got.Round(time.Millisecond) != tt.want {
 			t.Errorf("Backoff(%d, rnd=%v): got %v, want %v", tt.attempts, tt.rnd, got, tt.want)
 		}
@@ -33,7 +33,7 @@ func TestBackoff(t *testing.T) {
 
 func TestScheduleStaysWithinItsStep(t *testing.T) {
 	t.Parallel()
-	s := backlog.NewSchedule(time.Second, time.Minute)
+	s := claimloop.NewSchedule(time.Second, time.Minute)
 	for attempts := 1; attempts < 10; attempts++ {
 		step := min(time.Second<<(attempts-1), time.Minute)
 		for range 50 {
@@ -53,7 +53,7 @@ func TestStatsWait(t *testing.T) {
 		{2 * time.Minute, 10 * time.Second, 2 * time.Minute},
 	}
 	for _, tt := range tests {
-		if got := backlog.StatsWait(tt.every, tt.took); got != tt.want {
+		if got := claimloop.StatsWait(tt.every, tt.took); got != tt.want {
 			t.Errorf("StatsWait(%s, %s): got %s, want %s", tt.every, tt.took, got, tt.want)
 		}
 	}
