@@ -149,8 +149,8 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(pool), tp)
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now)
-	recorder := inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	recorder := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 
 	ctx := context.Background()
 	created := func(amount int) []byte {

@@ -161,8 +161,8 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
-	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, inbox.Config{}, time.Now), sqs.Config{
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
+	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
 		Metrics: sqs.NewMetrics(prometheus.NewRegistry()), TracerProvider: led.tp,
 	})

@@ -107,7 +107,7 @@ type Service[R, E any] struct {
 // each message with proc's handler and schemas, so that a message it
 // records is one the processor can apply, and in the async mode it wakes
 // proc after recording one. now is the clock, passed in so tests control it.
-func NewService[R, E any](in Recorder[R], proc *Processor[R, E], cfg Config, now func() time.Time) *Service[R, E] {
+func NewService[R, E any](in Recorder[R], proc *Processor[R, E], now func() time.Time, cfg Config) *Service[R, E] {
 	return &Service[R, E]{in: in, proc: proc, c: proc.c, mode: cfg.Mode, now: now}
 }
 

@@ -169,7 +169,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return fmt.Errorf("event schemas: %w", err)
 	}
 	if once {
-		proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
+		proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, cfg.processorConfig())
 		total := 0
 		for {
 			n, err := proc.Step(ctx)
@@ -191,7 +191,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
 	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	}), log)

@@ -75,8 +75,8 @@ func (b books) Record(ctx context.Context, body []byte) (inbox.Result, error) {
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
 	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{})
 	return books{Service: bookkeeping.NewService(store),
-		sync:  inbox.NewService(store, proc, inbox.Config{Mode: inbox.Sync}, time.Now),
-		async: inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)}
+		sync:  inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Sync}),
+		async: inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})}
 }
 
 func newService(t testing.TB) (books, *ledgerstore.Store, *pgxpool.Pool) {
