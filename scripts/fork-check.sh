@@ -2,7 +2,8 @@
 # make fork-check: prove README.md's fork recipe works. Copy the tracked files
 # (untracked ones stay behind) to a temporary directory, run there the commands
 # README quotes between its fork markers, check that nothing names the old
-# module, or the old ids of the events' schemas, any more, then build, vet and
+# module, the old ids of the events' schemas or the old project name any more
+# (in a file or in a file's name; nothing is allowed to keep it), then build, vet and
 # run the unit tests (go test -short) of the result, both of its modules, with
 # no database or broker in reach.
 set -euo pipefail
@@ -11,6 +12,11 @@ export GOWORK=off # each module against its own go.mod, as CI builds it
 old=$(go list -m)
 schema_base() { sed -n 's/^const EventSchemaBase = "\(.*\)"$/\1/p' api/events.go; }
 old_base=$(schema_base)
+# The project's name: the module's last element (scripts/fork.sh renames it),
+# and the same without its dashes, the root package's Go name.
+old_name=${old##*/}
+case $old_name in v[0-9]*) old_name=${old%/*} && old_name=${old_name##*/} ;; esac
+old_ident=$(echo "$old_name" | tr -cd 'a-z0-9')
 recipe=$(sed -n '/<!-- fork:start -->/,/<!-- fork:end -->/p' README.md |
 	sed -n '/^ *```sh$/,/^ *```$/p' | grep -v '^ *```' | sed 's/^ *//' || true)
 if [ -z "$recipe" ]; then
@@ -48,6 +54,22 @@ if left=$(grep -rlIF -- "$old_base" .); then
 	echo "fork-check: after the recipe these files still name the events' schema ids $old_base:" >&2
 	echo "$left" >&2
 	exit 1
+fi
+new_name=${new##*/}
+case $new_name in v[0-9]*) new_name=${new%/*} && new_name=${new_name##*/} ;; esac
+if [ "$(echo "$new_name" | tr '[:upper:]' '[:lower:]')" != "$old_name" ]; then
+	for leftover in "$old_name" "$old_ident"; do
+		if left=$(grep -rliIF --exclude-dir=.git -- "$leftover" .); then
+			echo "fork-check: after the recipe these files still name the project $leftover:" >&2
+			grep -rniIF --exclude-dir=.git -- "$leftover" . >&2
+			exit 1
+		fi
+		if left=$(find . -path ./.git -prune -o -iname "*$leftover*" -print | grep .); then
+			echo "fork-check: after the recipe these files' names still hold the project name $leftover:" >&2
+			echo "$left" >&2
+			exit 1
+		fi
+	done
 fi
 # The unit tests only: no server is in reach, and CI must not turn the
 # integration tests' skips into failures.

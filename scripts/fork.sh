@@ -3,7 +3,8 @@
 # services' (go.mod) and the tools' (tools/go.mod, NEW_MODULE_PATH/tools, which
 # requires and replaces the services'), every text file that names the module
 # path — the imports, and the paths the test harnesses build binaries from —
-# and the ids of its events' schemas.
+# the ids of its events' schemas, and the project's name wherever it appears
+# (compose project, Grafana dashboard, CI, Makefile, docs, file names).
 # README.md's "How to fork" runs it, and `make fork-check` runs README's
 # command on a copy of the repository.
 set -euo pipefail
@@ -41,4 +42,28 @@ new_base="https://$(name "$new").example/"
 if [ "$old_base" != "$new_base" ]; then
 	replace "$old_base" "$new_base"
 	echo "event schema ids renamed: $old_base -> $new_base"
+fi
+
+# The project's name, the old module's last element: the compose project (and
+# so its containers' names, which docs quote), the Grafana dashboard's uid,
+# title and file, CI, the Makefile, the licence, the docs — and, without its
+# dashes, the root package's Go name (paymentsoutbox_test). The new name is
+# lower case, as compose project names must be.
+old_name=$(name "$old")
+new_name=$(name "$new" | tr '[:upper:]' '[:lower:]')
+ident() { echo "$1" | tr -cd 'a-z0-9'; }
+if [ "$old_name" != "$new_name" ]; then
+	replace "$old_name" "$new_name"
+	if [ "$(ident "$old_name")" != "$(ident "$new_name")" ] && [ -n "$(ident "$new_name")" ]; then
+		replace "$(ident "$old_name")" "$(ident "$new_name")"
+	fi
+	{ find . -path ./.git -prune -o -name "*$old_name*" -print || true; } | sort -r | while IFS= read -r f; do
+		to="$(dirname "$f")/$(basename "$f" | sed "s#${old_name//./\\.}#${new_name}#g")"
+		if git rev-parse --is-inside-work-tree >/dev/null 2>&1 && git ls-files --error-unmatch "$f" >/dev/null 2>&1; then
+			git mv "$f" "$to"
+		else
+			mv "$f" "$to"
+		fi
+	done
+	echo "project renamed: $old_name -> $new_name"
 fi

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"testing/quick"
@@ -159,8 +160,8 @@ func TestRoutes(t *testing.T) {
 	}
 }
 
-// TestEveryRouteNeedsTheToken: each read route against each kind of
-// credential, with the exact answer for each.
+// TestEveryRouteNeedsTheToken: each route the router serves against each
+// kind of credential, with the exact answer for each.
 func TestEveryRouteNeedsTheToken(t *testing.T) {
 	srv := newServer(t, fakeQueries{})
 	creds := []struct {
@@ -180,7 +181,45 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		{"the token", []string{"Bearer " + token}, 200, "", ""},
 		{"the token, scheme in lower case", []string{"bearer " + token}, 200, "", ""},
 	}
-	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/payments/" + paymentID + "/entries"} {
+	// The path each route is asked on, by its pattern. The routes are the
+	// router's (chi.Walk): a route added without an entry here fails, so
+	// none is served without its credentials tested.
+	paths := map[string]string{
+		"GET /accounts/{id}/balance": "/accounts/merchant:mer_1/balance",
+		"GET /payments/{id}/entries": "/payments/" + paymentID + "/entries",
+	}
+	public := map[string]string{ // route → why it needs no token
+		"GET /openapi.yaml": "the contract a client generates its code from",
+	}
+	var served []string
+	h := ledgerapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), ledgerapi.Config{})
+	if err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		served = append(served, method+" "+route)
+		return nil
+	}); err != nil {
+		t.Fatalf("walk the router: %v", err)
+	}
+	var toTest []string
+	for _, r := range served {
+		if _, ok := public[r]; ok {
+			continue
+		}
+		path, ok := paths[r]
+		if !ok {
+			t.Errorf("the router serves %s, which this test does not ask: add it to paths (or to public, with the reason it needs no token)", r)
+			continue
+		}
+		toTest = append(toTest, path)
+	}
+	for r := range paths {
+		if !slices.Contains(served, r) {
+			t.Errorf("paths lists %s, which the router does not serve", r)
+		}
+	}
+	if len(toTest) == 0 {
+		t.Fatalf("chi.Walk found the routes %v, none to test; the test is not looking where it should", served)
+	}
+	for _, path := range toTest {
 		for _, c := range creds {
 			t.Run(path+" "+c.name, func(t *testing.T) {
 				res := get(t, srv, path, c.headers...)

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -26,9 +28,38 @@ import (
 	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
-// TestEveryRouteNeedsAKey: every route against every kind of credential,
-// with the exact status and problem type of each. mer_1 owns the payment;
-// mer_2's key is another merchant's.
+// publicRoutes are the routes served without an API key, each with the
+// reason. Every other route the router serves needs one.
+var publicRoutes = map[string]string{
+	"GET /openapi.yaml": "the contract a client generates its code from",
+}
+
+// servedRoutes lists the router's own routes as "METHOD pattern", by
+// chi.Walk, so that the tests driven by it cover a new route without being
+// told.
+func servedRoutes(t *testing.T) []string {
+	t.Helper()
+	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+	var routes []string
+	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routes = append(routes, method+" "+route)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk the router: %v", err)
+	}
+	if len(routes) < 2 {
+		t.Fatalf("chi.Walk found the routes %v; the test is not looking where it should", routes)
+	}
+	slices.Sort(routes)
+	return routes
+}
+
+// TestEveryRouteNeedsAKey: every route the router serves (chi.Walk) against
+// every kind of credential, with the exact status and problem type of each.
+// mer_1 owns the payment; mer_2's key is another merchant's. A route added
+// to the router without an entry here fails, and so does an entry for a
+// route no longer served: the list of routes is the router's, not a copy.
 func TestEveryRouteNeedsAKey(t *testing.T) {
 	t.Parallel()
 	srv, _, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
@@ -45,16 +76,51 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 	unauthenticated := want{401, "/problems/authentication-required"}
 	malformed := want{401, "/problems/malformed-credentials"}
 	invalid := want{401, "/problems/invalid-credentials"}
-	routes := []struct {
+	// How each authenticated route is exercised, by its pattern: {id} is the
+	// payment mer_1 owns.
+	cases := map[string]struct {
+		name, body        string
+		otherMerchant, ok want
+	}{
+		"POST /payments": {"create", createBody,
+			want{422, "/problems/validation-failed"}, want{201, ""}},
+		"GET /payments/{id}": {"get", "",
+			want{404, "/problems/payment-not-found"}, want{200, ""}},
+		"POST /payments/{id}/refunds": {"refund", `{"amount": 1}`,
+			want{404, "/problems/payment-not-found"}, want{201, ""}},
+	}
+	type route struct {
 		name, method, path, body string
 		otherMerchant, ok        want
-	}{
-		{"create", "POST", "/payments", createBody,
-			want{422, "/problems/validation-failed"}, want{201, ""}},
-		{"get", "GET", "/payments/" + owned, "",
-			want{404, "/problems/payment-not-found"}, want{200, ""}},
-		{"refund", "POST", "/payments/" + owned + "/refunds", `{"amount": 1}`,
-			want{404, "/problems/payment-not-found"}, want{201, ""}},
+	}
+	var routes []route
+	served := servedRoutes(t)
+	for _, r := range served {
+		if _, ok := publicRoutes[r]; ok {
+			continue
+		}
+		c, ok := cases[r]
+		if !ok {
+			t.Errorf("the router serves %s, which this test does not exercise: add it to cases, with the answers another merchant's key and the owner's get (or to publicRoutes, with the reason it needs no key)", r)
+			continue
+		}
+		method, pattern, _ := strings.Cut(r, " ")
+		routes = append(routes, route{c.name, method, strings.ReplaceAll(pattern, "{id}", owned), c.body, c.otherMerchant, c.ok})
+	}
+	for r := range cases {
+		if !slices.Contains(served, r) {
+			t.Errorf("cases exercises %s, which the router does not serve", r)
+		}
+	}
+	for r := range publicRoutes {
+		if !slices.Contains(served, r) {
+			t.Errorf("publicRoutes lists %s, which the router does not serve", r)
+			continue
+		}
+		method, path, _ := strings.Cut(r, " ")
+		if res := do(t, srv, method, path, "", "", "Authorization", ""); res.status == http.StatusUnauthorized {
+			t.Errorf("%s without a key: 401, but publicRoutes lists it as served to anyone", r)
+		}
 	}
 	for _, rt := range routes {
 		creds := []struct {

@@ -35,6 +35,8 @@ func TestReconcile(t *testing.T) {
 		{"missing refund", []bookkeeping.Fact{pay("p1", 100, old), ref("p1", "r1", 40, old)}, []bookkeeping.Fact{pay("p1", 100, old)}, []string{"refund r1 of payment p1: no ledger transaction"}},
 		{"amount differs", []bookkeeping.Fact{pay("p1", 100, old)}, []bookkeeping.Fact{pay("p1", 99, old)}, []string{"payment p1: ledger has 99 BRL, payments database has 100 BRL"}},
 		{"orphan ledger row", nil, []bookkeeping.Fact{pay("p9", 5, old)}, []string{"payment p9: ledger transaction of 5 BRL has no matching row"}},
+		{"a kind the registry does not post", []bookkeeping.Fact{{PaymentID: "p1", Kind: "hold", Amount: 100, Currency: "BRL", At: now}},
+			nil, []string{`hold p1: no event type of the ledger's registry posts facts of kind "hold"`}},
 		{"two ledger rows", []bookkeeping.Fact{pay("p1", 100, old)}, []bookkeeping.Fact{pay("p1", 100, old), pay("p1", 100, old)}, []string{"2 ledger transactions"}},
 	}
 	for _, tt := range tests {

@@ -3,9 +3,14 @@ package ledgerstore_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +24,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -128,4 +134,152 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 	if _, err := pool.Exec(ctx, "SELECT 1 FROM payments"); !errors.As(err, &pgErr) || pgErr.Code != "42501" {
 		t.Errorf("reading the payments table as %s: got %v, want permission denied (42501)", role, err)
 	}
+}
+
+// reconcileRules is the decision, for every status a payment can be in, of
+// what the payments database asserts the ledger must hold for it: how many
+// facts of each kind ledger_facts lists for one payment in that status, with
+// the refunds the status comes with. Every status of the domain
+// (domain/payment) and every kind of the ledger's registry
+// (bookkeeping.Kinds) must be decided here, so that a new status or a new
+// kind cannot join reconciliation without somebody deciding whether that
+// money moved — and so that a new kind (a hold, say) makes its author revisit
+// the existing statuses' rules too, such as whether an authorized payment is
+// still a "payment".
+var reconcileRules = map[payment.Status]struct {
+	refunds int // refund rows a payment in this status has
+	facts   map[ledger.Kind]int
+}{
+	payment.StatusCreated:           {0, map[ledger.Kind]int{"payment": 1, "refund": 0}},
+	payment.StatusPartiallyRefunded: {1, map[ledger.Kind]int{"payment": 1, "refund": 1}},
+	payment.StatusRefunded:          {2, map[ledger.Kind]int{"payment": 1, "refund": 2}},
+}
+
+// TestEveryStatusHasAReconcileRule checks reconcileRules against the domain's
+// statuses, read from its source, and the registry's kinds, then stores one
+// payment in each status and requires ledger_facts to list exactly the facts
+// its rule says.
+func TestEveryStatusHasAReconcileRule(t *testing.T) {
+	t.Parallel()
+	statuses := domainStatuses(t)
+	for _, s := range statuses {
+		rule, ok := reconcileRules[s]
+		if !ok {
+			t.Errorf("payment status %q has no reconcile rule: decide, for each kind the ledger posts, how many facts a payment in it is, add that to reconcileRules, and make ledger_facts agree in a payments migration (migrations/payments/00010_ledger_facts_by_status.sql)", s)
+			continue
+		}
+		for _, k := range bookkeeping.Kinds() {
+			if _, ok := rule.facts[k]; !ok {
+				t.Errorf("reconcileRules does not say how many facts of kind %q a payment in status %q is: decide it (0 is a decision)", k, s)
+			}
+		}
+		for k := range rule.facts {
+			if !slices.Contains(bookkeeping.Kinds(), k) {
+				t.Errorf("reconcileRules counts facts of kind %q for status %q, a kind the ledger's registry does not post", k, s)
+			}
+		}
+	}
+	for s := range reconcileRules {
+		if !slices.Contains(statuses, s) {
+			t.Errorf("reconcileRules decides status %q, which the domain does not have", s)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	ctx := context.Background()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	at := time.Now().Add(-time.Hour)
+	ids := map[string]payment.Status{}
+	for s, rule := range reconcileRules {
+		id := uuid.NewString()
+		ids[id] = s
+		const amount, refund = 1000, 100
+		if _, err := pool.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+			VALUES ($1, $2, $3, 'BRL', $4, 'cus_1', 'mer_1', $5, $5)`, id, amount, refund*rule.refunds, string(s), at); err != nil {
+			t.Fatalf("store a payment in status %q: %v (does the payments table's CHECK on status know it?)", s, err)
+		}
+		for range rule.refunds {
+			if _, err := pool.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
+				uuid.NewString(), id, refund, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	facts, err := ledgerstore.NewPaymentsDB(pool).PaymentFacts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[payment.Status]map[ledger.Kind]int{}
+	for _, f := range facts {
+		s, ok := ids[f.PaymentID]
+		if !ok {
+			t.Fatalf("ledger_facts lists %s, of no payment this test stored", f)
+		}
+		if got[s] == nil {
+			got[s] = map[ledger.Kind]int{}
+		}
+		got[s][f.Kind]++
+	}
+	for s, rule := range reconcileRules {
+		for k, want := range rule.facts {
+			if got[s][k] != want {
+				t.Errorf("a payment in status %q is %d facts of kind %q in ledger_facts, want %d (reconcileRules): reconcile would expect money the ledger should not hold, or miss money it holds", s, got[s][k], k, want)
+			}
+		}
+		for k, n := range got[s] {
+			if _, ok := rule.facts[k]; !ok {
+				t.Errorf("a payment in status %q is %d facts of kind %q in ledger_facts, which reconcileRules does not decide", s, n, k)
+			}
+		}
+	}
+}
+
+// domainStatuses reads the payment statuses from the domain's source: the
+// constants of type Status, so that a new one is found without being told.
+func domainStatuses(t *testing.T) []payment.Status {
+	t.Helper()
+	files, err := filepath.Glob("../../../domain/payment/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []payment.Status
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				v := spec.(*ast.ValueSpec)
+				if typ, ok := v.Type.(*ast.Ident); !ok || typ.Name != "Status" {
+					continue
+				}
+				for _, value := range v.Values {
+					lit, ok := value.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						t.Fatalf("%s: a Status constant that is not a string literal; this test reads them as such", fset.Position(value.Pos()))
+					}
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, payment.Status(s))
+				}
+			}
+		}
+	}
+	if len(out) < 2 {
+		t.Fatalf("found the statuses %v in domain/payment; the test is not looking where it should", out)
+	}
+	return out
 }
