@@ -1,5 +1,6 @@
 // Package opsreport renders what the operator commands print (payments
-// outbox stats and partitions, payments apikey list) as aligned text tables:
+// outbox stats and partitions, payments apikey list, ledger inbox stats) as
+// aligned text tables:
 // presentation, kept out of cmd's wiring and out of the stores, which return
 // data. The cmd tests pin the output.
 package opsreport
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -124,4 +126,15 @@ func when(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// InboxStats prints the inbox's backlog: pending rows, the oldest one's
+// age, parked rows, and rows of types this version does not apply.
+func InboxStats(out io.Writer, st inbox.Stats) error {
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "pending\t%d\n", st.Pending)
+	fmt.Fprintf(w, "oldest pending age\t%s\n", st.OldestPending.Round(time.Millisecond))
+	fmt.Fprintf(w, "parked\t%d\n", st.Parked)
+	fmt.Fprintf(w, "unhandled\t%d\t(of types this version does not apply, kept for one that does)\n", st.Unhandled)
+	return w.Flush()
 }

@@ -322,5 +322,3 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	fmt.Fprintln(out, "ok: the ledger matches the payments database")
 	return nil
 }
-
-var newServer = lifecycle.NewServer

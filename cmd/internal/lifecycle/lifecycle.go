@@ -96,10 +96,11 @@ func NewServer(h http.Handler, log *slog.Logger) *http.Server {
 // on :0.
 type Addrs struct{ API, Ops string }
 
-// Servers are a service's two listeners: the API (HTTP_ADDR) and the
-// operational endpoints (OPS_ADDR), which never face clients.
+// Servers are a service's listeners: the API (HTTP_ADDR) and the
+// operational endpoints (OPS_ADDR), which never face clients; a process with
+// no API (`ledger inbox process`) has the ops listener alone.
 type Servers struct {
-	api, ops     *http.Server
+	api, ops     *http.Server // api nil: no API listener
 	apiLn, opsLn net.Listener
 }
 
@@ -118,9 +119,22 @@ func Listen(apiAddr, opsAddr string, api, ops http.Handler, log *slog.Logger) (*
 	return &Servers{api: NewServer(api, log), ops: NewServer(ops, log), apiLn: apiLn, opsLn: opsLn}, nil
 }
 
-// Addrs returns the addresses listened on.
+// ListenOps listens on opsAddr for ops alone: a process that serves no API.
+func ListenOps(opsAddr string, ops http.Handler, log *slog.Logger) (*Servers, error) {
+	opsLn, err := net.Listen("tcp", opsAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on OPS_ADDR %s: %w", opsAddr, err)
+	}
+	return &Servers{ops: NewServer(ops, log), opsLn: opsLn}, nil
+}
+
+// Addrs returns the addresses listened on; API is "" without an API.
 func (s *Servers) Addrs() Addrs {
-	return Addrs{API: s.apiLn.Addr().String(), Ops: s.opsLn.Addr().String()}
+	a := Addrs{Ops: s.opsLn.Addr().String()}
+	if s.apiLn != nil {
+		a.API = s.apiLn.Addr().String()
+	}
+	return a
 }
 
 // Serve serves both listeners in g until ctx ends (a signal arrived, or
@@ -133,6 +147,9 @@ func (s *Servers) Serve(ctx context.Context, g *errgroup.Group, timeout time.Dur
 		srv *http.Server
 		ln  net.Listener
 	}{{s.api, s.apiLn}, {s.ops, s.opsLn}} {
+		if srv.srv == nil {
+			continue
+		}
 		g.Go(func() error {
 			if err := srv.srv.Serve(srv.ln); !errors.Is(err, http.ErrServerClosed) {
 				return err
@@ -145,6 +162,10 @@ func (s *Servers) Serve(ctx context.Context, g *errgroup.Group, timeout time.Dur
 		shuttingDown()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		return errors.Join(s.api.Shutdown(sctx), s.ops.Shutdown(sctx))
+		var apiErr error
+		if s.api != nil {
+			apiErr = s.api.Shutdown(sctx)
+		}
+		return errors.Join(apiErr, s.ops.Shutdown(sctx))
 	})
 }

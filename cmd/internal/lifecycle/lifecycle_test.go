@@ -91,3 +91,27 @@ func TestReadCommonRefusesOneAddressForBoth(t *testing.T) {
 		t.Errorf("got %v, want OPS_ADDR refused", err)
 	}
 }
+
+// TestListenOpsServesTheOpsListenerAlone: a process without an API has no
+// API address, and its ops listener stops when the context ends.
+func TestListenOpsServesTheOpsListenerAlone(t *testing.T) {
+	s, err := lifecycle.ListenOps("127.0.0.1:0", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Addrs(); a.API != "" || a.Ops == "" {
+		t.Fatalf("Addrs = %+v, want only Ops", a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, gctx := errgroup.WithContext(ctx)
+	s.Serve(gctx, g, 5*time.Second, func() {})
+	resp, err := http.Get("http://" + s.Addrs().Ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := g.Wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
