@@ -24,7 +24,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -32,7 +32,7 @@ import (
 
 // errorPackages are the packages whose errors can reach the HTTP APIs: the
 // domains and the application packages the APIs call.
-var errorPackages = []string{"domain/payment", "domain/ledger", "application/payments", "application/access", "application/bookkeeping"}
+var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/payments", "application/access", "application/bookkeeping"}
 
 // route is a way an error reaches an API: the API's handler with a fake that
 // fails with err where the API calls out, and a request that makes the call.
@@ -44,19 +44,19 @@ type route struct {
 
 var (
 	paymentsUseCase = route{"the payments API's use cases", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
-		h := paymentsapi.NewHandler(paymentsapi.Config{Service: failingService{err}, Authenticator: failingAuth{nil}, Log: slog.New(slog.DiscardHandler)})
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
 	paymentsAuth = route{"the payments API's authenticator", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
-		h := paymentsapi.NewHandler(paymentsapi.Config{Service: failingService{nil}, Authenticator: failingAuth{err}, Log: slog.New(slog.DiscardHandler)})
+		h := paymentsapi.NewHandler(failingService{nil}, failingAuth{err}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
 	ledgerQueries = route{"the ledger API's queries", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
-		h := ledgerapi.NewHandler(ledgerapi.Config{Queries: failingQueries{err}, Tokens: failingTokens{nil}, Log: slog.New(slog.DiscardHandler)})
+		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/balance", nil))
 	}}
 	ledgerTokens = route{"the ledger API's token check", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
-		h := ledgerapi.NewHandler(ledgerapi.Config{Queries: failingQueries{nil}, Tokens: failingTokens{err}, Log: slog.New(slog.DiscardHandler)})
+		h := ledgerapi.NewHandler(failingQueries{nil}, failingTokens{err}, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/balance", nil))
 	}}
 )
@@ -77,10 +77,9 @@ var answered = map[string]struct {
 	"payments.ErrKeyReused":          {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyInFlight":        {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
 	"payments.ErrInvalidKey":         {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
-	"payments.ErrUnavailable":        {err: fmt.Errorf("%w: dial tcp", payments.ErrUnavailable), routes: []route{paymentsUseCase}},
+	"dependency.ErrUnavailable":      {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
 	"access.ErrMalformedKey":         {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
 	"access.ErrUnknownKey":           {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrUnavailable":          {err: fmt.Errorf("%w: dial tcp", access.ErrUnavailable), routes: []route{paymentsAuth}},
 	"access.ErrKeyExists":            {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
 	"access.ErrUnauthenticated":      {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
 	"ledger.ErrInvalidAccount":       {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
@@ -88,7 +87,6 @@ var answered = map[string]struct {
 	"ledger.ErrPaymentNotFound":      {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
 	"ledger.ErrInvalidTransaction":   {never: "only posting an event returns it, which the inbox parks; the API only reads"},
 	"ledger.ErrBalanceLimit":         {never: "only posting an event returns it, which the inbox parks; the API only reads"},
-	"bookkeeping.ErrUnavailable":     {err: fmt.Errorf("%w: dial tcp", bookkeeping.ErrUnavailable), routes: []route{ledgerQueries}},
 }
 
 // TestEveryErrorIsAProblemTheAPIDocuments finds the exported Err… variables

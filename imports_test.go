@@ -15,14 +15,15 @@ const module = "github.com/payments-outbox/payments-outbox"
 // TestInnerLayersImportOnlyWhatTheyMay keeps the dependency rule the README
 // states (imports flow cmd → adapters → application → domain): the domain
 // imports the standard library and itself; the application adds the domain,
-// other application packages and two small general-purpose modules. A driver,
+// other application packages, two small general-purpose modules and the
+// tests' log buffer (internal/logtest, standard library only). A driver,
 // a broker SDK or a metrics client belongs in an adapter behind a port the
 // application declares. Test files count too: a contract suite or a fake that
 // needs an adapter's library is in the wrong layer.
 func TestInnerLayersImportOnlyWhatTheyMay(t *testing.T) {
 	allowed := map[string][]string{ // layer → import path prefixes it may use beyond the standard library
 		module + "/domain/":      {module + "/domain/"},
-		module + "/application/": {module + "/domain/", module + "/application/", "github.com/google/uuid/", "golang.org/x/sync/"},
+		module + "/application/": {module + "/domain/", module + "/application/", module + "/internal/logtest/", "github.com/google/uuid/", "golang.org/x/sync/"},
 	}
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports",
 		module+"/domain/...", module+"/application/...")

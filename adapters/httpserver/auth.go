@@ -57,7 +57,7 @@ func ParseBearer(header string) (string, error) {
 // onError answers — the API's writeError, which hands the three errors above
 // to WriteError: verify wraps its "malformed" and "unknown" in
 // ErrMalformedCredentials and ErrInvalidCredentials, and returns an outage
-// as the service's unavailable error, answered 503. The middleware parses
+// as dependency.ErrUnavailable, answered 503. The middleware parses
 // the header and nothing more: the decision is verify's. A request with two
 // Authorization headers is malformed, never read as its first.
 func RequireBearer(verify func(ctx context.Context, token string) (context.Context, error), onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {

@@ -5,16 +5,18 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
 
 // WriteError answers the errors every service answers alike. Each API's
 // writeError matches its own errors first and hands it the rest, so the two
 // APIs cannot drift apart on these:
 //
-//   - unavailable, the application's sentinel for a dependency (its database)
+//   - dependency.ErrUnavailable, a dependency (a database, the key store)
 //     that could not be reached, or a request that ran out of time: 503 with
-//     Retry-After: 1, logged as a warning. The stores wrap every outage in
-//     that sentinel, so each API only has to name it.
+//     Retry-After: 1, logged as a warning. Every store wraps its outages in
+//     that one sentinel, so no API has to name it.
 //   - context.Canceled: the client went away; 499, which nobody reads but
 //     the access log and the metrics.
 //   - ErrNoCredentials, ErrMalformedCredentials, ErrInvalidCredentials: 401
@@ -22,7 +24,7 @@ import (
 //     401; the credential is never written anywhere).
 //   - anything else is unexpected: logged once, here, with its whole chain
 //     and the request's id, and answered 500 with nothing of that chain.
-func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, unavailable error) {
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	log = requestLogger(log) // its lines are found under the request's id
 	var p Problem
 	switch {
@@ -40,7 +42,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err, u
 	case errors.Is(err, ErrInvalidCredentials):
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		p = NewProblem(http.StatusUnauthorized, "invalid-credentials", "the credential is unknown or revoked")
-	case errors.Is(err, unavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, dependency.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		log.WarnContext(r.Context(), "request failed: unavailable", "err", err)
 		w.Header().Set("Retry-After", "1")
 		p = NewProblem(http.StatusServiceUnavailable, "unavailable", "the service is temporarily unavailable; retry shortly")

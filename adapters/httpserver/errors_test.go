@@ -13,9 +13,8 @@ import (
 	"testing"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
-
-var errUnavailable = errors.New("service unavailable")
 
 // TestWriteError pins the part of the error table both APIs share: what each
 // error answers, which header it sets, how often it is logged, and that no
@@ -29,7 +28,7 @@ func TestWriteError(t *testing.T) {
 		retryAfter string
 		level      string // the one log line's level, "" for none
 	}{
-		{"the application's unavailable", fmt.Errorf("read payment: %w: dial tcp secret-host: refused", errUnavailable),
+		{"the application's unavailable", fmt.Errorf("read payment: %w: dial tcp secret-host: refused", dependency.ErrUnavailable),
 			503, "/problems/unavailable", "Service Unavailable", "1", "WARN"},
 		{"out of time", fmt.Errorf("read payment secret-host: %w", context.DeadlineExceeded),
 			503, "/problems/unavailable", "Service Unavailable", "1", "WARN"},
@@ -49,7 +48,7 @@ func TestWriteError(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&logs, nil))
 			rec := httptest.NewRecorder()
-			httpserver.WriteError(rec, httptest.NewRequest(http.MethodGet, "/x", nil), log, tt.err, errUnavailable)
+			httpserver.WriteError(rec, httptest.NewRequest(http.MethodGet, "/x", nil), log, tt.err)
 
 			if rec.Code != tt.status {
 				t.Errorf("status: got %d, want %d", rec.Code, tt.status)
@@ -95,16 +94,18 @@ func TestWriteError(t *testing.T) {
 	}
 }
 
-// TestWriteErrorWithoutSentinel: an API whose application has no
-// unavailable sentinel (nil) still answers a deadline 503, and nothing else.
-func TestWriteErrorWithoutSentinel(t *testing.T) {
+// TestWriteErrorMatchesTheSentinelNotItsText: an error is answered 503 for
+// wrapping dependency.ErrUnavailable (or running out of time), never for
+// reading like an outage — an error of the same text is a fault, 500.
+func TestWriteErrorMatchesTheSentinelNotItsText(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	for err, want := range map[error]int{
-		context.DeadlineExceeded: http.StatusServiceUnavailable,
-		errUnavailable:           http.StatusInternalServerError,
+		context.DeadlineExceeded:                       http.StatusServiceUnavailable,
+		fmt.Errorf("x: %w", dependency.ErrUnavailable): http.StatusServiceUnavailable,
+		errors.New(dependency.ErrUnavailable.Error()):  http.StatusInternalServerError,
 	} {
 		rec := httptest.NewRecorder()
-		httpserver.WriteError(rec, httptest.NewRequest(http.MethodGet, "/x", nil), log, err, nil)
+		httpserver.WriteError(rec, httptest.NewRequest(http.MethodGet, "/x", nil), log, err)
 		if rec.Code != want {
 			t.Errorf("%v: got %d, want %d", err, rec.Code, want)
 		}

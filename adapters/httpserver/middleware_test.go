@@ -101,7 +101,7 @@ func TestEveryAnswerIsNoSniffNoStore(t *testing.T) {
 	api := httpserver.NewRouter(httpserver.API{Log: slog.New(slog.DiscardHandler), OpenAPI: []byte("openapi: 3.1.0\n")})
 	api.With(httpserver.RequireBearer(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil },
 		func(w http.ResponseWriter, r *http.Request, err error) {
-			httpserver.WriteError(w, r, slog.New(slog.DiscardHandler), err, nil)
+			httpserver.WriteError(w, r, slog.New(slog.DiscardHandler), err)
 		},
 	)).Get("/private", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]int{"amount": 1})

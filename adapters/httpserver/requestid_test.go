@@ -139,7 +139,7 @@ func TestEveryLogLineOfARequestCarriesItsID(t *testing.T) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	r.Get("/fail", func(w http.ResponseWriter, r *http.Request) {
-		httpserver.WriteError(w, r, plain, errors.New("constraint violated"), nil)
+		httpserver.WriteError(w, r, plain, errors.New("constraint violated"))
 	})
 	r.Get("/panic", func(http.ResponseWriter, *http.Request) { panic("boom") })
 

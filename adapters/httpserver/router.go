@@ -143,9 +143,18 @@ func NewOpsRouter(o Ops) chi.Router {
 	return r
 }
 
-// Timeout bounds each request's work to d, so that a database outage answers
-// 503 within d instead of hanging the client.
+// DefaultRequestTimeout is the bound of Timeout(0): long enough for a
+// request's few statements on a loaded database, short enough that a client
+// meeting an outage gets its 503 before it gives up.
+const DefaultRequestTimeout = 5 * time.Second
+
+// Timeout bounds each request's work to d (DefaultRequestTimeout when d is
+// 0), so that a database outage answers 503 within d instead of hanging the
+// client. Both APIs take their timeout's zero value from here.
 func Timeout(d time.Duration) func(http.Handler) http.Handler {
+	if d <= 0 {
+		d = DefaultRequestTimeout
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, cancel := context.WithTimeout(r.Context(), d)

@@ -28,7 +28,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -44,32 +43,28 @@ type Tokens interface {
 	Check(token string) error
 }
 
-// Config is what NewHandler wires together.
+// Config tunes NewHandler; the zero value is a handler with the default
+// request timeout, and neither metrics nor tracing.
 type Config struct {
-	Queries Queries
-	// Tokens are the operator tokens the read API accepts.
-	Tokens Tokens
-	Log    *slog.Logger
 	// Metrics, when set, instruments every request.
 	Metrics *httpserver.Metrics
-	// RequestTimeout bounds each request's work (default 5s), so a database
-	// outage answers 503 quickly instead of hanging the client.
+	// RequestTimeout bounds each request's work (0: httpserver's default),
+	// so a database outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
 	// TracerProvider, when set, traces every request (httpserver.API).
 	TracerProvider trace.TracerProvider
 }
 
-// NewHandler returns the API's router.
-func NewHandler(cfg Config) http.Handler {
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = 5 * time.Second
-	}
-	a := &api{q: cfg.Queries, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
+// NewHandler returns the API's router: q's read queries, each request
+// carrying one of the operator tokens (nil: none is accepted), its
+// unexpected errors logged to log.
+func NewHandler(q Queries, tokens Tokens, log *slog.Logger, cfg Config) http.Handler {
+	a := &api{q: q, log: log}
+	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireBearer(func(ctx context.Context, token string) (context.Context, error) {
-			return ctx, checkToken(cfg.Tokens, token)
+			return ctx, checkToken(tokens, token)
 		}, a.writeError))
 		r.Get("/accounts/{id}/balance", a.balance)
 		r.Get("/payments/{id}/entries", a.entries)
@@ -197,7 +192,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ledger.ErrPaymentNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
 	default:
-		httpserver.WriteError(w, r, a.log, err, bookkeeping.ErrUnavailable)
+		httpserver.WriteError(w, r, a.log, err)
 		return
 	}
 	httpserver.WriteProblem(w, p)

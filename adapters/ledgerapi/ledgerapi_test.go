@@ -24,7 +24,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -72,11 +72,7 @@ func newServer(t *testing.T, q ledgerapi.Queries) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: q,
-		Tokens:  tokens,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	h := ledgerapi.NewHandler(q, tokens, slog.New(slog.NewTextHandler(io.Discard, nil)), ledgerapi.Config{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	return srv
@@ -196,7 +192,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		"GET /openapi.yaml": "the contract a client generates its code from",
 	}
 	var served []string
-	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler)})
+	h := ledgerapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 	if err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
@@ -237,7 +233,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		}
 	}
 	t.Run("no tokens configured", func(t *testing.T) {
-		h := ledgerapi.NewHandler(ledgerapi.Config{Queries: fakeQueries{}, Log: slog.New(slog.DiscardHandler)})
+		h := ledgerapi.NewHandler(fakeQueries{}, nil, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 		srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 		defer srv.Close()
 		res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)
@@ -251,9 +247,9 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 // TestDatabaseOutageAnswers503 pins that the ledger answers an unreachable
 // database as the payments API does: 503, Retry-After and problem+json, with
 // nothing of the error chain. ledgerstore wraps an outage in
-// bookkeeping.ErrUnavailable (its own test proves that on a real connection).
+// dependency.ErrUnavailable (its own test proves that on a real connection).
 func TestDatabaseOutageAnswers503(t *testing.T) {
-	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", bookkeeping.ErrUnavailable)
+	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", dependency.ErrUnavailable)
 	srv := newServer(t, fakeQueries{err: outage})
 	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		t.Run(path, func(t *testing.T) {
@@ -313,7 +309,7 @@ func TestEntriesSumToZero(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := ledgerapi.NewHandler(ledgerapi.Config{Log: slog.New(slog.DiscardHandler)})
+	h := ledgerapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
 }
 
@@ -325,10 +321,7 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	h := ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: fakeQueries{err: errors.New("dial tcp: secret-host refused")}, Tokens: tokens,
-		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-	})
+	h := ledgerapi.NewHandler(fakeQueries{err: errors.New("dial tcp: secret-host refused")}, tokens, slog.New(slog.NewJSONHandler(&logs, nil)), ledgerapi.Config{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)

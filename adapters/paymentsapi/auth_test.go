@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // publicRoutes are the routes served without an API key, each with the
@@ -39,7 +39,7 @@ var publicRoutes = map[string]string{
 // told.
 func servedRoutes(t *testing.T) []string {
 	t.Helper()
-	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler)})
+	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 	var routes []string
 	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes = append(routes, method+" "+route)
@@ -272,11 +272,7 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 	t.Helper()
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
-	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service:       payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}),
-		Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
-		RateLimit:     rate, Log: log, Metrics: httpserver.NewMetrics(reg),
-	})
+	h := paymentsapi.NewHandler(payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), log, paymentsapi.Config{RateLimit: rate, Metrics: httpserver.NewMetrics(reg)})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	return srv, keys
@@ -329,7 +325,7 @@ func TestRateLimitPerKey(t *testing.T) {
 // malformed, failing — nor in the metrics.
 func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	srv, keys := newFakeAPI(t, 2, reg, log)
@@ -358,28 +354,4 @@ func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 			}
 		}
 	}
-}
-
-// syncBuffer is a log destination the server's goroutines share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
 }

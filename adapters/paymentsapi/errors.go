@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
-	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -43,13 +42,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		p = httpserver.NewProblem(http.StatusConflict, "idempotency-key-in-flight",
 			"a request with this Idempotency-Key is still being processed; retry shortly")
-	case errors.Is(err, access.ErrUnavailable), errors.Is(err, access.ErrUnauthenticated):
-		// The key store is down (503), or a use case was reached without
-		// a principal (a bug: 500, logged).
-		httpserver.WriteError(w, r, a.log, err, access.ErrUnavailable)
-		return
 	default:
-		httpserver.WriteError(w, r, a.log, err, payments.ErrUnavailable)
+		// An outage (503), a client gone, or a fault — among them
+		// access.ErrUnauthenticated, a use case reached without a principal,
+		// which is a bug: 500, logged.
+		httpserver.WriteError(w, r, a.log, err)
 		return
 	}
 	httpserver.WriteProblem(w, p)

@@ -40,22 +40,20 @@ type Service interface {
 // Authenticator turns an API key into whom it acts as (access.Authenticator).
 type Authenticator interface {
 	// Authenticate errors: access.ErrMalformedKey, access.ErrUnknownKey,
-	// access.ErrUnavailable.
+	// dependency.ErrUnavailable.
 	Authenticate(ctx context.Context, key string) (access.Principal, error)
 }
 
-// Config is what NewHandler wires together.
+// Config tunes NewHandler; the zero value is a handler with no rate limit,
+// the default request timeout, and neither metrics nor tracing.
 type Config struct {
-	Service       Service
-	Authenticator Authenticator
 	// RateLimit is the requests per second each API key may make (0: no
 	// limit).
 	RateLimit int
-	Log       *slog.Logger
 	// Metrics, when set, instruments every request.
 	Metrics *httpserver.Metrics
-	// RequestTimeout bounds each request's work (default 5s), so a database
-	// outage answers 503 quickly instead of hanging the client.
+	// RequestTimeout bounds each request's work (0: httpserver's default),
+	// so a database outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
 	// TracerProvider, when set, traces every request (httpserver.API).
 	TracerProvider trace.TracerProvider
@@ -64,13 +62,11 @@ type Config struct {
 // MaxBodyBytes is the largest request body accepted.
 const MaxBodyBytes = 64 << 10
 
-// NewHandler returns the API's router.
-func NewHandler(cfg Config) http.Handler {
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = 5 * time.Second
-	}
-	a := &api{svc: cfg.Service, auth: cfg.Authenticator, log: cfg.Log}
-	r := httpserver.NewRouter(httpserver.API{Log: cfg.Log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments(), TracerProvider: cfg.TracerProvider})
+// NewHandler returns the API's router: svc's use cases, each request
+// authenticated by auth, its unexpected errors logged to log.
+func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) http.Handler {
+	a := &api{svc: svc, auth: auth, log: log}
+	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireBearer(a.authenticate, a.writeError))

@@ -62,9 +62,7 @@ func newServerWithKeys(t *testing.T, log *slog.Logger) (*httptest.Server, *pgxpo
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	store := apikeystore.New(pool)
 	keys := issueKeys(t, store)
-	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service: svc, Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL), Log: log,
-	})
+	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.CacheTTL), log, paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.platform, srv.Client().Transport)
@@ -486,10 +484,7 @@ func TestRequestsAreCounted(t *testing.T) {
 	keys := issueKeys(t, store)
 	reg := prometheus.NewRegistry()
 	m := httpserver.NewMetrics(reg)
-	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service:       payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}),
-		Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL), Log: slog.New(slog.DiscardHandler), Metrics: m,
-	})
+	h := paymentsapi.NewHandler(payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), slog.New(slog.DiscardHandler), paymentsapi.Config{Metrics: m})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.mer1, nil)
@@ -505,14 +500,14 @@ func TestRequestsAreCounted(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler)})
+	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 	apitest.New(t, apidoc.Payments()).CheckRoutes(t, h.(chi.Routes))
 }
 
 // TestServesItsOpenAPIDocument: GET /openapi.yaml is the document in api/,
 // the one every test here validates against.
 func TestServesItsOpenAPIDocument(t *testing.T) {
-	h := paymentsapi.NewHandler(paymentsapi.Config{Log: slog.New(slog.DiscardHandler)})
+	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	res := do(t, srv, http.MethodGet, "/openapi.yaml", "", "")
@@ -545,10 +540,7 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
 	var logs bytes.Buffer
-	h := paymentsapi.NewHandler(paymentsapi.Config{
-		Service: failingService{}, Authenticator: access.NewAuthenticator(store, time.Now, access.CacheTTL),
-		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
-	})
+	h := paymentsapi.NewHandler(failingService{}, access.NewAuthenticator(store, time.Now, access.CacheTTL), slog.New(slog.NewJSONHandler(&logs, nil)), paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.mer1, nil)

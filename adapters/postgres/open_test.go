@@ -29,7 +29,7 @@ func TestOpenSizesThePoolUnlessTheURLDoes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pool, err := postgres.Open(ctx, tt.url, postgres.WithDefaultMaxConns(17))
+			pool, err := postgres.Open(ctx, tt.url, postgres.Config{DefaultMaxConns: 17})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,46 +24,33 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Option tunes Open.
-type Option func(*options)
-
-type options struct {
-	defaultMaxConns int32
-	tracerProvider  trace.TracerProvider
-}
-
-// WithDefaultMaxConns sizes the pool to n connections unless the URL sets
-// pool_max_conns itself. pgx's own default (the number of CPUs, at least 4)
-// suits neither service: each in-flight request, relay worker or consumer
-// worker holds a connection for its transaction.
-func WithDefaultMaxConns(n int) Option {
-	return func(o *options) { o.defaultMaxConns = int32(n) }
-}
-
-// WithTracerProvider traces the pool's statements, batches and connection
-// waits with tp (otelpgx), as children of the span in each call's context.
-// A statement sent outside any span (a poll, a retention sweep) records
-// nothing: only work already in a trace is detailed.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracerProvider = tp }
+// Config tunes Open. The zero value is pgx's pool, untraced.
+type Config struct {
+	// DefaultMaxConns sizes the pool to that many connections unless the URL
+	// sets pool_max_conns itself. pgx's own default (the number of CPUs, at
+	// least 4) suits neither service: each in-flight request, relay worker
+	// or consumer worker holds a connection for its transaction.
+	DefaultMaxConns int
+	// TracerProvider, when set, traces the pool's statements, batches and
+	// connection waits (otelpgx), as children of the span in each call's
+	// context: pgx's own hook, the decorator at the driver's boundary. A
+	// statement sent outside any span (a poll, a retention sweep) records
+	// nothing: only work already in a trace is detailed.
+	TracerProvider trace.TracerProvider
 }
 
 // Open connects a pool to url and checks that the server answers.
-func Open(ctx context.Context, url string, opts ...Option) (*pgxpool.Pool, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+func Open(ctx context.Context, url string, o Config) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
-	if o.defaultMaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = o.defaultMaxConns
+	if o.DefaultMaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = int32(o.DefaultMaxConns)
 	}
-	if o.tracerProvider != nil {
+	if o.TracerProvider != nil {
 		cfg.ConnConfig.Tracer = otelpgx.NewTracer(
-			otelpgx.WithTracerProvider(o.tracerProvider),
+			otelpgx.WithTracerProvider(o.TracerProvider),
 			otelpgx.WithMeterProvider(noopmetric.NewMeterProvider()), // the services' metrics are Prometheus's
 		)
 	}

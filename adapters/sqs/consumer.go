@@ -100,32 +100,39 @@ type Consumer struct {
 	tracer trace.Tracer
 }
 
+// withDefaults returns c with each zero value replaced by its default (in
+// brackets on the fields).
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.WaitTime <= 0 {
+		c.WaitTime = 20 * time.Second
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = c.WaitTime + BatchBudget
+	}
+	if c.MaxMessages <= 0 {
+		c.MaxMessages = 10
+	}
+	if c.VisibilityTimeout <= 0 {
+		c.VisibilityTimeout = 30 * time.Second
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 10 * time.Second
+	}
+	if c.HandlerTimeout <= 0 {
+		c.HandlerTimeout = time.Minute
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
 // NewConsumer returns a consumer of cfg.QueueURL; Run starts it.
 func NewConsumer(api API, h Handler, cfg Config) *Consumer {
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
-	}
-	if cfg.WaitTime <= 0 {
-		cfg.WaitTime = 20 * time.Second
-	}
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = cfg.WaitTime + BatchBudget
-	}
-	if cfg.MaxMessages <= 0 {
-		cfg.MaxMessages = 10
-	}
-	if cfg.VisibilityTimeout <= 0 {
-		cfg.VisibilityTimeout = 30 * time.Second
-	}
-	if cfg.AckTimeout <= 0 {
-		cfg.AckTimeout = 10 * time.Second
-	}
-	if cfg.HandlerTimeout <= 0 {
-		cfg.HandlerTimeout = time.Minute
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg = cfg.withDefaults()
 	return &Consumer{api: api, h: h, cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}
 }
 

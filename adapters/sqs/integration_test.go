@@ -65,10 +65,10 @@ type books struct {
 }
 
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas(t), quietLog(), nil, time.Now)
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas(t), quietLog(), nil, time.Now, inbox.ProcessorConfig{})
 	return books{Service: bookkeeping.NewService(store), proc: proc,
-		sync:  inbox.NewService(store, proc, inbox.Config{Mode: inbox.Sync}, time.Now),
-		async: inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)}
+		sync:  inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Sync}),
+		async: inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})}
 }
 
 // start runs a consumer of the rig's queue until the test ends (or stop).

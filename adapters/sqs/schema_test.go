@@ -38,8 +38,8 @@ func TestSchemaViolationGoesToTheDLQ(t *testing.T) {
 		`"merchant_id":`, `"note":"not in the schema","merchant_id":`, 1))
 	// The decoder alone accepts it: without the schemas it would post.
 	lenient := bookkeepingtest.NewFakeStore()
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, lenient, bookkeeping.Handler{}, &inboxtest.FakeSchemas{}, quietLog(), nil, time.Now)
-	if res, err := inbox.NewService(lenient, proc, inbox.Config{}, time.Now).Receive(context.Background(), bad); err != nil || res.Disposition != inbox.Applied {
+	proc := inbox.NewProcessor(lenient, bookkeeping.Handler{}, &inboxtest.FakeSchemas{}, quietLog(), nil, time.Now, inbox.ProcessorConfig{})
+	if res, err := inbox.NewService(lenient, proc, time.Now, inbox.Config{}).Receive(context.Background(), bad); err != nil || res.Disposition != inbox.Applied {
 		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Disposition, err)
 	}
 

@@ -13,17 +13,17 @@ import (
 )
 
 // LedgerStore is what the ledger's inbox writes through: the consumer's
-// transactions and the processor's claims, each handing the ledger's handler
+// records and the processor's claims, each handing the ledger's handler
 // its repository bound to them (ledgerstore.Store is one).
 type LedgerStore interface {
-	inbox.Transactor[bookkeeping.Ledger]
+	inbox.Recorder[bookkeeping.Ledger]
 	inbox.Backlog[bookkeeping.Ledger]
 }
 
 // Ledger returns store with the ledger's writes traced; the inbox, the
 // ledger's handler and the store stay unaware of tracing. It records:
 //
-//   - "ledger transaction": each transaction of the consumer (Transact), a
+//   - "ledger transaction": each transaction of the consumer (Record), a
 //     child of the span in the caller's context — the consumer's processing
 //     span, which continues the producer's trace — with an error status when
 //     it rolled back. The statements sent in it are its children.
@@ -48,7 +48,7 @@ type tracedLedgerStore struct {
 	tracer trace.Tracer
 }
 
-func (s tracedLedgerStore) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) (err error) {
+func (s tracedLedgerStore) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, bookkeeping.Ledger) (string, error)) (inserted bool, err error) {
 	ctx, span := s.tracer.Start(ctx, "ledger transaction")
 	defer func() {
 		if err != nil {
@@ -57,8 +57,11 @@ func (s tracedLedgerStore) Transact(ctx context.Context, fn func(context.Context
 		}
 		span.End()
 	}()
-	return s.store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
-		return fn(ctx, in, tracedLedger{Ledger: l, tracer: s.tracer})
+	if apply == nil {
+		return s.store.Record(ctx, msg, nil)
+	}
+	return s.store.Record(ctx, msg, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		return apply(ctx, tracedLedger{Ledger: l, tracer: s.tracer})
 	})
 }
 

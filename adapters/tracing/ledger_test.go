@@ -40,6 +40,11 @@ func transfer(t *testing.T) ledger.Transaction {
 	return tx
 }
 
+// message is a new pending inbox message of a type the ledger applies.
+func message() inbox.Message {
+	return inbox.Message{ID: uuid.NewString(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
+}
+
 func ended(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range rec.Ended() {
@@ -59,15 +64,15 @@ func TestLedgerTracesTheConsumersTransactions(t *testing.T) {
 	store := tracing.Ledger(bookkeepingtest.NewFakeStore(), tp)
 	ctx, process := tp.Tracer("test").Start(context.Background(), "process payment.created")
 
-	err := store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+	_, err := store.Record(ctx, message(), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 		_, err := l.Post(ctx, transfer(t), time.Now())
-		return err
+		return "", err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := store.Transact(ctx, func(context.Context, inbox.Inbox, bookkeeping.Ledger) error { return boom }); !errors.Is(err, boom) {
+	if _, err := store.Record(ctx, message(), func(context.Context, bookkeeping.Ledger) (string, error) { return "", boom }); !errors.Is(err, boom) {
 		t.Fatalf("got %v, want %v", err, boom)
 	}
 	process.End()
@@ -97,19 +102,13 @@ func TestLedgerContinuesEachClaimedEventsTrace(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	fake := bookkeepingtest.NewFakeStore()
 	store := tracing.Ledger(fake, tp)
-	err := fake.Transact(context.Background(), func(ctx context.Context, in inbox.Inbox, _ bookkeeping.Ledger) error {
-		for _, id := range []string{uuid.NewString(), uuid.NewString()} {
-			if _, err := in.Insert(ctx, inbox.Message{ID: id, Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}); err != nil {
-				return err
-			}
+	for range 2 {
+		if _, err := fake.Record(context.Background(), message(), nil); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	c := inbox.Claim{Limit: 10, Types: []string{bookkeeping.TypePaymentCreated}}
-	_, err = store.ClaimPending(context.Background(), c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error) {
+	_, err := store.ClaimPending(context.Background(), c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error) {
 		for i, ev := range []inbox.Event{{ID: rows[0].ID, TraceParent: eventParent}, {ID: rows[1].ID}} {
 			err := apply(ctx, ev, func(ctx context.Context, l bookkeeping.Ledger) error {
 				_, err := l.Post(ctx, transfer(t), time.Now())
@@ -150,8 +149,8 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(pool), tp)
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now)
-	recorder := inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	recorder := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 
 	ctx := context.Background()
 	created := func(amount int) []byte {

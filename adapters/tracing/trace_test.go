@@ -103,7 +103,7 @@ func names(spans []sdktrace.ReadOnlySpan) string {
 func openTraced(t *testing.T, fsys interface{ ReadFile(string) ([]byte, error) }, migrate func(context.Context, *pgxpool.Pool) error, tp trace.TracerProvider) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t), postgres.WithTracerProvider(tp))
+	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t), postgres.Config{TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +149,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	// The payments service: its API and its relay.
 	svc := payments.NewService(tracing.Payments(paymentstore.New(payDB), pay.tp), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
-	api := httptest.NewServer(paymentsapi.NewHandler(paymentsapi.Config{
-		Service: svc, Authenticator: merchantKey{}, Log: log, TracerProvider: pay.tp,
-	}))
+	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
 	r := relay.New(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
 		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
@@ -163,8 +161,8 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
-	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, inbox.Config{}, time.Now), sqs.Config{
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
+	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
 		Metrics: sqs.NewMetrics(prometheus.NewRegistry()), TracerProvider: led.tp,
 	})

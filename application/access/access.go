@@ -28,9 +28,6 @@ var (
 	ErrUnknownKey = errors.New("unknown or revoked API key")
 	// ErrKeyExists means a key with the same id or hash is already stored.
 	ErrKeyExists = errors.New("API key already exists")
-	// ErrUnavailable means the key store could not be reached: the request
-	// may be retried.
-	ErrUnavailable = errors.New("key store unavailable")
 	// ErrUnauthenticated means a use case was called without a principal;
 	// the HTTP layer never lets that happen, so it is a bug, refused rather
 	// than served with no scope.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -173,10 +174,10 @@ func TestRevocationTakesEffectWithinTheTTL(t *testing.T) {
 	if _, err := auth.Authenticate(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	store.FailLookups(access.ErrUnavailable)
+	store.FailLookups(dependency.ErrUnavailable)
 	clk.Advance(access.CacheTTL)
-	if _, err := auth.Authenticate(ctx, other); !errors.Is(err, access.ErrUnavailable) {
-		t.Errorf("store down past the TTL: err = %v, want ErrUnavailable", err)
+	if _, err := auth.Authenticate(ctx, other); !errors.Is(err, dependency.ErrUnavailable) {
+		t.Errorf("store down past the TTL: err = %v, want dependency.ErrUnavailable", err)
 	}
 }
 

@@ -57,7 +57,7 @@ func NewAuthenticator(store Store, now func() time.Time, ttl time.Duration) *Aut
 
 // Authenticate returns whom key acts as. Errors: ErrMalformedKey (not of a
 // key's form: nothing was looked up), ErrUnknownKey (unknown or revoked),
-// ErrUnavailable (the store could not be reached). The lookup is by the
+// dependency.ErrUnavailable (the store could not be reached). The lookup is by the
 // key's hash, so no comparison of the key itself can leak its bytes through
 // timing.
 func (a *Authenticator) Authenticate(ctx context.Context, key string) (Principal, error) {

@@ -38,7 +38,7 @@ type Store interface {
 	// Add stores k. Errors: ErrKeyExists when a key has its id or hash.
 	Add(ctx context.Context, k StoredKey) error
 	// FindByHash returns the key whose hash is hash, revoked or not.
-	// Errors: ErrUnknownKey, ErrUnavailable.
+	// Errors: ErrUnknownKey, dependency.ErrUnavailable.
 	FindByHash(ctx context.Context, hash []byte) (StoredKey, error)
 	// List returns every key, oldest first.
 	List(ctx context.Context) ([]StoredKey, error)

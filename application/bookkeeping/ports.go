@@ -2,14 +2,13 @@ package bookkeeping
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // Ledger is the ledger tables as seen from inside the inbox's transaction:
-// the repositories the ledger's handler writes with (inbox.Transactor's R).
+// the repositories the ledger's handler writes with (inbox.Recorder's R).
 type Ledger interface {
 	// Post stores tx and its entries and reports whether it did. false (and
 	// nothing stored) means a transaction with the same business key — or
@@ -21,21 +20,15 @@ type Ledger interface {
 	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
 }
 
-// ErrUnavailable means the ledger database could not be reached in time: the
-// question was not answered, and may be asked again. The store wraps every
-// outage in it, so the HTTP API can tell an outage (503 with Retry-After)
-// from a fault (500) without knowing the database.
-var ErrUnavailable = errors.New("service unavailable")
-
 // Reader answers the ledger's read queries, outside any write transaction.
 type Reader interface {
 	// Balances returns the account's balance in every currency it has
 	// entries in, or ledger.ErrAccountNotFound when it has none. It reads
 	// the balances the postings keep, never the entries: its cost does not
-	// grow with the account's history. Errors: ErrUnavailable.
+	// grow with the account's history. Errors: dependency.ErrUnavailable.
 	Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error)
 	// PaymentTransactions returns the payment's ledger transactions, oldest
 	// first, or ledger.ErrPaymentNotFound when there are none.
-	// Errors: ErrUnavailable.
+	// Errors: dependency.ErrUnavailable.
 	PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
 }

@@ -19,7 +19,7 @@ func NewService(reader Reader) *Service {
 // Balances returns the balances of the account named id, one per currency.
 // id is the account's canonical name (ledger.ParseAccountID):
 // "merchant:mer_1", "payer:mer_1:cus_1".
-// Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound, ErrUnavailable.
+// Errors: ledger.ErrInvalidAccount, ledger.ErrAccountNotFound, dependency.ErrUnavailable.
 func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, error) {
 	account, err := ledger.ParseAccountID(id)
 	if err != nil {
@@ -30,7 +30,7 @@ func (s *Service) Balances(ctx context.Context, id string) ([]ledger.Balance, er
 
 // Entries returns the ledger transactions of payment id with their entries.
 // paymentID must be a canonical UUID (the HTTP adapter checks its syntax).
-// Errors: ledger.ErrPaymentNotFound, ErrUnavailable.
+// Errors: ledger.ErrPaymentNotFound, dependency.ErrUnavailable.
 func (s *Service) Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {
 	return s.reader.PaymentTransactions(ctx, paymentID)
 }

@@ -56,11 +56,11 @@ type books struct {
 }
 
 func newBooks(m *bookkeepingtest.FakeStore, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) books {
-	proc := inbox.NewProcessor(cfg, m, bookkeeping.Handler{}, schemas, quiet, metrics, time.Now)
+	proc := inbox.NewProcessor(m, bookkeeping.Handler{}, schemas, quiet, metrics, time.Now, cfg)
 	clock := func() time.Time { return now }
 	return books{Service: bookkeeping.NewService(m), proc: proc,
-		sync: inbox.NewService(m, proc, inbox.Config{Mode: inbox.Sync}, clock),
-		rec:  inbox.NewService(m, proc, inbox.Config{Mode: inbox.Async}, clock)}
+		sync: inbox.NewService(m, proc, clock, inbox.Config{Mode: inbox.Sync}),
+		rec:  inbox.NewService(m, proc, clock, inbox.Config{Mode: inbox.Async})}
 }
 
 func newService(m *bookkeepingtest.FakeStore) books {

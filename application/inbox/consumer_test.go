@@ -175,11 +175,11 @@ type rig struct {
 func newRig(h notebook, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) rig {
 	p := &pages{}
 	store := inboxtest.NewFakeStore(p)
-	proc := inbox.NewProcessor(cfg, store, h, schemas, quiet, metrics, time.Now)
+	proc := inbox.NewProcessor(store, h, schemas, quiet, metrics, time.Now, cfg)
 	clock := func() time.Time { return now }
 	return rig{store: store, pages: p, proc: proc,
-		sync:  inbox.NewService(store, proc, inbox.Config{}, clock),
-		async: inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, clock)}
+		sync:  inbox.NewService(store, proc, clock, inbox.Config{}),
+		async: inbox.NewService(store, proc, clock, inbox.Config{Mode: inbox.Async})}
 }
 
 // defaultRig is the notebook with schemas that accept everything.

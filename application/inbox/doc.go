@@ -24,7 +24,7 @@
 // What differs by consumer is its Handler: the event types it applies, how
 // it checks one before anything is written, and what applying one writes
 // with its own repositories. Those repositories (R) are written in the same
-// database transaction as the message's inbox row: the Transactor and the
+// database transaction as the message's inbox row: the Recorder and the
 // Backlog hand the handler its repositories bound to that transaction, so an
 // inbox row exists if and only if its message's writes do. The consumer's
 // own business key is the second layer of idempotency: a fact that arrives

@@ -22,31 +22,30 @@ type Message struct {
 	Error    string // why it was not applied, or a note about how it was
 }
 
-// Inbox is the inbox table as seen from inside a transaction.
-type Inbox interface {
-	// Insert records msg unless a message with the same ID is already there
-	// (INSERT … ON CONFLICT DO NOTHING) and reports whether it inserted. false
-	// means the message is a redelivery and must not be applied again: the
-	// first layer of idempotency.
-	Insert(ctx context.Context, msg Message) (bool, error)
-	// Annotate sets the error/note column of message id.
-	Annotate(ctx context.Context, id, note string) error
-}
-
-// Transactor runs fn in one transaction of the consumer's database, with
-// the inbox and the consumer's own repositories R bound to it: it commits if
-// fn returns nil and rolls back otherwise, so an inbox row exists if and only
-// if what the handler wrote for its message does. fn must send its
-// statements with the ctx it is given, the transaction's.
+// Recorder is the inbox's write port for a received message: the same shape
+// as the payments side's Repository.Update. The store owns the transaction
+// and the application hands it a function; nothing here sees a transaction.
 //
 // This is the one port that differs by consumer only in R: the ledger's
 // store binds its ledger tables, another consumer's store its own tables,
 // and the inbox code is the same.
-type Transactor[R any] interface {
-	// Transact returns fn's error, or the error of beginning or committing.
-	// A commit the database refuses for good (a deferred check that a retry
-	// would fail the same way) wraps ErrPermanent; nothing is committed.
-	Transact(ctx context.Context, fn func(ctx context.Context, in Inbox, repos R) error) error
+type Recorder[R any] interface {
+	// Record inserts msg into the inbox unless a message with the same ID is
+	// already there (INSERT … ON CONFLICT DO NOTHING): the first layer of
+	// idempotency. When it inserted the row and apply is not nil, it runs
+	// apply in the same transaction, with the consumer's repositories R bound
+	// to it, and sets the row's error/note column to the note apply returns
+	// (when not ""). It commits if apply returns nil and rolls back
+	// otherwise, so an inbox row exists if and only if what apply wrote does.
+	// apply must send its statements with the ctx it is given, the
+	// transaction's.
+	//
+	// It reports whether it inserted the row: false means the message is a
+	// redelivery, apply was not run, and nothing changed. It returns apply's
+	// error, or the error of beginning or committing; a commit the database
+	// refuses for good (a deferred check that a retry would fail the same
+	// way) wraps ErrPermanent. Nothing is committed when it returns an error.
+	Record(ctx context.Context, msg Message, apply func(ctx context.Context, repos R) (note string, err error)) (inserted bool, err error)
 }
 
 // ErrPermanent marks a failure to apply a message that a retry would only

@@ -101,7 +101,7 @@ type Processor[R, E any] struct {
 // NewProcessor returns a Processor claiming from b and applying with h, each
 // event checked against schemas as the Service checks it. metrics may be
 // nil; now is the clock.
-func NewProcessor[R, E any](cfg ProcessorConfig, b Backlog[R], h Handler[R, E], schemas Schemas, log *slog.Logger, metrics ProcessorMetrics, now func() time.Time) *Processor[R, E] {
+func NewProcessor[R, E any](b Backlog[R], h Handler[R, E], schemas Schemas, log *slog.Logger, metrics ProcessorMetrics, now func() time.Time, cfg ProcessorConfig) *Processor[R, E] {
 	cfg = cfg.withDefaults()
 	if metrics == nil {
 		metrics = noProcessorMetrics{}

@@ -172,8 +172,8 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) {
 
 	learned := newNotebook() // the deploy
 	learned.types[starred] = []string{"1"}
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, old.store, learned, &inboxtest.FakeSchemas{}, quiet, nil, time.Now)
-	svc := inbox.NewService(old.store, proc, inbox.Config{}, time.Now)
+	proc := inbox.NewProcessor(old.store, learned, &inboxtest.FakeSchemas{}, quiet, nil, time.Now, inbox.ProcessorConfig{})
+	svc := inbox.NewService(old.store, proc, time.Now, inbox.Config{})
 	if got := proc.Types(); !slices.Equal(got, []string{typeNoted, starred}) {
 		t.Fatalf("the new version applies %v", got)
 	}

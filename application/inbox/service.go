@@ -96,19 +96,19 @@ type Config struct {
 // a message body to Receive and decides from the result and the error
 // whether to acknowledge it.
 type Service[R, E any] struct {
-	tx   Transactor[R]
+	in   Recorder[R]
 	proc *Processor[R, E]
 	c    *consumer[R, E]
 	mode Mode
 	now  func() time.Time
 }
 
-// NewService returns a Service writing through tx. It checks and applies
+// NewService returns a Service recording into in. It checks and applies
 // each message with proc's handler and schemas, so that a message it
 // records is one the processor can apply, and in the async mode it wakes
 // proc after recording one. now is the clock, passed in so tests control it.
-func NewService[R, E any](tx Transactor[R], proc *Processor[R, E], cfg Config, now func() time.Time) *Service[R, E] {
-	return &Service[R, E]{tx: tx, proc: proc, c: proc.c, mode: cfg.Mode, now: now}
+func NewService[R, E any](in Recorder[R], proc *Processor[R, E], now func() time.Time, cfg Config) *Service[R, E] {
+	return &Service[R, E]{in: in, proc: proc, c: proc.c, mode: cfg.Mode, now: now}
 }
 
 // Receive processes one message body: it records the message in the inbox
@@ -170,34 +170,31 @@ func (s *Service[R, E]) Receive(ctx context.Context, body []byte) (Result, error
 		msg.Error = fmt.Sprintf("event type %q is not handled by this version", ev.Type)
 	}
 
-	err = s.tx.Transact(ctx, func(ctx context.Context, in Inbox, repos R) error {
-		inserted, err := in.Insert(ctx, msg)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !inserted:
-			res.Disposition = Duplicate
-			return nil
-		case !known:
-			res.Disposition = Ignored
-			return nil
-		case !apply:
-			res.Disposition = Recorded
-			return nil
-		}
-		applied, err := s.c.h.Apply(ctx, repos, e, now)
-		if err != nil {
-			return err
-		}
-		if !applied {
+	var applyFn func(ctx context.Context, repos R) (string, error)
+	applied := true
+	if known && apply {
+		applyFn = func(ctx context.Context, repos R) (string, error) {
+			var err error
+			if applied, err = s.c.h.Apply(ctx, repos, e, now); err != nil || applied {
+				return "", err
+			}
 			// Layer 2: the same business fact came under another message id.
-			res.Disposition = Duplicate
-			return in.Annotate(ctx, ev.ID, noteAlreadyApplied)
+			return noteAlreadyApplied, nil
 		}
+	}
+	inserted, err := s.in.Record(ctx, msg, applyFn)
+	switch {
+	case !inserted:
+		res.Disposition = Duplicate
+	case !known:
+		res.Disposition = Ignored
+	case !apply:
+		res.Disposition = Recorded
+	case !applied:
+		res.Disposition = Duplicate
+	default:
 		res.Disposition = Applied
-		return nil
-	})
+	}
 	if apply && errors.Is(err, ErrPermanent) {
 		return s.park(ctx, res, msg, err)
 	}
@@ -217,13 +214,10 @@ func (s *Service[R, E]) Receive(ctx context.Context, body []byte) (Result, error
 func (s *Service[R, E]) park(ctx context.Context, res Result, msg Message, cause error) (Result, error) {
 	msg.ProcessedAt, msg.ParkedAt, msg.Error = time.Time{}, msg.ReceivedAt, cause.Error()
 	res.Disposition = Parked
-	err := s.tx.Transact(ctx, func(ctx context.Context, in Inbox, _ R) error {
-		inserted, err := in.Insert(ctx, msg)
-		if err == nil && !inserted {
-			res.Disposition = Duplicate
-		}
-		return err
-	})
+	inserted, err := s.in.Record(ctx, msg, nil)
+	if err == nil && !inserted {
+		res.Disposition = Duplicate
+	}
 	if err != nil {
 		return Result{MessageID: res.MessageID, Type: res.Type, EventTime: res.EventTime},
 			fmt.Errorf("apply message %s: %w; parking it failed: %w", msg.ID, cause, err)

@@ -90,9 +90,8 @@ func TestExpireUnhandledLogsAndCountsEachBatch(t *testing.T) {
 	var logs bytes.Buffer
 	p := &pages{}
 	m := inboxtest.NewFakeStore(p)
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, m, newNotebook(), &inboxtest.FakeSchemas{},
-		slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now)
-	svc := inbox.NewService(m, proc, inbox.Config{Mode: inbox.Async}, func() time.Time { return now }) // every row received at now
+	proc := inbox.NewProcessor(m, newNotebook(), &inboxtest.FakeSchemas{}, slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now, inbox.ProcessorConfig{})
+	svc := inbox.NewService(m, proc, func() time.Time { return now }, inbox.Config{Mode: inbox.Async}) // every row received at now
 	ctx := context.Background()
 	for i := range 5 {
 		if _, err := svc.Receive(ctx, sized(t, fmt.Sprintf("0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6b%02d", i), "note.erased", 300)); err != nil {

@@ -70,17 +70,17 @@ type Repository interface {
 	// Create stores the new payment p and outbox, the messages of the events
 	// p recorded. With a key it first looks the key up: a completed one with
 	// the same fingerprint returns what it committed, with Replayed set, and
-	// stores nothing. Errors: ErrKeyReused, ErrKeyInFlight, ErrUnavailable.
+	// stores nothing. Errors: ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
 	Create(ctx context.Context, p *payment.Payment, outbox []Message, key *IdempotencyKey) (Committed, error)
 	// Update locks payment id, calls fn with it, and commits the new state
 	// together with the Change fn returns: the refund it made, if any, and
 	// the messages of the events it recorded. fn runs inside the transaction,
 	// holding the payment's lock, so it must do no I/O. Key handling is as
 	// for Create. Errors: payment.ErrNotFound, whatever fn returns,
-	// ErrKeyReused, ErrKeyInFlight, ErrUnavailable.
+	// ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
 	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) (Change, error)) (Committed, error)
 	// Get returns the payment with id. Errors: payment.ErrNotFound,
-	// ErrUnavailable.
+	// dependency.ErrUnavailable.
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
 }
 
@@ -299,7 +299,3 @@ func idempotencyKey(merchant, key string, parts ...string) (*IdempotencyKey, err
 	}
 	return &IdempotencyKey{Merchant: merchant, Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
 }
-
-// ErrUnavailable means a dependency (the database) could not be reached in
-// time. Nothing was written; the client may retry, with the same key.
-var ErrUnavailable = errors.New("service unavailable")

@@ -1,7 +1,6 @@
 package retention_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // table is an in-memory table of rows to expire, for the DeleteFunc under
@@ -90,24 +90,6 @@ func TestSweepRefusesAnEmptyBatch(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination safe to read while Run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunRetriesAFailedSweepAtTheNextTick: the first sweep fails and is
 // logged, the next tick deletes the rows and logs how many, and Run returns
 // nil once ctx ends. Every sweep's cutoff is the clock minus the retention.
@@ -120,7 +102,7 @@ func TestRunRetriesAFailedSweepAtTheNextTick(t *testing.T) {
 			close(third)
 		}
 	}}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	job := retention.Job{Name: "inbox", Delete: tb.delete, Retention: 24 * time.Hour, Every: time.Millisecond, Batch: 10}
 	done := make(chan error, 1)

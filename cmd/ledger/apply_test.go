@@ -16,7 +16,7 @@ import (
 // applyOne posts one event into the ledger database at url, the way the
 // consumer would, for tests that need ledger rows without a broker.
 func applyOne(ctx context.Context, url, body string) error {
-	pool, err := postgres.Open(ctx, url)
+	pool, err := postgres.Open(ctx, url, postgres.Config{})
 	if err != nil {
 		return err
 	}
@@ -26,7 +26,7 @@ func applyOne(ctx context.Context, url, body string) error {
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, newLogger(io.Discard, slog.LevelInfo), nil, time.Now)
-	_, err = inbox.NewService(store, proc, inbox.Config{}, time.Now).Receive(ctx, []byte(body))
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, newLogger(io.Discard, slog.LevelInfo), nil, time.Now, inbox.ProcessorConfig{})
+	_, err = inbox.NewService(store, proc, time.Now, inbox.Config{}).Receive(ctx, []byte(body))
 	return err
 }

@@ -1,30 +1,21 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
 
 // config is the ledger service's whole configuration (the README's
 // Configuration table), read once from the environment at start-up. Nothing
 // else reads the environment.
 type config struct {
-	DatabaseURL    string
-	HTTPAddr       string
-	OpsAddr        string // /healthz, /readyz, /metrics: never the public port
-	AWSRegion      string
-	AWSEndpointURL string // empty: real AWS
-	LogLevel       slog.Level
-	MigrateOnStart bool
+	lifecycle.Common
 	QueueURL       string
 	DLQURL         string
 	Workers        int
@@ -34,7 +25,6 @@ type config struct {
 	// apply waits for a version that does, before it is deleted unapplied.
 	UnhandledRetention time.Duration
 
-	ShutdownTimeout time.Duration
 	DLQPollInterval time.Duration
 
 	// InboxMode is sync (apply in the consumer's transaction) or async
@@ -50,10 +40,6 @@ type config struct {
 	// APITokens are the operator tokens the read API accepts
 	// (LEDGER_API_TOKENS); only their hashes are kept.
 	APITokens access.Tokens
-
-	// Tracing is whether the OTEL_* variables configure a trace exporter
-	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
-	Tracing bool
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -62,17 +48,10 @@ type config struct {
 func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	e := envconfig.New(getenv)
 	cfg := config{
-		DatabaseURL:     e.Required("DATABASE_URL"),
-		HTTPAddr:        e.String("HTTP_ADDR", ":8081"),
-		OpsAddr:         e.String("OPS_ADDR", ":9091"),
-		AWSRegion:       e.String("AWS_REGION", "us-east-1"),
-		AWSEndpointURL:  e.String("AWS_ENDPOINT_URL", ""),
-		LogLevel:        e.Level("LOG_LEVEL", slog.LevelInfo),
-		MigrateOnStart:  e.Bool("MIGRATE_ON_START", true),
+		Common:          lifecycle.ReadCommon(e, getenv, ":8081", ":9091"),
 		Workers:         e.Int("LEDGER_WORKERS", 4, 1, 256),
 		WaitTime:        e.Duration("LEDGER_WAIT_TIME", 10*time.Second),
 		InboxRetention:  e.Duration("INBOX_RETENTION", 360*time.Hour),
-		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
 
 		InboxWorkers:     e.Int("LEDGER_INBOX_WORKERS", 2, 0, 64),
@@ -85,8 +64,6 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		// inbox.RetentionMargin, and two weeks to deploy a version that
 		// applies a type the producer started sending.
 		UnhandledRetention: e.Duration("INBOX_UNHANDLED_RETENTION", 360*time.Hour),
-
-		Tracing: tracing.Configured(getenv),
 	}
 	switch mode := e.String("LEDGER_INBOX_MODE", inbox.Sync.String()); mode {
 	case inbox.Sync.String():
@@ -95,9 +72,6 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		cfg.InboxMode = inbox.Async
 	default:
 		e.Fail(fmt.Errorf("LEDGER_INBOX_MODE=%q is invalid: want sync (apply each message in the transaction that records it) or async (record and acknowledge; the inbox processor applies)", mode))
-	}
-	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
-		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
 	}
 	tokens, err := access.NewTokens(getenv("LEDGER_API_TOKENS"))
 	if err != nil {

@@ -6,25 +6,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
+	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
 
 // gaugeInterval is how often the inbox gauges are counted (at most: the wait
@@ -68,7 +65,11 @@ func runInbox(ctx context.Context, args []string, getenv func(string) string, ou
 			return err
 		}
 		defer done()
-		return inboxStats(ctx, store, out)
+		st, err := store.InboxStats(ctx, bookkeeping.AppliedTypes())
+		if err != nil {
+			return err
+		}
+		return opsreport.InboxStats(out, st)
 	case "retry":
 		fs := cli.NewFlagSet("ledger inbox retry --id ID [--id ID ...] | --all-parked",
 			"Put parked inbox rows back with a fresh set of attempts; a running processor applies them at its next claim.", out)
@@ -122,24 +123,11 @@ func openLedger(ctx context.Context, getenv func(string) string) (*ledgerstore.S
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	return ledgerstore.New(pool), pool.Close, nil
-}
-
-func inboxStats(ctx context.Context, store *ledgerstore.Store, out io.Writer) error {
-	st, err := store.InboxStats(ctx, bookkeeping.AppliedTypes())
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "pending\t%d\n", st.Pending)
-	fmt.Fprintf(w, "oldest pending age\t%s\n", st.OldestPending.Round(time.Millisecond))
-	fmt.Fprintf(w, "parked\t%d\n", st.Parked)
-	fmt.Fprintf(w, "unhandled\t%d\t(of types this version does not apply, kept for one that does)\n", st.Unhandled)
-	return w.Flush()
 }
 
 // inboxProcess is `ledger inbox process`: the processor without the
@@ -153,7 +141,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return errors.New("LEDGER_INBOX_WORKERS=0: `ledger inbox process` needs at least one worker")
 	}
 	log := newLogger(out, cfg.LogLevel)
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.InboxWorkers+2))
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.InboxWorkers + 2})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -169,7 +157,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return fmt.Errorf("event schemas: %w", err)
 	}
 	if once {
-		proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, nil, time.Now)
+		proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, cfg.processorConfig())
 		total := 0
 		for {
 			n, err := proc.Step(ctx)
@@ -185,37 +173,24 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return nil
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := lifecycle.NewRegistry()
 	inboxMetrics, err := metrics.NewInbox(reg)
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(cfg.processorConfig(), store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
-	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
+	servers, err := lifecycle.ListenOps(cfg.OpsAddr, httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	}), log)
-	opsLn, err := net.Listen("tcp", cfg.OpsAddr)
 	if err != nil {
-		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
+		return err
 	}
-	log.InfoContext(ctx, "inbox processor running", "ops_addr", opsLn.Addr().String(), "workers", cfg.InboxWorkers)
+	log.InfoContext(ctx, "inbox processor running", "ops_addr", servers.Addrs().Ops, "workers", cfg.InboxWorkers)
 	if listening != nil {
-		listening <- addrs{Ops: opsLn.Addr().String()}
+		listening <- servers.Addrs()
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := ops.Serve(opsLn); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
-	})
-	g.Go(func() error {
-		<-gctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
-		defer cancel()
-		return ops.Shutdown(sctx)
-	})
+	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() {})
 	g.Go(func() error { return proc.Run(gctx) })
 	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
 	return g.Wait()

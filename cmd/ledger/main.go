@@ -1,38 +1,19 @@
 // Command ledger is the ledger service: it consumes payment events from SQS
 // through an inbox, posts them as balanced double-entry transactions exactly
-// once, and serves balances and entries over HTTP.
-//
-//	ledger                 serve (the default): consumer + HTTP API on HTTP_ADDR,
-//	                       health, readiness and metrics on OPS_ADDR
-//	ledger migrate         apply the embedded migrations and exit
-//	ledger dlq redrive     move the DLQ's messages back to the queue
-//	ledger reconcile       compare the ledger with the payments database;
-//	                       --payments-database-url (or PAYMENTS_DATABASE_URL),
-//	                       --grace (default 1m); exit status 1 on any divergence
-//	ledger inbox process   the inbox processor alone (the async inbox's
-//	                       separate process); --once applies what is due and exits
-//	ledger inbox stats     the inbox's backlog: pending, oldest age, parked
-//	ledger inbox retry     --id ID | --all-parked: parked rows back to pending
-//	ledger healthcheck     exit 0 if the local server is ready (for Docker)
+// once, and serves balances and entries over HTTP. Its subcommands (migrate,
+// dlq, reconcile, inbox, healthcheck) are listed by `ledger -h`: see usage
+// below.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
@@ -48,6 +29,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -72,32 +54,22 @@ environment: see README.md.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, nil)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ledger:", err)
-		os.Exit(1)
-	}
+	lifecycle.Main("ledger", func(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+		return run(ctx, args, getenv, out, nil)
+	})
 }
 
 // errDivergence is returned by `ledger reconcile` when it printed at least
 // one divergence, so the process exits with status 1.
 var errDivergence = errors.New("the ledger diverges from the payments database")
 
-// addrs are the addresses serve listens on: the API's and the operational
-// endpoints'.
-type addrs struct{ API, Ops string }
+type addrs = lifecycle.Addrs
 
 // run is the whole program, callable from tests with their own arguments and
 // environment. When listening is not nil it receives the addresses once
 // serving.
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
-	err := dispatch(ctx, args, getenv, out, listening)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil // -h or --help: the command printed its usage, as asked
-	}
-	return err
+	return lifecycle.Run(dispatch(ctx, args, getenv, out, listening))
 }
 
 func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
@@ -105,21 +77,14 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
-	// noArgs reads the arguments of a command that takes none but -h.
-	noArgs := func(synopsis, doc string) error {
-		if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args); err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		return nil
-	}
 	switch cmd {
 	case "serve":
-		if err := noArgs("ledger [serve]", "Run the SQS consumer, the inbox processor (LEDGER_INBOX_WORKERS) and the HTTP API until SIGTERM."); err != nil {
+		if err := cli.NoArgs(cmd, args, "ledger [serve]", "Run the SQS consumer, the inbox processor (LEDGER_INBOX_WORKERS) and the HTTP API until SIGTERM.", out); err != nil {
 			return err
 		}
 		return serve(ctx, getenv, out, listening)
 	case "migrate":
-		if err := noArgs("ledger migrate", "Apply the embedded migrations and exit."); err != nil {
+		if err := cli.NoArgs(cmd, args, "ledger migrate", "Apply the embedded migrations and exit.", out); err != nil {
 			return err
 		}
 		return migrate(ctx, getenv, out)
@@ -140,10 +105,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	case "inbox":
 		return runInbox(ctx, args, getenv, out, listening)
 	case "healthcheck":
-		if err := noArgs("ledger healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck)."); err != nil {
+		if err := cli.NoArgs(cmd, args, "ledger healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck).", out); err != nil {
 			return err
 		}
-		return healthcheck(ctx, getenv)
+		return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", ":9091"))
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(out, usage)
 		return err
@@ -152,11 +117,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 }
 
-// newLogger is the service's one logger. Every line logged with a request's
-// context carries the request's id (httpserver.LogRequestIDs), the one its
-// answer's X-Request-Id gave the client.
 func newLogger(out io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(httpserver.LogRequestIDs(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: level}))).With("service", "ledger")
+	return lifecycle.NewLogger(out, level, "ledger")
 }
 
 func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
@@ -164,7 +126,7 @@ func migrate(ctx context.Context, getenv func(string) string, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -173,12 +135,7 @@ func migrate(ctx context.Context, getenv func(string) string, out io.Writer) err
 }
 
 func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	res, err := postgres.Migrate(ctx, pool, ledgermigrations.FS)
-	if err != nil {
-		return err
-	}
-	log.InfoContext(ctx, "migrations applied", "count", len(res))
-	return nil
+	return lifecycle.Migrate(ctx, pool, ledgermigrations.FS, log)
 }
 
 func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
@@ -192,7 +149,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return err
 	}
 	defer tp.Shutdown()
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.WithDefaultMaxConns(cfg.poolSize()), postgres.WithTracerProvider(tp.Provider))
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.poolSize(), TracerProvider: tp.Provider})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
@@ -226,8 +183,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		return fmt.Errorf("INBOX_UNHANDLED_RETENTION: %w", err)
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := lifecycle.NewRegistry()
 	consumerMetrics := sqs.NewMetrics(reg)
 	store := ledgerstore.New(pool)
 	schemas, err := eventschema.New()
@@ -246,8 +202,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// Its transactions and postings are traced, each posting of the processor
 	// in the trace of the write that recorded its payment (tracing.Ledger).
 	traced := tracing.Ledger(store, tp.Provider)
-	proc := inbox.NewProcessor(cfg.processorConfig(), traced, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now)
-	receiver := inbox.NewService(traced, proc, inbox.Config{Mode: cfg.InboxMode}, time.Now)
+	proc := inbox.NewProcessor(traced, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
+	receiver := inbox.NewService(traced, proc, time.Now, inbox.Config{Mode: cfg.InboxMode})
 	if cfg.InboxMode == inbox.Async && cfg.InboxWorkers == 0 {
 		log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")
 	}
@@ -259,48 +215,25 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	})
 
 	httpMetrics := httpserver.NewMetrics(reg)
-	api := newServer(ledgerapi.NewHandler(ledgerapi.Config{
-		Queries: bookkeeping.NewService(store), Tokens: cfg.APITokens, Log: log, Metrics: httpMetrics, TracerProvider: tp.Provider,
-	}), log)
-	ops := newServer(httpserver.NewOpsRouter(httpserver.Ops{
-		Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg,
-	}), log)
-	apiLn, err := net.Listen("tcp", cfg.HTTPAddr)
+	api := ledgerapi.NewHandler(bookkeeping.NewService(store), cfg.APITokens, log, ledgerapi.Config{Metrics: httpMetrics, TracerProvider: tp.Provider})
+	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg})
+	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
 	if err != nil {
-		return fmt.Errorf("listen on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+		return err
 	}
-	opsLn, err := net.Listen("tcp", cfg.OpsAddr)
-	if err != nil {
-		apiLn.Close()
-		return fmt.Errorf("listen on OPS_ADDR %s: %w", cfg.OpsAddr, err)
-	}
-	log.InfoContext(ctx, "listening", "addr", apiLn.Addr().String(), "ops_addr", opsLn.Addr().String(), "workers", cfg.Workers, "queue", cfg.QueueURL,
+	at := servers.Addrs()
+	log.InfoContext(ctx, "listening", "addr", at.API, "ops_addr", at.Ops, "workers", cfg.Workers, "queue", cfg.QueueURL,
 		"inbox_mode", cfg.InboxMode.String(), "inbox_workers", cfg.InboxWorkers)
 	if cfg.APITokens.Len() == 0 {
 		log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
 	if listening != nil {
-		listening <- addrs{API: apiLn.Addr().String(), Ops: opsLn.Addr().String()}
+		listening <- at
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	for _, s := range []struct {
-		srv *http.Server
-		ln  net.Listener
-	}{{api, apiLn}, {ops, opsLn}} {
-		g.Go(func() error {
-			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		})
-	}
-	g.Go(func() error {
-		<-gctx.Done() // a signal arrived, or another part failed
+	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() {
 		log.Info("shutting down: no new receives; applying what the receives in flight return", "wait_time", cfg.WaitTime, "shutdown_timeout", cfg.ShutdownTimeout)
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), cfg.ShutdownTimeout)
-		defer cancel()
-		return errors.Join(api.Shutdown(sctx), ops.Shutdown(sctx))
 	})
 	// The consumer stops receiving when gctx is cancelled and returns once the
 	// receives in flight have returned and every batch in hand is committed
@@ -364,12 +297,12 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	if err != nil {
 		return err
 	}
-	ledgerPool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	ledgerPool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	defer ledgerPool.Close()
-	paymentsPool, err := postgres.Open(ctx, *paymentsURL)
+	paymentsPool, err := postgres.Open(ctx, *paymentsURL, postgres.Config{})
 	if err != nil {
 		return fmt.Errorf("PAYMENTS_DATABASE_URL: %w", err)
 	}
@@ -388,22 +321,4 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	}
 	fmt.Fprintln(out, "ok: the ledger matches the payments database")
 	return nil
-}
-
-// newServer is an http.Server with the timeouts both listeners need.
-func newServer(h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      15 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-}
-
-// healthcheck asks the server's ops listener (OPS_ADDR) whether it is
-// ready: the container's healthcheck.
-func healthcheck(ctx context.Context, getenv func(string) string) error {
-	return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", ":9091"))
 }

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -129,24 +129,6 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
-// syncBuffer is an io.Writer the server's logger and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestServeConsumesAndAnswers runs the whole service in each inbox mode: an
 // event published on the topic reaches the balance the API answers, and the
 // metrics say which path it took.
@@ -183,7 +165,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	defer cancel()
 	listening := make(chan addrs, 1)
 	done := make(chan error, 1)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	go func() { done <- run(ctx, nil, getenvFrom(env), logs, listening) }()
 	var addr addrs
 	select {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/application/access"
@@ -60,10 +60,10 @@ func runAPIKey(ctx context.Context, getenv func(string) string, args []string, o
 			return fmt.Errorf("apikey create: %w", err)
 		}
 		if *key != "" {
-			fmt.Fprintf(out, "stored %s (%s)\n", sk.Prefix(), owner(sk))
+			fmt.Fprintf(out, "stored %s (%s)\n", sk.Prefix(), opsreport.KeyOwner(sk))
 			return nil
 		}
-		fmt.Fprintf(out, "%s\n\nThe key for %s, id %s. Keep it now: it is not shown again.\n", whole, owner(sk), sk.ID)
+		fmt.Fprintf(out, "%s\n\nThe key for %s, id %s. Keep it now: it is not shown again.\n", whole, opsreport.KeyOwner(sk), sk.ID)
 		return nil
 	case "list":
 		if err := cli.Parse(cli.NewFlagSet("payments apikey list", "List the API keys: their public prefix and id, never the key.", out), args); err != nil {
@@ -78,12 +78,7 @@ func runAPIKey(ctx context.Context, getenv func(string) string, args []string, o
 		if err != nil {
 			return err
 		}
-		w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tPREFIX\tFOR\tNAME\tCREATED\tLAST USED\tREVOKED")
-		for _, k := range list {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix(), owner(k), k.Name, when(k.CreatedAt), when(k.LastUsedAt), when(k.RevokedAt))
-		}
-		return w.Flush()
+		return opsreport.APIKeys(out, list)
 	case "revoke":
 		fs := cli.NewFlagSet("payments apikey revoke --id ID",
 			"Revoke an API key. Running replicas refuse it within "+access.CacheTTL.String()+", the time they trust a verified key.", out)
@@ -114,25 +109,11 @@ func openKeys(ctx context.Context, getenv func(string) string) (*access.Keys, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return nil, nil, err
 	}
 	return access.NewKeys(apikeystore.New(pool), time.Now), pool.Close, nil
-}
-
-func owner(k access.StoredKey) string {
-	if k.Platform {
-		return "the platform"
-	}
-	return "merchant " + k.MerchantID
-}
-
-func when(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format(time.RFC3339)
 }
 
 func envOr(getenv func(string) string, name, def string) string {

@@ -3,25 +3,18 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
 
 // config is the payments service's whole configuration (README,
 // Configuration), read once from the environment at start-up. Nothing else reads the environment.
 type config struct {
-	DatabaseURL    string
-	HTTPAddr       string
-	OpsAddr        string // /healthz, /readyz, /metrics: never the public port
-	AWSRegion      string
-	AWSEndpointURL string // empty: real AWS
-	LogLevel       slog.Level
-	MigrateOnStart bool
-	TopicARN       string
+	lifecycle.Common
+	TopicARN string
 
 	OutboxPollInterval time.Duration
 	OutboxBatchSize    int
@@ -40,12 +33,6 @@ type config struct {
 	// APIRateLimit is the requests per second each API key may make on
 	// each replica; 0 turns the limit off.
 	APIRateLimit int
-
-	ShutdownTimeout time.Duration
-
-	// Tracing is whether the OTEL_* variables configure a trace exporter
-	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
-	Tracing bool
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -54,26 +41,17 @@ type config struct {
 func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	e := envconfig.New(getenv)
 	cfg := config{
-		DatabaseURL:        e.Required("DATABASE_URL"),
-		HTTPAddr:           e.String("HTTP_ADDR", ":8080"),
-		OpsAddr:            e.String("OPS_ADDR", ":9090"),
-		AWSRegion:          e.String("AWS_REGION", "us-east-1"),
-		AWSEndpointURL:     e.String("AWS_ENDPOINT_URL", ""),
-		LogLevel:           e.Level("LOG_LEVEL", slog.LevelInfo),
-		MigrateOnStart:     e.Bool("MIGRATE_ON_START", true),
+		Common:             lifecycle.ReadCommon(e, getenv, ":8080", ":9090"),
 		TopicARN:           e.String("PAYMENTS_TOPIC_ARN", ""),
 		OutboxPollInterval: e.Duration("OUTBOX_POLL_INTERVAL", time.Second),
 		OutboxBatchSize:    e.Int("OUTBOX_BATCH_SIZE", 100, 1, 10_000),
 		OutboxMaxAttempts:  e.Int("OUTBOX_MAX_ATTEMPTS", 10, 1, 1_000),
 		OutboxNotify:       e.Bool("OUTBOX_NOTIFY", true),
 		OutboxRetention:    e.Duration("OUTBOX_RETENTION", 168*time.Hour),
-		ShutdownTimeout:    e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
 
 		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
 		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", 2, 1, 256),
-
-		Tracing: tracing.Configured(getenv),
 	}
 	// Ordered by default when the topic is FIFO: a FIFO topic is asked for
 	// order, and unordered publishing would give it up.
@@ -93,9 +71,6 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	if cfg.OutboxLeaseDuration < time.Second {
 		e.Fail(fmt.Errorf("OUTBOX_LEASE_DURATION=%s: want at least 1s (heartbeats run every third of it)", cfg.OutboxLeaseDuration))
 	}
-	if cfg.OpsAddr == cfg.HTTPAddr && !strings.HasSuffix(cfg.OpsAddr, ":0") { // :0 is any free port, two different ones
-		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
-	}
 	if requireTopic && cfg.TopicARN == "" {
 		e.Fail(errors.New("PAYMENTS_TOPIC_ARN is required (the SNS topic the outbox relay publishes to)"))
 	}
@@ -107,6 +82,6 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 // small for this service: each in-flight request holds a connection for its
 // write, and the relay's workers (up to 4) hold one each while their batch is
 // at the broker, the LISTEN session and the notifier one more each, so with
-// pgx's default requests queue for connections (measured in
-// docs/BENCHMARKS.md). Idle connections cost Postgres little.
+// pgx's default requests queue for connections. Idle connections cost
+// Postgres little.
 const defaultPoolSize = 32

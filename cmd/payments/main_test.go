@@ -7,7 +7,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -106,7 +106,7 @@ func TestServeAndShutDown(t *testing.T) {
 	defer cancel()
 	listening := make(chan addrs, 1)
 	done := make(chan error, 1)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	go func() { done <- run(ctx, nil, envOf(env), logs, listening) }()
 	var addr addrs
 	select {
@@ -225,24 +225,6 @@ func keyID(t *testing.T, key string) string {
 		t.Fatal(err)
 	}
 	return k.ID
-}
-
-// syncBuffer is an io.Writer the server's logger and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestMigrateCommand(t *testing.T) {

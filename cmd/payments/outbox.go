@@ -1,22 +1,18 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 )
 
@@ -53,7 +49,11 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 			return err
 		}
 		defer done()
-		return outboxStats(ctx, store, out)
+		st, err := store.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		return opsreport.OutboxStats(out, st)
 	case "requeue":
 		fs := cli.NewFlagSet("payments outbox requeue --id ID | --all",
 			"Put DEAD rows back to PENDING with a fresh set of attempts; a running relay publishes them at once.", out)
@@ -110,7 +110,15 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 		if given {
 			return store.SetPartitions(ctx, *set, func(msg string) { fmt.Fprintln(out, msg) })
 		}
-		return outboxPartitions(ctx, store, out)
+		n, err := store.Partitions(ctx)
+		if err != nil {
+			return err
+		}
+		owners, err := store.Leases(ctx)
+		if err != nil {
+			return err
+		}
+		return opsreport.OutboxPartitions(out, n, owners)
 	default:
 		return fmt.Errorf("outbox: unknown subcommand %q (want stats, requeue or partitions)", sub)
 	}
@@ -121,100 +129,9 @@ func openOutbox(ctx context.Context, getenv func(string) string) (*outboxstore.S
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL)
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return nil, nil, err
 	}
 	return outboxstore.New(pool), pool.Close, nil
-}
-
-func outboxPartitions(ctx context.Context, store *outboxstore.Store, out io.Writer) error {
-	n, err := store.Partitions(ctx)
-	if err != nil {
-		return err
-	}
-	owners, err := store.Leases(ctx)
-	if err != nil {
-		return err
-	}
-	held := map[string][]int{}
-	var free []int
-	for p, o := range owners {
-		if o == "" {
-			free = append(free, p)
-		} else {
-			held[o] = append(held[o], p)
-		}
-	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "partitions\t%d\n", n)
-	fmt.Fprintf(w, "relays holding leases\t%d\n", len(held))
-	fmt.Fprintf(w, "partitions nobody holds\t%d\n", len(free))
-	if len(held) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "RELAY\tPARTITIONS")
-		names := make([]string, 0, len(held))
-		for o := range held {
-			names = append(names, o)
-		}
-		slices.Sort(names)
-		for _, o := range names {
-			fmt.Fprintf(w, "%s\t%d: %s\n", o, len(held[o]), partitionList(held[o]))
-		}
-	}
-	return w.Flush()
-}
-
-// partitionList prints partitions as ranges: 0-15,32.
-func partitionList(ps []int) string {
-	var b strings.Builder
-	for i := 0; i < len(ps); {
-		j := i
-		for j+1 < len(ps) && ps[j+1] == ps[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if j > i {
-			fmt.Fprintf(&b, "%d-%d", ps[i], ps[j])
-		} else {
-			fmt.Fprintf(&b, "%d", ps[i])
-		}
-		i = j + 1
-	}
-	return b.String()
-}
-
-func outboxStats(ctx context.Context, store *outboxstore.Store, out io.Writer) error {
-	st, err := store.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "pending\t%d\n", st.Pending)
-	fmt.Fprintf(w, "dead\t%d\n", st.Dead)
-	fmt.Fprintf(w, "oldest pending age\t%s\n", st.OldestPending.Round(time.Millisecond))
-	if len(st.ByType) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "TYPE\tPENDING\tDEAD\tOLDEST PENDING")
-		for _, t := range st.ByType {
-			fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", t.Type, t.Pending, t.Dead, t.OldestPending.Round(time.Millisecond))
-		}
-	}
-	if len(st.ByPartition) > 0 {
-		// The oldest first: a stuck partition is at the top.
-		ps := slices.Clone(st.ByPartition)
-		slices.SortStableFunc(ps, func(a, b relay.PartitionStats) int { return cmp.Compare(b.OldestPending, a.OldestPending) })
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "PARTITION\tPENDING\tOLDEST PENDING")
-		for i, p := range ps {
-			if i == 10 {
-				fmt.Fprintf(w, "… %d more\t\t\n", len(ps)-10)
-				break
-			}
-			fmt.Fprintf(w, "%d\t%d\t%s\n", p.Partition, p.Pending, p.OldestPending.Round(time.Millisecond))
-		}
-	}
-	return w.Flush()
 }

@@ -32,8 +32,8 @@ func TestPoisonIsPoisonForTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := bookkeepingtest.NewFakeStore()
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now)
-	svc := inbox.NewService(store, proc, inbox.Config{}, time.Now)
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	svc := inbox.NewService(store, proc, time.Now, inbox.Config{})
 	ctx := context.Background()
 
 	if res, err := svc.Receive(ctx, []byte(valid)); err != nil || res.Disposition != inbox.Applied {

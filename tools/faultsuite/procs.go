@@ -40,7 +40,7 @@ func newReplica(name, bin, logDir string, env map[string]string) (*proc.Process,
 // started payments replica has migrated.
 func platformKey(ctx context.Context, t testing.TB, dbURL string) string {
 	t.Helper()
-	pool, err := postgres.Open(ctx, dbURL)
+	pool, err := postgres.Open(ctx, dbURL, postgres.Config{})
 	if err != nil {
 		t.Fatalf("platform key: %v", err)
 	}

@@ -34,7 +34,7 @@ func (b *bench) createDatabase(ctx context.Context, role string, migrations fs.F
 		return "", fmt.Errorf("parse -database-url: %w", err)
 	}
 	u.Path = "/" + name
-	pool, err := postgres.Open(ctx, u.String())
+	pool, err := postgres.Open(ctx, u.String(), postgres.Config{})
 	if err != nil {
 		return "", err
 	}

@@ -211,7 +211,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	admin, err := postgres.Open(ctx, o.DatabaseURL)
+	admin, err := postgres.Open(ctx, o.DatabaseURL, postgres.Config{})
 	if err != nil {
 		return err
 	}

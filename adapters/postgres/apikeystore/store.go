@@ -14,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
 
 var _ access.Store = (*Store)(nil)
@@ -123,13 +124,13 @@ func (s *Store) TouchUsed(ctx context.Context, used map[string]time.Time) error 
 	return mapErr(err, "record API keys' last use")
 }
 
-// mapErr wraps an outage in access.ErrUnavailable, so the API answers 503.
+// mapErr wraps an outage in dependency.ErrUnavailable, so the API answers 503.
 func mapErr(err error, what string) error {
 	switch {
 	case err == nil:
 		return nil
 	case postgres.IsUnavailable(err):
-		return fmt.Errorf("%s: %w: %w", what, access.ErrUnavailable, err)
+		return fmt.Errorf("%s: %w: %w", what, dependency.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

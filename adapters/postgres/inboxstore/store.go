@@ -1,6 +1,6 @@
 // Package inboxstore is the inbox in Postgres, for any consumer of the
 // events: the inbox_messages table, the transactions that write a message's
-// inbox row together with the consumer's own tables (inbox.Transactor), the
+// inbox row together with the consumer's own tables (inbox.Recorder), the
 // processor's claims with a savepoint per row (inbox.Backlog), the operator's
 // stats and retries and the deletions of retention (inbox.Admin).
 //
@@ -29,7 +29,7 @@ import (
 )
 
 // Tx is what a consumer's repositories write through: the pipelined
-// transaction of Transact (a *postgres.Tx) or a savepoint of the
+// transaction of Record (a *postgres.Tx) or a savepoint of the
 // processor's claim (a pgx.Tx). It is valid only inside the function it is
 // handed to.
 type Tx interface {
@@ -45,9 +45,9 @@ type Store[R any] struct {
 }
 
 var (
-	_ inbox.Transactor[struct{}] = (*Store[struct{}])(nil)
-	_ inbox.Backlog[struct{}]    = (*Store[struct{}])(nil)
-	_ inbox.Admin                = (*Store[struct{}])(nil)
+	_ inbox.Recorder[struct{}] = (*Store[struct{}])(nil)
+	_ inbox.Backlog[struct{}]  = (*Store[struct{}])(nil)
+	_ inbox.Admin              = (*Store[struct{}])(nil)
 
 	_ retention.DeleteFunc = (*Store[struct{}])(nil).DeleteInboxBefore
 )
@@ -60,27 +60,41 @@ func New[R any](pool *pgxpool.Pool, repos func(Tx) R) *Store[R] {
 	return &Store[R]{pool: pool, repos: repos}
 }
 
-// Transact implements inbox.Transactor: fn runs in one database transaction
-// with the inbox and the consumer's repositories bound to it; it commits
-// when fn returns nil, rolls back otherwise, and returns the commit's error
-// (a deferred constraint fails at COMMIT). fn is handed ctx, the context its
-// statements are sent with.
+// Record implements inbox.Recorder: it inserts msg and, when the row is
+// new, runs apply with the consumer's repositories, in one database
+// transaction; it commits when apply returns nil, rolls back otherwise, and
+// returns the commit's error (a deferred constraint fails at COMMIT). A
+// redelivery commits its empty transaction and reports false.
 //
 // It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
-// transaction's first statement instead of on its own: the consumer's hot
-// path, where round trips are what a message costs.
-func (s *Store[R]) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, R) error) error {
-	return postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		return fn(ctx, inboxRepo{tx: tx}, s.repos(tx))
+// inbox insert instead of on its own: the consumer's hot path, where round
+// trips are what a message costs.
+func (s *Store[R]) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, R) (string, error)) (bool, error) {
+	var inserted bool
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
+		var err error
+		if inserted, err = insert(ctx, tx, msg); err != nil || !inserted || apply == nil {
+			return err
+		}
+		note, err := apply(ctx, s.repos(tx))
+		if err != nil || note == "" {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, msg.ID, note); err != nil {
+			return fmt.Errorf("note inbox message: %w", err)
+		}
+		return nil
 	})
+	if err != nil {
+		return false, err
+	}
+	return inserted, nil
 }
 
-type inboxRepo struct{ tx Tx }
-
-// Insert is the first layer of idempotency: the primary key on the message id
+// insert is the first layer of idempotency: the primary key on the message id
 // turns a redelivery into zero inserted rows. The row keeps the trace id of
 // the message, which the consumer put in ctx (NULL when it carried none).
-func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) {
+func insert(ctx context.Context, tx Tx, msg inbox.Message) (bool, error) {
 	var traceID *string
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		id := sc.TraceID().String()
@@ -98,7 +112,7 @@ func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) 
 	if !msg.ParkedAt.IsZero() {
 		parked = &msg.ParkedAt
 	}
-	tag, err := i.tx.Exec(ctx, `
+	tag, err := tx.Exec(ctx, `
 		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id, parked_at, attempts)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END)
 		ON CONFLICT (id) DO NOTHING`,
@@ -107,14 +121,6 @@ func (i inboxRepo) Insert(ctx context.Context, msg inbox.Message) (bool, error) 
 		return false, fmt.Errorf("insert inbox message: %w", err)
 	}
 	return tag.RowsAffected() == 1, nil
-}
-
-// Annotate sets the error/note column of one inbox row.
-func (i inboxRepo) Annotate(ctx context.Context, id, note string) error {
-	if _, err := i.tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, id, note); err != nil {
-		return fmt.Errorf("annotate inbox message: %w", err)
-	}
-	return nil
 }
 
 // DeleteInboxBefore is the inbox's retention.DeleteFunc: it deletes at most

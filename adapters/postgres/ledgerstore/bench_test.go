@@ -109,7 +109,7 @@ func BenchmarkProcessorDrain(b *testing.B) {
 // benchStore is a store on a fresh database with one connection per worker,
 // as cmd/ledger sizes its pool.
 func benchStore(b *testing.B, conns int) *ledgerstore.Store {
-	pool, err := postgres.Open(context.Background(), pgtest.NewDatabase(b)+"&pool_max_conns="+strconv.Itoa(conns))
+	pool, err := postgres.Open(context.Background(), pgtest.NewDatabase(b)+"&pool_max_conns="+strconv.Itoa(conns), postgres.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

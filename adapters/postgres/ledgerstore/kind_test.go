@@ -10,7 +10,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -33,9 +32,9 @@ func TestNewKindNeedsNoMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		var posted bool
-		err = store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+		_, err = store.Record(ctx, inboxMessage(tx), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 			posted, err = l.Post(ctx, tx, time.Now())
-			return err
+			return "", err
 		})
 		return posted, err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -319,9 +318,9 @@ func TestFactIDMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	var posted bool
-	err = store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+	_, err = store.Record(ctx, inboxMessage(again), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 		posted, err = l.Post(ctx, again, time.Now())
-		return err
+		return "", err
 	})
 	if err != nil || posted {
 		t.Errorf("the previous release's refund again, under another message id: posted %v, %v; want refused by the business key", posted, err)
@@ -332,9 +331,9 @@ func TestFactIDMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = store.Transact(ctx, func(ctx context.Context, _ inbox.Inbox, l bookkeeping.Ledger) error {
+	_, err = store.Record(ctx, inboxMessage(fresh), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 		posted, err = l.Post(ctx, fresh, time.Now())
-		return err
+		return "", err
 	})
 	if err != nil || !posted {
 		t.Fatalf("a new refund: posted %v, %v", posted, err)

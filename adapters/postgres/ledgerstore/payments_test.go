@@ -105,7 +105,7 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(role, password)
-	pool, err := postgres.Open(ctx, u.String())
+	pool, err := postgres.Open(ctx, u.String(), postgres.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func newProcessor(t testing.TB, b inbox.Backlog[bookkeeping.Ledger], s inbox.Sch
 	if s == nil {
 		s = schemas(t)
 	}
-	return inbox.NewProcessor(cfg, b, bookkeeping.Handler{}, s, quiet, nil, time.Now)
+	return inbox.NewProcessor(b, bookkeeping.Handler{}, s, quiet, nil, time.Now, cfg)
 }
 
 // record records each body in async mode, as the consumer does.

@@ -17,6 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -32,11 +33,11 @@ type Store struct {
 }
 
 var (
-	_ inbox.Transactor[bookkeeping.Ledger] = (*Store)(nil)
-	_ inbox.Backlog[bookkeeping.Ledger]    = (*Store)(nil)
-	_ inbox.Admin                          = (*Store)(nil)
-	_ bookkeeping.Reader                   = (*Store)(nil)
-	_ bookkeeping.LedgerFacts              = (*Store)(nil)
+	_ inbox.Recorder[bookkeeping.Ledger] = (*Store)(nil)
+	_ inbox.Backlog[bookkeeping.Ledger]  = (*Store)(nil)
+	_ inbox.Admin                        = (*Store)(nil)
+	_ bookkeeping.Reader                 = (*Store)(nil)
+	_ bookkeeping.LedgerFacts            = (*Store)(nil)
 )
 
 // New returns a Store on pool, a pool on the migrated ledger database.
@@ -45,14 +46,14 @@ func New(pool *pgxpool.Pool) *Store {
 	return &Store{Store: inboxstore.New(pool, repos), pool: pool}
 }
 
-// Transact runs fn in one database transaction with the inbox and the
-// ledger repository bound to it (inboxstore.Store.Transact): it commits when
-// fn returns nil, rolls back otherwise, and returns the commit's error. A
-// deferred constraint, such as the balance check, fails at COMMIT; a balance
-// taken past int64 there is ledger.ErrBalanceLimit, and inbox.ErrPermanent.
-// A message costs three round trips (BEGIN + inbox insert, posting, COMMIT).
-func (s *Store) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, bookkeeping.Ledger) error) error {
-	return balanceLimit(s.Store.Transact(ctx, fn))
+// Record implements inbox.Recorder (inboxstore.Store.Record), apply writing
+// with the ledger repository bound to the message's transaction. A deferred
+// constraint, such as the balance check, fails at COMMIT; a balance taken
+// past int64 there is ledger.ErrBalanceLimit, and inbox.ErrPermanent. A
+// message costs three round trips (BEGIN + inbox insert, posting, COMMIT).
+func (s *Store) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, bookkeeping.Ledger) (string, error)) (bool, error) {
+	inserted, err := s.Store.Record(ctx, msg, apply)
+	return inserted, balanceLimit(err)
 }
 
 // ClaimPending implements inbox.Backlog (inboxstore.Store.ClaimPending),
@@ -206,12 +207,12 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 	return out, nil
 }
 
-// readErr wraps a read query's error in bookkeeping.ErrUnavailable when the
+// readErr wraps a read query's error in dependency.ErrUnavailable when the
 // database could not be reached, so the API answers an outage 503 with
 // Retry-After, as the payments API does, instead of 500.
 func readErr(err error) error {
 	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", bookkeeping.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
 	}
 	return err
 }

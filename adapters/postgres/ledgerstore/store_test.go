@@ -75,8 +75,8 @@ func (b books) Record(ctx context.Context, body []byte) (inbox.Result, error) {
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
 	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{})
 	return books{Service: bookkeeping.NewService(store),
-		sync:  inbox.NewService(store, proc, inbox.Config{Mode: inbox.Sync}, time.Now),
-		async: inbox.NewService(store, proc, inbox.Config{Mode: inbox.Async}, time.Now)}
+		sync:  inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Sync}),
+		async: inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})}
 }
 
 func newService(t testing.TB) (books, *ledgerstore.Store, *pgxpool.Pool) {
@@ -104,6 +104,12 @@ func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
+}
+
+// inboxMessage is the inbox row a test that posts tx directly records it
+// under: a transaction of the consumer always begins with its message's row.
+func inboxMessage(tx ledger.Transaction) inbox.Message {
+	return inbox.Message{ID: tx.MessageID(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
 }
 
 func TestSameEventThreeTimesPostsOnce(t *testing.T) {

@@ -11,13 +11,13 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // TestReadQueriesReportAnOutage pins what lets the ledger API answer a
 // database outage 503 with Retry-After, as the payments API does: the read
-// queries wrap an unreachable server in bookkeeping.ErrUnavailable, and only
+// queries wrap an unreachable server in dependency.ErrUnavailable, and only
 // that — a statement the server refuses stays an ordinary error (500).
 func TestReadQueriesReportAnOutage(t *testing.T) {
 	t.Parallel()
@@ -46,8 +46,8 @@ func TestReadQueriesReportAnOutage(t *testing.T) {
 		}
 		defer pool.Close()
 		for name, err := range queries(t, ledgerstore.New(pool)) {
-			if !errors.Is(err, bookkeeping.ErrUnavailable) {
-				t.Errorf("%s: got %v, want bookkeeping.ErrUnavailable", name, err)
+			if !errors.Is(err, dependency.ErrUnavailable) {
+				t.Errorf("%s: got %v, want dependency.ErrUnavailable", name, err)
 			}
 		}
 	})
@@ -61,8 +61,8 @@ func TestReadQueriesReportAnOutage(t *testing.T) {
 		}
 		defer pool.Close()
 		for name, err := range queries(t, ledgerstore.New(pool)) {
-			if err == nil || errors.Is(err, bookkeeping.ErrUnavailable) {
-				t.Errorf("%s: got %v, want an error that is not bookkeeping.ErrUnavailable", name, err)
+			if err == nil || errors.Is(err, dependency.ErrUnavailable) {
+				t.Errorf("%s: got %v, want an error that is not dependency.ErrUnavailable", name, err)
 			}
 		}
 	})

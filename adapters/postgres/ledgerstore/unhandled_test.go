@@ -100,8 +100,7 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 
 	var logs bytes.Buffer
 	counter := &deletedCounter{}
-	proc := inbox.NewProcessor(inbox.ProcessorConfig{}, store, bookkeeping.Handler{}, schemas(t),
-		slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now)
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas(t), slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now, inbox.ProcessorConfig{})
 	del := proc.ExpireUnhandled(store, counter)
 	// Waiting on the held row would block until the claim ends: the bound
 	// turns that failure into an error instead of a hung test.

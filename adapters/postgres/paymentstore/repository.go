@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -225,7 +226,7 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", payments.ErrKeyInFlight, err)
 	}
 	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", payments.ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
 	}
 	return err
 }

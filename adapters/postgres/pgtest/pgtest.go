@@ -131,7 +131,7 @@ func New(t testing.TB, fsys fs.FS) *pgxpool.Pool {
 	t.Helper()
 	dbURL := NewDatabase(t)
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, dbURL)
+	pool, err := postgres.Open(ctx, dbURL, postgres.Config{})
 	if err != nil {
 		t.Fatalf("pgtest: open: %v", err)
 	}

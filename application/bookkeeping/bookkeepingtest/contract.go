@@ -21,10 +21,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Store is what the contract exercises: the inbox's transactions and claims
+// Store is what the contract exercises: the inbox's records and claims
 // with the ledger's repository bound to them, and the ledger's reads.
 type Store interface {
-	inbox.Transactor[bookkeeping.Ledger]
+	inbox.Recorder[bookkeeping.Ledger]
 	inbox.Backlog[bookkeeping.Ledger]
 	inbox.Admin
 	bookkeeping.Reader
@@ -77,45 +77,51 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("a failed transaction leaves nothing", func(t *testing.T) {
 		s := open(t)
 		boom := errors.New("boom")
-		err := s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
-			if _, err := in.Insert(ctx, inboxMsg(msg1)); err != nil {
-				return err
-			}
+		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 			if _, err := l.Post(ctx, payment(t, msg1), at); err != nil {
-				return err
+				return "", err
 			}
-			return boom
+			return "", boom
 		})
 		if !errors.Is(err, boom) {
-			t.Fatalf("Transact: got %v, want %v", err, boom)
+			t.Fatalf("Record: got %v, want %v", err, boom)
 		}
-		err = s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
-			ok, err := in.Insert(ctx, inboxMsg(msg1))
-			if err == nil && !ok {
-				t.Error("the rolled-back inbox row is still there")
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+		if ok, err := s.Record(ctx, inboxMsg(msg1), nil); err != nil || !ok {
+			t.Errorf("the rolled-back inbox row: got inserted %v, %v; want it gone", ok, err)
 		}
 		if _, err := s.PaymentTransactions(ctx, payment1); !errors.Is(err, ledger.ErrPaymentNotFound) {
 			t.Errorf("rolled-back posting: got %v, want ErrPaymentNotFound", err)
 		}
 	})
 
+	t.Run("a redelivery posts nothing", func(t *testing.T) {
+		s := open(t)
+		post := func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			_, err := l.Post(ctx, payment(t, msg1), at)
+			return "", err
+		}
+		for i, want := range []bool{true, false} {
+			if ok, err := s.Record(ctx, inboxMsg(msg1), post); err != nil || ok != want {
+				t.Fatalf("delivery %d: got inserted %v, %v; want %v", i+1, ok, err, want)
+			}
+		}
+		if txs, err := s.PaymentTransactions(ctx, payment1); err != nil || len(txs) != 1 {
+			t.Errorf("got %d transactions, %v; want 1", len(txs), err)
+		}
+	})
+
 	t.Run("post refuses a second posting of the same fact or message", func(t *testing.T) {
 		s := open(t)
 		var got []bool
-		err := s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
+		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 			for _, tx := range []ledger.Transaction{payment(t, msg1), payment(t, msg2), refund(t, msg1), refund(t, msg3)} {
 				ok, err := l.Post(ctx, tx, at)
 				if err != nil {
-					return err
+					return "", err
 				}
 				got = append(got, ok)
 			}
-			return nil
+			return "", nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -133,13 +139,13 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		if _, err := s.Balances(ctx, acc); !errors.Is(err, ledger.ErrAccountNotFound) {
 			t.Errorf("empty ledger: got %v, want ErrAccountNotFound", err)
 		}
-		err := s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
+		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 			for _, tx := range []ledger.Transaction{refund(t, msg2), payment(t, msg1)} {
 				if _, err := l.Post(ctx, tx, at); err != nil {
-					return err
+					return "", err
 				}
 			}
-			return nil
+			return "", nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -171,9 +177,9 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
+			if _, err := s.Record(ctx, inboxMsg(msg), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 				_, err := l.Post(ctx, tx, at)
-				return err
+				return "", err
 			}); err != nil {
 				t.Fatal(err)
 			}
@@ -213,13 +219,11 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			return tx
 		}
 		post := func(tx ledger.Transaction) error {
-			return s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, l bookkeeping.Ledger) error {
-				if _, err := in.Insert(ctx, inboxMsg(tx.MessageID())); err != nil {
-					return err
-				}
+			_, err := s.Record(ctx, inboxMsg(tx.MessageID()), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
 				_, err := l.Post(ctx, tx, at)
-				return err
+				return "", err
 			})
+			return err
 		}
 		balance := func(a ledger.AccountID) int64 {
 			t.Helper()
@@ -339,15 +343,9 @@ func claimIDs(t *testing.T, s Store, c inbox.Claim, fn func([]inbox.PendingMessa
 
 func insert(t *testing.T, s Store, msgs ...inbox.Message) {
 	t.Helper()
-	err := s.Transact(context.Background(), func(ctx context.Context, in inbox.Inbox, _ bookkeeping.Ledger) error {
-		for _, m := range msgs {
-			if _, err := in.Insert(ctx, m); err != nil {
-				return err
-			}
+	for _, m := range msgs {
+		if _, err := s.Record(context.Background(), m, nil); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

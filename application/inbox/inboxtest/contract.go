@@ -21,7 +21,7 @@ import (
 // Store is what the contract exercises: the inbox's ports together, R being
 // whatever repositories the consumer binds to its transactions.
 type Store[R any] interface {
-	inbox.Transactor[R]
+	inbox.Recorder[R]
 	inbox.Backlog[R]
 	inbox.Admin
 }
@@ -52,45 +52,37 @@ func inboxMsg(id string) inbox.Message {
 func RunContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 	ctx := context.Background()
 
-	t.Run("inbox insert is idempotent", func(t *testing.T) {
+	t.Run("record is idempotent: a redelivery runs nothing", func(t *testing.T) {
 		s := open(t)
-		var got []bool
+		var inserted []bool
+		runs := 0
 		for range 2 {
-			err := s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ R) error {
-				ok, err := in.Insert(ctx, inboxMsg(msg1))
-				got = append(got, ok)
-				return err
+			ok, err := s.Record(ctx, inboxMsg(msg1), func(context.Context, R) (string, error) {
+				runs++
+				return "", nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
+			inserted = append(inserted, ok)
 		}
-		if !got[0] || got[1] {
-			t.Errorf("inserted: got %v, want [true false]", got)
+		if !inserted[0] || inserted[1] || runs != 1 {
+			t.Errorf("inserted: got %v with apply run %d times, want [true false] and once", inserted, runs)
+		}
+		if ok, err := s.Record(ctx, inboxMsg(msg2), nil); err != nil || !ok {
+			t.Errorf("record without apply: got %v, %v; want inserted", ok, err)
 		}
 	})
 
-	t.Run("a failed transaction leaves no inbox row", func(t *testing.T) {
+	t.Run("a failed apply leaves no inbox row", func(t *testing.T) {
 		s := open(t)
 		boom := errors.New("boom")
-		err := s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ R) error {
-			if _, err := in.Insert(ctx, inboxMsg(msg1)); err != nil {
-				return err
-			}
-			return boom
-		})
+		_, err := s.Record(ctx, inboxMsg(msg1), func(context.Context, R) (string, error) { return "a note", boom })
 		if !errors.Is(err, boom) {
-			t.Fatalf("Transact: got %v, want %v", err, boom)
+			t.Fatalf("Record: got %v, want %v", err, boom)
 		}
-		err = s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ R) error {
-			ok, err := in.Insert(ctx, inboxMsg(msg1))
-			if err == nil && !ok {
-				t.Error("the rolled-back inbox row is still there")
-			}
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
+		if ok, err := s.Record(ctx, inboxMsg(msg1), nil); err != nil || !ok {
+			t.Errorf("after the rollback: got inserted %v, %v; want the row recorded anew", ok, err)
 		}
 	})
 
@@ -178,16 +170,10 @@ func claimIDs[R any](t *testing.T, s Store[R], c inbox.Claim, fn func([]inbox.Pe
 
 func insert[R any](t *testing.T, s Store[R], msgs ...inbox.Message) {
 	t.Helper()
-	err := s.Transact(context.Background(), func(ctx context.Context, in inbox.Inbox, _ R) error {
-		for _, m := range msgs {
-			if _, err := in.Insert(ctx, m); err != nil {
-				return err
-			}
+	for _, m := range msgs {
+		if _, err := s.Record(context.Background(), m, nil); err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -324,20 +310,19 @@ func runBacklogContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 		}
 		// An id the inbox still holds inserts nothing; a deleted one inserts again.
 		var kept []string
-		err = s.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ R) error {
-			for _, id := range []string{old1, old2, old3, recent, parked, done, msg1, msg2} {
-				ok, err := in.Insert(ctx, pendingMsg(id, disputed, at))
-				if err != nil {
-					return err
-				}
-				if !ok {
-					kept = append(kept, id)
-				}
+		probe := errors.New("roll back the probe")
+		for _, id := range []string{old1, old2, old3, recent, parked, done, msg1, msg2} {
+			ran := false
+			_, err := s.Record(ctx, pendingMsg(id, disputed, at), func(context.Context, R) (string, error) {
+				ran = true
+				return "", probe
+			})
+			if ran != errors.Is(err, probe) || (!ran && err != nil) {
+				t.Fatalf("probe %s: apply ran %v, got %v", id, ran, err)
 			}
-			return errors.New("roll back the probe")
-		})
-		if err == nil {
-			t.Fatal("the probe's transaction committed")
+			if !ran {
+				kept = append(kept, id)
+			}
 		}
 		if want := []string{recent, parked, done, msg1, msg2}; !slices.Equal(kept, want) {
 			t.Errorf("rows kept: got %v, want %v", kept, want)

@@ -2,7 +2,6 @@ package inboxtest
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -42,9 +41,9 @@ func (NoTables) Snapshot() func() { return func() {} }
 func (NoTables) Commit() error { return nil }
 
 // FakeStore is an in-memory inbox with a consumer's tables beside it: an
-// inbox.Transactor[R], inbox.Backlog[R] and inbox.Admin. Transact serialises
-// transactions and rolls back by restoring a copy of the state when fn or the
-// commit fails, so a failed message leaves nothing, as in Postgres. It is
+// inbox.Recorder[R], inbox.Backlog[R] and inbox.Admin. Record serialises
+// transactions and rolls back by restoring a copy of the state when apply or
+// the commit fails, so a failed message leaves nothing, as in Postgres. It is
 // safe for concurrent use.
 type FakeStore[R any] struct {
 	mu     sync.Mutex
@@ -82,19 +81,31 @@ func (m *FakeStore[R]) Inbox() map[string]inbox.Message {
 	return maps.Clone(m.inbox)
 }
 
-// Transact implements inbox.Transactor.
-func (m *FakeStore[R]) Transact(ctx context.Context, fn func(context.Context, inbox.Inbox, R) error) error {
+// Record implements inbox.Recorder.
+func (m *FakeStore[R]) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, R) (string, error)) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if _, ok := m.inbox[msg.ID]; ok {
+		return false, nil
+	}
 	restore := m.snapshot()
-	err := fn(ctx, memInbox[R]{m}, m.tables.Repos())
+	m.insert(msg)
+	var err error
+	if apply != nil {
+		var note string
+		if note, err = apply(ctx, m.tables.Repos()); err == nil && note != "" {
+			msg.Error = note
+			m.inbox[msg.ID] = msg
+		}
+	}
 	if err == nil {
 		err = m.commit()
 	}
 	if err != nil {
 		restore()
+		return false, err
 	}
-	return err
+	return true, nil
 }
 
 // snapshot returns a function that puts the inbox and the tables back as
@@ -113,25 +124,11 @@ func (m *FakeStore[R]) commit() error {
 	return m.failTx
 }
 
-type memInbox[R any] struct{ m *FakeStore[R] }
-
-func (i memInbox[R]) Insert(_ context.Context, msg inbox.Message) (bool, error) {
-	if _, ok := i.m.inbox[msg.ID]; ok {
-		return false, nil
-	}
-	i.m.inbox[msg.ID] = msg
+// insert writes msg as a new inbox row, with the processor's state of a row
+// recorded parked.
+func (m *FakeStore[R]) insert(msg inbox.Message) {
+	m.inbox[msg.ID] = msg
 	if !msg.ParkedAt.IsZero() {
-		i.m.retry[msg.ID] = retryState{attempts: 1, parked: msg.ParkedAt}
+		m.retry[msg.ID] = retryState{attempts: 1, parked: msg.ParkedAt}
 	}
-	return true, nil
-}
-
-func (i memInbox[R]) Annotate(_ context.Context, id, note string) error {
-	msg, ok := i.m.inbox[id]
-	if !ok {
-		return errors.New("annotate: no such message")
-	}
-	msg.Error = note
-	i.m.inbox[id] = msg
-	return nil
 }

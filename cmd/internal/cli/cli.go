@@ -40,3 +40,12 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// NoArgs reads the arguments of command cmd, which takes none but -h; an
+// error is prefixed with cmd.
+func NoArgs(cmd string, args []string, synopsis, doc string, out io.Writer) error {
+	if err := Parse(NewFlagSet(synopsis, doc, out), args); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	return nil
+}

@@ -9,15 +9,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
-// TestTransactReturnsCommitFailures checks the error of a COMMIT that a
+// TestRecordReturnsCommitFailures checks the error of a COMMIT that a
 // deferred constraint refuses reaches the caller, and nothing is kept: the
 // consumer must never acknowledge a message whose commit failed.
-func TestTransactReturnsCommitFailures(t *testing.T) {
+func TestRecordReturnsCommitFailures(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, ledgermigrations.FS)
 	ctx := context.Background()
@@ -30,17 +31,17 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := newStore(pool)
-	id := uuid.NewString()
-	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ struct{}) error {
-		ok, err := in.Insert(ctx, inbox.Message{ID: id, Type: "refuse-at-commit", Payload: []byte(`{}`), ReceivedAt: time.Now()})
-		if err == nil && !ok {
-			t.Error("insert: got false, want true")
-		}
-		return err
-	})
-	if err == nil {
-		t.Fatal("Transact: got nil, want the commit's error")
+	// The consumer's repository is the transaction itself: apply can send a
+	// statement and swallow its error.
+	store := inboxstore.New(pool, func(tx inboxstore.Tx) inboxstore.Tx { return tx })
+	ran := false
+	inserted, err := store.Record(ctx, inbox.Message{ID: uuid.NewString(), Type: "refuse-at-commit", Payload: []byte(`{}`), ReceivedAt: time.Now()},
+		func(context.Context, inboxstore.Tx) (string, error) {
+			ran = true
+			return "", nil
+		})
+	if err == nil || inserted || !ran {
+		t.Fatalf("Record: got inserted %v, %v (apply ran: %v); want the commit's error after apply ran", inserted, err, ran)
 	}
 	var n int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM inbox_messages`).Scan(&n); err != nil || n != 0 {
@@ -48,13 +49,17 @@ func TestTransactReturnsCommitFailures(t *testing.T) {
 	}
 
 	// A statement error inside the transaction aborts it; the commit must
-	// not pretend otherwise even if fn swallowed the error.
-	err = store.Transact(ctx, func(ctx context.Context, in inbox.Inbox, _ struct{}) error {
-		_, _ = in.Insert(ctx, inbox.Message{ID: "not-a-uuid", Type: "x", Payload: []byte(`{}`), ReceivedAt: time.Now()})
-		return nil
-	})
+	// not pretend otherwise even if apply swallowed the error.
+	_, err = store.Record(ctx, inbox.Message{ID: uuid.NewString(), Type: "x", Payload: []byte(`{}`), ReceivedAt: time.Now()},
+		func(ctx context.Context, tx inboxstore.Tx) (string, error) {
+			_, _ = tx.Exec(ctx, `SELECT 1/0`)
+			return "", nil
+		})
 	if !errors.Is(err, pgx.ErrTxCommitRollback) {
 		t.Errorf("commit after a failed statement: got %v, want ErrTxCommitRollback", err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM inbox_messages`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("inbox rows after a rolled-back commit: got %d (%v), want 0", n, err)
 	}
 	// And the pool's connections are still usable.
 	for range 10 {
