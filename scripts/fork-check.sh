@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make fork-check: prove README.md's fork recipe works. Copy the tracked files
+# make fork-check: prove docs/FORKING.md's fork recipe works. Copy the tracked files
 # (untracked ones stay behind) to a temporary directory, run there the commands
-# README quotes between its fork markers, check that nothing names the old
+# docs/FORKING.md quotes between its fork markers, check that nothing names the old
 # module, or the old ids of the events' schemas, any more, then build, vet and
 # run the unit tests (go test -short) of the result, both of its modules, with
 # no database or broker in reach.
@@ -11,10 +11,10 @@ export GOWORK=off # each module against its own go.mod, as CI builds it
 old=$(go list -m)
 schema_base() { sed -n 's/^const EventSchemaBase = "\(.*\)"$/\1/p' api/events.go; }
 old_base=$(schema_base)
-recipe=$(sed -n '/<!-- fork:start -->/,/<!-- fork:end -->/p' README.md |
+recipe=$(sed -n '/<!-- fork:start -->/,/<!-- fork:end -->/p' docs/FORKING.md |
 	sed -n '/^ *```sh$/,/^ *```$/p' | grep -v '^ *```' | sed 's/^ *//' || true)
 if [ -z "$recipe" ]; then
-	echo "fork-check: README.md quotes no sh block between <!-- fork:start --> and <!-- fork:end -->" >&2
+	echo "fork-check: docs/FORKING.md quotes no sh block between <!-- fork:start --> and <!-- fork:end -->" >&2
 	exit 1
 fi
 
@@ -22,7 +22,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fork-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$work"
 cd "$work"
-echo "fork-check: in $work, running README's recipe:"
+echo "fork-check: in $work, running the recipe of docs/FORKING.md:"
 printf '  %s\n' "$recipe"
 bash -euo pipefail -c "$recipe"
 

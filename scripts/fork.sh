@@ -4,7 +4,7 @@
 # requires and replaces the services'), every text file that names the module
 # path — the imports, and the paths the test harnesses build binaries from —
 # and the ids of its events' schemas.
-# README.md's "How to fork" runs it, and `make fork-check` runs README's
+# docs/FORKING.md ("Rename the module") runs it, and `make fork-check` runs its
 # command on a copy of the repository.
 set -euo pipefail
 new=${1:?usage: scripts/fork.sh NEW_MODULE_PATH, e.g. github.com/you/yourpay}
