@@ -160,7 +160,7 @@ func envReads(root string) (map[string][]envRead, error) {
 		if err != nil {
 			return err
 		}
-		files[path(rel)] = append(files[path(rel)], f)
+		files[dirOf(rel)] = append(files[dirOf(rel)], f)
 		return nil
 	})
 	if err != nil {
@@ -222,7 +222,7 @@ func envReads(root string) (map[string][]envRead, error) {
 	return out, nil
 }
 
-func path(rel string) string { return filepath.ToSlash(filepath.Dir(rel)) }
+func dirOf(rel string) string { return filepath.ToSlash(filepath.Dir(rel)) }
 
 func calleeName(fun ast.Expr) string {
 	switch f := fun.(type) {
