@@ -77,7 +77,7 @@ test-short: ## unit tests only (no database, no broker), both modules
 	$(TOOLS) test -short -count=1 ./...
 
 .PHONY: fork-check
-fork-check: ## apply README's fork recipe to a copy of the repository; build, vet and unit-test the copy
+fork-check: ## apply the fork recipe of docs/FORKING.md to a copy of the repository; build, vet and unit-test the copy
 	bash scripts/fork-check.sh
 
 .PHONY: fmt

@@ -11,7 +11,7 @@ import (
 
 // checklistHeading starts the checklist of the places a new state change
 // touches, each bullet naming the tests that guard it.
-const checklistHeading = "### Adding a state change"
+const checklistHeading = "## Adding a state change"
 
 // TestStateChangeChecklistCitesRealTests: every test the checklist names
 // exists, so a renamed or deleted guard cannot leave a forker trusting a test

@@ -132,8 +132,8 @@ func walkKeys(v any, fn func(string)) {
 // TestPublishedSchemasAreImmutable: a schema, once published, never changes
 // and never goes away, because consumers validate what they receive against
 // it. events/published.sha256 pins every schema's hash: a changed schema
-// fails here, and the way out is a new version beside it (README,
-// "Contracts"). A new schema fails until its line is added.
+// fails here, and the way out is a new version beside it
+// (docs/CONTRACTS.md). A new schema fails until its line is added.
 func TestPublishedSchemasAreImmutable(t *testing.T) {
 	pins := readPins(t)
 	files := schemaFiles(t)
@@ -149,7 +149,7 @@ func TestPublishedSchemasAreImmutable(t *testing.T) {
 		case !ok:
 			t.Errorf("api/%s is not pinned. Once it is published it must not change: add this line to api/%s\n%s  %s", name, pinsFile, got, rel)
 		case got != want:
-			t.Errorf("api/%s changed after it was published: consumers validate events against it. Restore it, and publish the change as a new version beside it, a new file with its own pin (README, Contracts)", name)
+			t.Errorf("api/%s changed after it was published: consumers validate events against it. Restore it, and publish the change as a new version beside it, a new file with its own pin (docs/CONTRACTS.md)", name)
 		}
 	}
 	for rel := range pins {

@@ -2,7 +2,7 @@
 # asyncapi-check: read api/events.asyncapi.yaml with the AsyncAPI project's own
 # parser (pinned), which validates the document against the AsyncAPI 3.0
 # specification and its SNS and SQS bindings and resolves every $ref to the
-# schema files, so that the README's promise — AsyncAPI tools read the
+# schema files, so that the promise of docs/CONTRACTS.md — AsyncAPI tools read the
 # document — cannot rot unnoticed. api's TestAsyncAPIDocument checks the
 # document against the code; this checks it against the specification.
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # client-check: generate a Go client from each service's OpenAPI document with
-# the command the README gives (oapi-codegen, pinned), and build it in a
-# throw-away module, so that the README's promise — a client generates code
+# the command docs/CONTRACTS.md gives (oapi-codegen, pinned), and build it in a
+# throw-away module, so that its promise — a client generates code
 # from the document — cannot rot unnoticed. Needs the Go module proxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# make fork-check: prove README.md's fork recipe works. Copy the tracked files
+# make fork-check: prove docs/FORKING.md's fork recipe works. Copy the tracked files
 # (untracked ones stay behind) to a temporary directory, run there the commands
-# README quotes between its fork markers, check that nothing names the old
+# docs/FORKING.md quotes between its fork markers, check that nothing names the old
 # module, the old ids of the events' schemas or the old project name any more
 # (in a file or in a file's name; nothing is allowed to keep it), then build, vet and
 # run the unit tests (go test -short) of the result, both of its modules, with
@@ -17,10 +17,10 @@ old_base=$(schema_base)
 old_name=${old##*/}
 case $old_name in v[0-9]*) old_name=${old%/*} && old_name=${old_name##*/} ;; esac
 old_ident=$(echo "$old_name" | tr -cd 'a-z0-9')
-recipe=$(sed -n '/<!-- fork:start -->/,/<!-- fork:end -->/p' README.md |
+recipe=$(sed -n '/<!-- fork:start -->/,/<!-- fork:end -->/p' docs/FORKING.md |
 	sed -n '/^ *```sh$/,/^ *```$/p' | grep -v '^ *```' | sed 's/^ *//' || true)
 if [ -z "$recipe" ]; then
-	echo "fork-check: README.md quotes no sh block between <!-- fork:start --> and <!-- fork:end -->" >&2
+	echo "fork-check: docs/FORKING.md quotes no sh block between <!-- fork:start --> and <!-- fork:end -->" >&2
 	exit 1
 fi
 
@@ -28,7 +28,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fork-check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$work"
 cd "$work"
-echo "fork-check: in $work, running README's recipe:"
+echo "fork-check: in $work, running the recipe of docs/FORKING.md:"
 printf '  %s\n' "$recipe"
 bash -euo pipefail -c "$recipe"
 

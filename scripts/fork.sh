@@ -5,7 +5,7 @@
 # path — the imports, and the paths the test harnesses build binaries from —
 # the ids of its events' schemas, and the project's name wherever it appears
 # (compose project, Grafana dashboard, CI, Makefile, docs, file names).
-# README.md's "How to fork" runs it, and `make fork-check` runs README's
+# docs/FORKING.md ("Rename the module") runs it, and `make fork-check` runs its
 # command on a copy of the repository.
 set -euo pipefail
 new=${1:?usage: scripts/fork.sh NEW_MODULE_PATH, e.g. github.com/you/yourpay}

@@ -10,7 +10,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
-// TestInboxSeries checks the series the README and the runbook name keep
+// TestInboxSeries checks the series docs/OPERATIONS.md and the runbook name keep
 // their names and take what the processor reports.
 func TestInboxSeries(t *testing.T) {
 	t.Parallel()

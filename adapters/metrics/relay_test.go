@@ -10,7 +10,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
-// TestRelaySeries checks the series the README and the runbook alert on keep
+// TestRelaySeries checks the series docs/OPERATIONS.md and the runbook alert on keep
 // their names and take what the relay reports.
 func TestRelaySeries(t *testing.T) {
 	t.Parallel()

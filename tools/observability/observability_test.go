@@ -111,8 +111,8 @@ func TestEveryRuleHasAFiringAndAQuietCase(t *testing.T) {
 	}
 }
 
-// Every rule says how urgent it is, in the README's words, and links the
-// runbook section that says what to do, which must exist.
+// Every rule says how urgent it is, in the words of docs/OPERATIONS.md, and
+// links the runbook section that says what to do, which must exist.
 func TestRulesLinkTheRunbook(t *testing.T) {
 	rules, err := Rules()
 	if err != nil {
@@ -122,7 +122,7 @@ func TestRulesLinkTheRunbook(t *testing.T) {
 	for _, r := range rules {
 		k := ruleKey(r.Alert, r.Labels["severity"])
 		if s := r.Labels["severity"]; s != "warn" && s != "page" {
-			t.Errorf("%s: severity %q, want warn or page (the README's words)", k, s)
+			t.Errorf("%s: severity %q, want warn or page (the words of docs/OPERATIONS.md)", k, s)
 		}
 		if r.Annotations["summary"] == "" {
 			t.Errorf("%s has no summary", k)
@@ -192,16 +192,16 @@ func TestHeadingAnchors(t *testing.T) {
 	}
 }
 
-// The README's "What to monitor" table is what the rules implement: every
-// metric it says to alert on is in a rule.
-func TestRulesCoverTheReadmeTable(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The "What to monitor" table of docs/OPERATIONS.md is what the rules
+// implement: every metric it says to alert on is in a rule.
+func TestRulesCoverTheMonitoringTable(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/OPERATIONS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## What to monitor\n")
+	_, section, ok := strings.Cut(string(doc), "\n## What to monitor\n")
 	if !ok {
-		t.Fatal("README.md has no \"What to monitor\" section")
+		t.Fatal("docs/OPERATIONS.md has no \"What to monitor\" section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var table []string
@@ -215,7 +215,7 @@ func TestRulesCoverTheReadmeTable(t *testing.T) {
 		}
 	}
 	if len(table) < 5 {
-		t.Fatalf("found %v in the README's \"What to monitor\" table; the test reads the wrong lines", table)
+		t.Fatalf("found %v in the \"What to monitor\" table of docs/OPERATIONS.md; the test reads the wrong lines", table)
 	}
 	rules, err := Rules()
 	if err != nil {
@@ -233,7 +233,7 @@ func TestRulesCoverTheReadmeTable(t *testing.T) {
 	}
 	for _, m := range table {
 		if !slices.Contains(used, m) {
-			t.Errorf("the README says to alert on %s; no rule in alerts.yml does", m)
+			t.Errorf("docs/OPERATIONS.md says to alert on %s; no rule in alerts.yml does", m)
 		}
 	}
 }

@@ -63,8 +63,8 @@ func TestEveryKindIsInLedgerFacts(t *testing.T) {
 }
 
 // TestReconcileNeedsOnlyTheView connects to the payments database as a role
-// granted SELECT on ledger_facts and nothing else, the grant the README
-// gives reconcile in production: it reads every fact, and no table.
+// granted SELECT on ledger_facts and nothing else, the grant
+// docs/PATTERN.md gives reconcile in production: it reads every fact, and no table.
 func TestReconcileNeedsOnlyTheView(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
