@@ -50,7 +50,7 @@ const usage = `usage: ledger [command]
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'ledger COMMAND -h' prints a command's usage. Configuration is read from the
-environment: see README.md.
+environment: see docs/CONFIGURATION.md.
 `
 
 func main() {

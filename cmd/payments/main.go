@@ -46,7 +46,7 @@ const usage = `usage: payments [command]
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'payments COMMAND -h' prints a command's usage. Configuration is read from
-the environment: see README.md.
+the environment: see docs/CONFIGURATION.md.
 `
 
 func main() {

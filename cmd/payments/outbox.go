@@ -92,7 +92,7 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 		return nil
 	case "partitions":
 		fs := cli.NewFlagSet("payments outbox partitions [--set N]",
-			"Print the partition count and which relay replica holds each partition; with --set, change the count while the service runs (README, \"Changing the partition count\").", out)
+			"Print the partition count and which relay replica holds each partition; with --set, change the count while the service runs (docs/ORDERING.md, \"Changing the partition count\").", out)
 		set := fs.Int("set", 0, fmt.Sprintf("the new partition count, 1 to %d", outboxstore.MaxPartitions))
 		if err := cli.Parse(fs, args); err != nil {
 			return fmt.Errorf("outbox partitions: %w", err)
