@@ -25,14 +25,11 @@ import (
 // create prints the key once; the database keeps its hash only. The
 // arguments are read before the configuration, so -h needs none.
 func runAPIKey(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := cli.NewFlagSet("payments apikey create | list | revoke", "Create, list or revoke API keys.", out)
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("apikey: %w", err)
-		}
-		return errors.New("apikey: want a subcommand: create, list or revoke")
+	sub, args, err := cli.Subcommand("apikey", args, "payments apikey create | list | revoke", "Create, list or revoke API keys.",
+		"create, list or revoke", out)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
 	switch sub {
 	case "create":
 		fs := cli.NewFlagSet("payments apikey create --merchant ID | --platform --name NAME [--key KEY]",

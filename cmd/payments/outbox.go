@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -29,15 +28,12 @@ import (
 // does the publishing. The arguments are read before the configuration, so
 // -h needs none.
 func runOutbox(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := cli.NewFlagSet("payments outbox stats | requeue --id ID | --all | partitions [--set N]",
-			"Inspect the outbox, put DEAD rows back to PENDING, or change its partition count.", out)
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("outbox: %w", err)
-		}
-		return errors.New("outbox: want a subcommand: stats, requeue --id ID | --all, or partitions [--set N]")
+	sub, args, err := cli.Subcommand("outbox", args, "payments outbox stats | requeue --id ID | --all | partitions [--set N]",
+		"Inspect the outbox, put DEAD rows back to PENDING, or change its partition count.",
+		"stats, requeue --id ID | --all, or partitions [--set N]", out)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
 	switch sub {
 	case "stats":
 		fs := cli.NewFlagSet("payments outbox stats", "Print the pending and dead rows and the oldest pending age, in all and per event type.", out)
