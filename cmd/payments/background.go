@@ -11,17 +11,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
+	"github.com/payments-outbox/payments-outbox/adapters/sns"
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
-// idempotencyKeyTTL is how long an Idempotency-Key is honoured. Clients are
-// promised at least 24 h (docs/RUNBOOK.md); a retry after that creates a new
-// payment.
-const idempotencyKeyTTL = 48 * time.Hour
-
 // startBackground starts the work that runs beside the API, owned by g and
 // stopped by ctx: the outbox relay and the idempotency-key cleanup.
-func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
+func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b sns.Broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
 	if err := startRelay(ctx, g, cfg, pool, b, log, reg, tp); err != nil {
 		return err
 	}
@@ -29,7 +26,7 @@ func startBackground(ctx context.Context, g *errgroup.Group, cfg config, pool *p
 	g.Go(func() error {
 		return retention.Run(ctx, retention.Job{
 			Name: "idempotency keys", Delete: repo.DeleteKeysBefore,
-			Retention: idempotencyKeyTTL, Every: time.Hour, Batch: 1000,
+			Retention: payments.KeyTTL, Every: time.Hour, Batch: 1000,
 		}, time.Now, log)
 	})
 	return nil

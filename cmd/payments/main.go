@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
@@ -100,12 +101,19 @@ func newLogger(out io.Writer, level slog.Level) *slog.Logger {
 	return lifecycle.NewLogger(out, level, "payments")
 }
 
-func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+// openDatabase reads the configuration of a command that needs the database
+// only (migrate, outbox, apikey) and opens it; the caller closes the pool.
+func openDatabase(ctx context.Context, getenv func(string) string) (config, *pgxpool.Pool, error) {
 	cfg, err := loadConfig(getenv, false)
 	if err != nil {
-		return err
+		return cfg, nil, err
 	}
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	return cfg, pool, err
+}
+
+func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -157,7 +165,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
 	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
 	api := paymentsapi.NewHandler(svc, auth, log, paymentsapi.Config{RateLimit: cfg.APIRateLimit, Metrics: httpMetrics, TracerProvider: tp.Provider})
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: pool.Ping, Status: b.status, Metrics: httpMetrics, Gatherer: reg})
+	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: pool.Ping, Status: b.Status, Metrics: httpMetrics, Gatherer: reg})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
 	if err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 )
@@ -121,11 +120,7 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 }
 
 func openOutbox(ctx context.Context, getenv func(string) string) (*outboxstore.Store, func(), error) {
-	cfg, err := loadConfig(getenv, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	_, pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
