@@ -3,9 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
@@ -55,7 +55,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	}
 	// Ordered by default when the topic is FIFO: a FIFO topic is asked for
 	// order, and unordered publishing would give it up.
-	fifo := strings.HasSuffix(cfg.TopicARN, ".fifo")
+	fifo := sns.IsFIFO(cfg.TopicARN)
 	switch o := e.String("OUTBOX_ORDERING", ""); o {
 	case "":
 		cfg.OutboxOrdered = fifo
