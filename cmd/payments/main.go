@@ -23,6 +23,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
@@ -184,7 +185,14 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	g.Go(func() error { return auth.Run(gctx, log) })
 	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() { log.Info("shutting down") })
-	if err := startBackground(gctx, g, cfg, pool, b, log, reg, tp.Provider); err != nil {
+	// Beside the API: the idempotency-key cleanup and the outbox relay.
+	g.Go(func() error {
+		return retention.Run(gctx, retention.Job{
+			Name: "idempotency keys", Delete: paymentstore.New(pool).DeleteKeysBefore,
+			Retention: payments.KeyTTL, Every: time.Hour, Batch: 1000,
+		}, time.Now, log)
+	})
+	if err := startRelay(gctx, g, cfg, pool, b, log, reg, tp.Provider); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
 		_ = g.Wait()
 		return err
