@@ -47,6 +47,10 @@ var (
 		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
+	paymentsList = route{"the payments API's list", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments?merchant_id=mer_1", nil))
+	}}
 	paymentsAuth = route{"the payments API's authenticator", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
 		h := paymentsapi.NewHandler(failingService{nil}, failingAuth{err}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
@@ -76,6 +80,8 @@ var answered = map[string]struct {
 	"payment.ErrInvalid":             {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyReused":          {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyInFlight":        {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
+	"payments.ErrInvalidListQuery":   {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
+	"payments.ErrUnknownCursor":      {err: fmt.Errorf("%w: p1", payments.ErrUnknownCursor), routes: []route{paymentsList}},
 	"payments.ErrInvalidKey":         {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
 	"dependency.ErrUnavailable":      {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
 	"access.ErrMalformedKey":         {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
@@ -234,6 +240,10 @@ func (f failingService) Get(context.Context, access.Principal, payment.ID) (*pay
 
 func (f failingService) Refund(context.Context, payments.RefundPayment) (payments.Committed, error) {
 	return payments.Committed{}, f.err
+}
+
+func (f failingService) List(context.Context, payments.ListPayments) (payments.Page, error) {
+	return payments.Page{}, f.err
 }
 
 type failingAuth struct{ err error }
