@@ -151,7 +151,7 @@ func (s *Service) listQuery(ctx context.Context, l ListPayments) (PaymentQuery, 
 	if !l.CreatedGTE.IsZero() && !l.CreatedLT.IsZero() && !l.CreatedGTE.Before(l.CreatedLT) {
 		return PaymentQuery{}, invalid("created_gte must be before created_lt")
 	}
-	q := PaymentQuery{MerchantID: merchant, Limit: l.Limit, Status: l.Status, CreatedGTE: l.CreatedGTE, CreatedLT: l.CreatedLT}
+	q := PaymentQuery{MerchantID: merchant, Limit: l.Limit, Status: l.Status, CreatedGTE: ceilMicro(l.CreatedGTE), CreatedLT: ceilMicro(l.CreatedLT)}
 	var err error
 	if l.StartingAfter != "" {
 		q.After, err = s.cursor(ctx, merchant, l.StartingAfter)
@@ -174,4 +174,16 @@ func (s *Service) cursor(ctx context.Context, merchant string, id payment.ID) (*
 	}
 	pos := PositionOf(p)
 	return &pos, nil
+}
+
+// ceilMicro is t rounded up to the microsecond. Payments are created at
+// whole microseconds (NewService), so for every created_at c, c >= t and
+// c < t hold exactly when they hold of ceilMicro(t): a bound of finer
+// precision means the same to every store, where Postgres would round it to
+// the nearest microsecond, either way.
+func ceilMicro(t time.Time) time.Time {
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		return r.Add(time.Microsecond)
+	}
+	return t
 }

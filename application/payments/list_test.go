@@ -123,3 +123,30 @@ func TestListRefuses(t *testing.T) {
 		t.Errorf("limit 0: %v %v, want the default page", ids(def), err)
 	}
 }
+
+// TestListBoundsAreWholeMicroseconds: payments are created at whole
+// microseconds, and a store may round a finer bound either way (Postgres
+// rounds to the nearest), so the use case hands it bounds rounded up, which
+// keep exactly the payments the finer ones say.
+func TestListBoundsAreWholeMicroseconds(t *testing.T) {
+	repo := &recordingLister{FakeRepository: paymentstest.NewFakeRepository()}
+	svc := payments.NewService(repo, func() time.Time { return t0 }, func() string { return "00000000-0000-4000-8000-000000000001" }, payments.Config{})
+	at := t0.Add(1500 * time.Nanosecond) // 1.5 µs after t0
+	if _, err := svc.List(context.Background(), payments.ListPayments{Principal: mer1, CreatedGTE: at, CreatedLT: at.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	want := t0.Add(2 * time.Microsecond)
+	if !repo.q.CreatedGTE.Equal(want) || !repo.q.CreatedLT.Equal(want.Add(time.Hour)) {
+		t.Errorf("the store got [%s, %s), want [%s, %s)", repo.q.CreatedGTE, repo.q.CreatedLT, want, want.Add(time.Hour))
+	}
+}
+
+type recordingLister struct {
+	*paymentstest.FakeRepository
+	q payments.PaymentQuery
+}
+
+func (r *recordingLister) List(ctx context.Context, q payments.PaymentQuery) ([]*payment.Payment, error) {
+	r.q = q
+	return r.FakeRepository.List(ctx, q)
+}
