@@ -78,28 +78,30 @@ var answered = map[string]struct {
 	routes []route
 	never  string
 }{
-	"payment.ErrNotFound":             {err: fmt.Errorf("%w: p1", payment.ErrNotFound), routes: []route{paymentsUseCase}},
-	"payment.ErrInvalidAmount":        {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
-	"payment.ErrCurrencyMismatch":     {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
-	"payment.ErrRefundExceedsAmount":  {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
-	"payment.ErrInvalid":              {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
+	"payment.ErrNotFound":            {err: fmt.Errorf("%w: p1", payment.ErrNotFound), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalidAmount":       {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrCurrencyMismatch":    {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
+	"payment.ErrRefundExceedsAmount": {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalid":             {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
+	"payments.ErrKeyReused":          {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
+	"payments.ErrKeyInFlight":        {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
+	"payments.ErrInvalidKey":         {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
+	"dependency.ErrUnavailable":      {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
+	"access.ErrMalformedKey":         {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"access.ErrUnknownKey":           {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"access.ErrKeyExists":            {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
+	"access.ErrUnauthenticated":      {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
+	"ledger.ErrInvalidAccount":       {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
+	"ledger.ErrAccountNotFound":      {err: ledger.ErrAccountNotFound, routes: []route{ledgerQueries}},
+	"ledger.ErrPaymentNotFound":      {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
+	"ledger.ErrInvalidTransaction":   {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"ledger.ErrBalanceLimit":         {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+
+	// The lists' errors.
 	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
 	"payments.ErrUnknownCursor":       {err: fmt.Errorf("%w: p1", payments.ErrUnknownCursor), routes: []route{paymentsList}},
-	"payments.ErrInvalidKey":          {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
-	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
-	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrKeyExists":             {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
-	"access.ErrUnauthenticated":       {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
 	"bookkeeping.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", bookkeeping.ErrInvalidListQuery), routes: []route{ledgerEntries}},
 	"bookkeeping.ErrUnknownCursor":    {err: fmt.Errorf("%w: 7", bookkeeping.ErrUnknownCursor), routes: []route{ledgerEntries}},
-	"ledger.ErrInvalidAccount":        {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
-	"ledger.ErrAccountNotFound":       {err: ledger.ErrAccountNotFound, routes: []route{ledgerQueries}},
-	"ledger.ErrPaymentNotFound":       {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
-	"ledger.ErrInvalidTransaction":    {never: "only posting an event returns it, which the inbox parks; the API only reads"},
-	"ledger.ErrBalanceLimit":          {never: "only posting an event returns it, which the inbox parks; the API only reads"},
 }
 
 // TestEveryErrorIsAProblemTheAPIDocuments finds the exported Err… variables
