@@ -26,23 +26,8 @@ func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([
 			return nil, fmt.Errorf("%w: %d", bookkeeping.ErrUnknownCursor, q.After)
 		}
 	}
-	// Two texts, not one with "$2 = 0 OR id < $2": a generic plan of that
-	// could not make the cursor a bound of the index range, and would read
-	// the account's entries from its newest down to the cursor.
-	below, args := "", []any{account, q.Limit}
-	if q.After != 0 {
-		below, args = "AND id < $3", append(args, q.After)
-	}
-	rows, err := s.pool.Query(ctx, `
-		WITH page AS (
-			SELECT id, transaction_id FROM ledger_entries
-			WHERE account_id = $1 `+below+`
-			ORDER BY id DESC LIMIT $2)
-		SELECT page.id, t.message_id::text, t.payment_id::text, t.kind, coalesce(t.fact_id::text, ''), t.amount, t.currency,
-		       t.occurred_at, e.id, e.account_id, e.amount, e.currency
-		FROM page JOIN ledger_transactions t ON t.id = page.transaction_id
-		JOIN ledger_entries e ON e.transaction_id = t.id
-		ORDER BY page.id DESC, e.id`, args...)
+	sql, args := entriesSQL(q)
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, readErr(fmt.Errorf("query account entries: %w", err))
 	}
@@ -90,4 +75,26 @@ func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([
 	}
 	flush()
 	return out, nil
+}
+
+// entriesSQL is the statement AccountEntries sends for q, and its
+// arguments. The page without a cursor is a text of its own, not one with
+// "$3 = 0 OR id < $3": a generic plan of that could not make the cursor a
+// bound of the index range, and would read the account's entries from its
+// newest down to the cursor, as an OFFSET would.
+func entriesSQL(q bookkeeping.EntryQuery) (string, []any) {
+	below, args := "", []any{q.Account.String(), q.Limit}
+	if q.After != 0 {
+		below, args = "AND id < $3", append(args, q.After)
+	}
+	return `
+		WITH page AS (
+			SELECT id, transaction_id FROM ledger_entries
+			WHERE account_id = $1 ` + below + `
+			ORDER BY id DESC LIMIT $2)
+		SELECT page.id, t.message_id::text, t.payment_id::text, t.kind, coalesce(t.fact_id::text, ''), t.amount, t.currency,
+		       t.occurred_at, e.id, e.account_id, e.amount, e.currency
+		FROM page JOIN ledger_transactions t ON t.id = page.transaction_id
+		JOIN ledger_entries e ON e.transaction_id = t.id
+		ORDER BY page.id DESC, e.id`, args
 }

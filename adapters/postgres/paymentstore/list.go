@@ -20,6 +20,33 @@ import (
 // a cursor reads the index the other way, nearest first, and is turned
 // round here.
 func (r *Repository) List(ctx context.Context, q payments.PaymentQuery) ([]*payment.Payment, error) {
+	sql, args := listSQL(q)
+	rows, err := r.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list payments: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*payment.Payment, error) {
+		var s payment.Snapshot
+		if err := row.Scan(&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID,
+			&s.Description, &s.CreatedAt, &s.UpdatedAt); err != nil {
+			return nil, err
+		}
+		return payment.Rehydrate(s)
+	})
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list payments: %w", err))
+	}
+	if q.Before != nil {
+		slices.Reverse(out)
+	}
+	return out, nil
+}
+
+// listSQL is the statement List sends for q, and its arguments. Each filter
+// is a clause only when set, so that every clause of a prepared statement's
+// generic plan bounds the index range or filters it; none is an "OR $n IS
+// NULL" that would keep the cursor from bounding the range.
+func listSQL(q payments.PaymentQuery) (string, []any) {
 	var (
 		where = []string{"merchant_id = $1"}
 		args  = []any{q.MerchantID}
@@ -45,25 +72,8 @@ func (r *Repository) List(ctx context.Context, q payments.PaymentQuery) ([]*paym
 	if !q.CreatedLT.IsZero() {
 		where = append(where, "created_at < "+arg(q.CreatedLT))
 	}
-	rows, err := r.pool.Query(ctx, `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at
-		FROM payments WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY created_at `+order+`, id `+order+` LIMIT `+arg(q.Limit), args...)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list payments: %w", err))
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*payment.Payment, error) {
-		var s payment.Snapshot
-		if err := row.Scan(&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID,
-			&s.Description, &s.CreatedAt, &s.UpdatedAt); err != nil {
-			return nil, err
-		}
-		return payment.Rehydrate(s)
-	})
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("list payments: %w", err))
-	}
-	if q.Before != nil {
-		slices.Reverse(out)
-	}
-	return out, nil
+	limit := arg(q.Limit)
+	return `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at
+		FROM payments WHERE ` + strings.Join(where, " AND ") + `
+		ORDER BY created_at ` + order + `, id ` + order + ` LIMIT ` + limit, args
 }
