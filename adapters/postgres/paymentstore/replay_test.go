@@ -18,9 +18,8 @@ import (
 // TestEveryFieldSurvivesReplayAndRead: a retry with the same Idempotency-Key
 // is answered from the stored result (storedResult, keys.go), and a read
 // and a list from the payments row (get, repository.go; listSQL, list.go);
-// each must give back every
-// field of the payment (payment.Snapshot) and of the refund (payment.Refund)
-// that the write committed. The fields are found by reflection, so a field
+// each must give back every field of the payment (payment.Snapshot) and of
+// the refund (payment.Refund) that the write committed. The fields are found by reflection, so a field
 // added to the domain fails here until the stored result and the SQL carry
 // it — and until the sample below sets it, since a field left at its zero
 // value would pass however it is stored.
