@@ -24,6 +24,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -47,6 +48,10 @@ var (
 		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
+	paymentsList = route{"the payments API's list", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments?merchant_id=mer_1", nil))
+	}}
 	paymentsAuth = route{"the payments API's authenticator", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
 		h := paymentsapi.NewHandler(failingService{nil}, failingAuth{err}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
@@ -54,6 +59,10 @@ var (
 	ledgerQueries = route{"the ledger API's queries", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
 		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, slog.New(slog.DiscardHandler), ledgerapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/balance", nil))
+	}}
+	ledgerEntries = route{"the ledger API's list of entries", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
+		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, slog.New(slog.DiscardHandler), ledgerapi.Config{})
+		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/entries", nil))
 	}}
 	ledgerTokens = route{"the ledger API's token check", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
 		h := ledgerapi.NewHandler(failingQueries{nil}, failingTokens{err}, slog.New(slog.DiscardHandler), ledgerapi.Config{})
@@ -87,6 +96,12 @@ var answered = map[string]struct {
 	"ledger.ErrPaymentNotFound":      {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
 	"ledger.ErrInvalidTransaction":   {never: "only posting an event returns it, which the inbox parks; the API only reads"},
 	"ledger.ErrBalanceLimit":         {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+
+	// The lists' errors.
+	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
+	"payments.ErrUnknownCursor":       {err: fmt.Errorf("%w: p1", payments.ErrUnknownCursor), routes: []route{paymentsList}},
+	"bookkeeping.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", bookkeeping.ErrInvalidListQuery), routes: []route{ledgerEntries}},
+	"bookkeeping.ErrUnknownCursor":    {err: fmt.Errorf("%w: 7", bookkeeping.ErrUnknownCursor), routes: []route{ledgerEntries}},
 }
 
 // TestEveryErrorIsAProblemTheAPIDocuments finds the exported Err… variables
@@ -236,6 +251,10 @@ func (f failingService) Refund(context.Context, payments.RefundPayment) (payment
 	return payments.Committed{}, f.err
 }
 
+func (f failingService) List(context.Context, payments.ListPayments) (payments.Page, error) {
+	return payments.Page{}, f.err
+}
+
 type failingAuth struct{ err error }
 
 func (f failingAuth) Authenticate(context.Context, string) (access.Principal, error) {
@@ -252,6 +271,9 @@ func (f failingQueries) Balances(context.Context, string) ([]ledger.Balance, err
 }
 func (f failingQueries) Entries(context.Context, string) ([]ledger.Transaction, error) {
 	return nil, f.err
+}
+func (f failingQueries) AccountEntries(context.Context, bookkeeping.ListEntries) (bookkeeping.EntriesPage, error) {
+	return bookkeeping.EntriesPage{}, f.err
 }
 
 type failingTokens struct{ err error }

@@ -28,6 +28,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -35,6 +36,7 @@ import (
 type Queries interface {
 	Balances(ctx context.Context, account string) ([]ledger.Balance, error)
 	Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
+	AccountEntries(ctx context.Context, l bookkeeping.ListEntries) (bookkeeping.EntriesPage, error)
 }
 
 // Tokens checks an operator token (access.Tokens).
@@ -67,6 +69,7 @@ func NewHandler(q Queries, tokens Tokens, log *slog.Logger, cfg Config) http.Han
 			return ctx, checkToken(tokens, token)
 		}, a.writeError))
 		r.Get("/accounts/{id}/balance", a.balance)
+		r.Get("/accounts/{id}/entries", a.accountEntries)
 		r.Get("/payments/{id}/entries", a.entries)
 	})
 	return r
@@ -163,14 +166,7 @@ func (a *api) entries(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := entriesResponse{PaymentID: id.String(), Transactions: make([]transactionJSON, 0, len(txs))}
 	for _, tx := range txs {
-		tj := transactionJSON{
-			MessageID: tx.MessageID(), Kind: string(tx.Kind()), RefundID: tx.FactID(),
-			Amount: tx.Amount(), Currency: tx.Currency(), OccurredAt: tx.OccurredAt().UTC(),
-		}
-		for _, e := range tx.Entries() {
-			tj.Entries = append(tj.Entries, entryJSON{AccountID: e.Account().String(), Amount: e.Amount(), Currency: e.Currency()})
-		}
-		resp.Transactions = append(resp.Transactions, tj)
+		resp.Transactions = append(resp.Transactions, toTransactionJSON(tx))
 	}
 	httpserver.WriteJSON(w, http.StatusOK, resp)
 }
@@ -192,6 +188,10 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "no entry was ever posted to this account")
 	case errors.Is(err, ledger.ErrPaymentNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
+	case errors.Is(err, bookkeeping.ErrInvalidListQuery):
+		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
+	case errors.Is(err, bookkeeping.ErrUnknownCursor):
+		p = httpserver.NewProblem(http.StatusBadRequest, "unknown-cursor", "starting_after names no entry of this account")
 	default:
 		httpserver.WriteError(w, r, a.log, err)
 		return

@@ -187,6 +187,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 	paths := map[string]string{
 		"GET /accounts/{id}/balance": "/accounts/merchant:mer_1/balance",
 		"GET /payments/{id}/entries": "/payments/" + paymentID + "/entries",
+		"GET /accounts/{id}/entries": "/accounts/merchant:mer_1/entries",
 	}
 	public := map[string]string{ // route → why it needs no token
 		"GET /openapi.yaml": "the contract a client generates its code from",

@@ -84,11 +84,16 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 	}{
 		"POST /payments": {"create", createBody,
 			want{422, "/problems/validation-failed"}, want{201, ""}},
+		"GET /payments": {"list", "",
+			want{400, "/problems/invalid-query-parameter"}, want{200, ""}},
 		"GET /payments/{id}": {"get", "",
 			want{404, "/problems/payment-not-found"}, want{200, ""}},
 		"POST /payments/{id}/refunds": {"refund", `{"amount": 1}`,
 			want{404, "/problems/payment-not-found"}, want{201, ""}},
 	}
+	// The query a route is sent with, if it needs one: the list names
+	// mer_1, which the platform's key must and another merchant's may not.
+	queries := map[string]string{"GET /payments": "?merchant_id=mer_1"}
 	type route struct {
 		name, method, path, body string
 		otherMerchant, ok        want
@@ -105,7 +110,7 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 			continue
 		}
 		method, pattern, _ := strings.Cut(r, " ")
-		routes = append(routes, route{c.name, method, strings.ReplaceAll(pattern, "{id}", owned), c.body, c.otherMerchant, c.ok})
+		routes = append(routes, route{c.name, method, strings.ReplaceAll(pattern, "{id}", owned) + queries[r], c.body, c.otherMerchant, c.ok})
 	}
 	for r := range cases {
 		if !slices.Contains(served, r) {

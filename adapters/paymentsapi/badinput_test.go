@@ -69,7 +69,7 @@ func TestBadInputNeverWritesOrFails(t *testing.T) {
 	}{
 		// Methods and routes.
 		{name: "PUT payments", method: "PUT", path: "/payments", ct: "application/json", body: valid, status: 405, typ: "/problems/method-not-allowed"},
-		{name: "GET payments collection", method: "GET", path: "/payments", status: 405, typ: "/problems/method-not-allowed"},
+		{name: "GET payments with an offset", method: "GET", path: "/payments?merchant_id=mer_1&offset=10", status: 400, typ: "/problems/invalid-query-parameter"},
 		{name: "PATCH payment", method: "PATCH", path: "/payments/" + id, ct: "application/json", body: `{"amount": 1}`, status: 405, typ: "/problems/method-not-allowed"},
 		{name: "GET refunds", method: "GET", path: refunds, status: 405, typ: "/problems/method-not-allowed"},
 		{name: "DELETE refunds", method: "DELETE", path: refunds, status: 405, typ: "/problems/method-not-allowed"},

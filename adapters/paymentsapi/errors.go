@@ -42,6 +42,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 		p = httpserver.NewProblem(http.StatusConflict, "idempotency-key-in-flight",
 			"a request with this Idempotency-Key is still being processed; retry shortly")
+	case errors.Is(err, payments.ErrInvalidListQuery):
+		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
+	case errors.Is(err, payments.ErrUnknownCursor):
+		p = httpserver.NewProblem(http.StatusBadRequest, "unknown-cursor",
+			"starting_after or ending_before names no payment of this list")
 	default:
 		// An outage (503), a client gone, or a fault — among them
 		// access.ErrUnauthenticated, a use case reached without a principal,

@@ -35,6 +35,7 @@ type Service interface {
 	Create(ctx context.Context, c payments.CreatePayment) (payments.Committed, error)
 	Get(ctx context.Context, who access.Principal, id payment.ID) (*payment.Payment, error)
 	Refund(ctx context.Context, c payments.RefundPayment) (payments.Committed, error)
+	List(ctx context.Context, l payments.ListPayments) (payments.Page, error)
 }
 
 // Authenticator turns an API key into whom it acts as (access.Authenticator).
@@ -72,6 +73,7 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 		r.Use(httpserver.RequireBearer(a.authenticate, a.writeError))
 		r.Use(httpserver.RateLimit(cfg.RateLimit, func(r *http.Request) string { return principal(r).KeyID() }, cfg.Metrics))
 		r.Post("/payments", a.createPayment)
+		r.Get("/payments", a.listPayments)
 		r.Get("/payments/{id}", a.getPayment)
 		r.Post("/payments/{id}/refunds", a.refundPayment)
 	})

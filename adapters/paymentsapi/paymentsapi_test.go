@@ -205,8 +205,8 @@ func TestCreateGetRefund(t *testing.T) {
 	if head := do(t, srv, http.MethodHead, "/payments/"+uuid.NewString(), "", ""); head.status != http.StatusNotFound {
 		t.Errorf("HEAD of an unknown payment: %d, want 404", head.status)
 	}
-	if head := do(t, srv, http.MethodHead, "/payments", "", ""); head.status != http.StatusMethodNotAllowed || head.header.Get("Allow") != "POST" {
-		t.Errorf("HEAD /payments: %d Allow %q, want 405 Allow POST", head.status, head.header.Get("Allow"))
+	if head := do(t, srv, http.MethodHead, "/payments/"+id+"/refunds", "", ""); head.status != http.StatusMethodNotAllowed || head.header.Get("Allow") != "POST" {
+		t.Errorf("HEAD /payments/{id}/refunds: %d Allow %q, want 405 Allow POST", head.status, head.header.Get("Allow"))
 	}
 
 	ref := do(t, srv, http.MethodPost, "/payments/"+id+"/refunds", "application/json", `{"amount": 50}`)

@@ -31,4 +31,9 @@ type Reader interface {
 	// first, or ledger.ErrPaymentNotFound when there are none.
 	// Errors: dependency.ErrUnavailable.
 	PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
+	// AccountEntries returns at most q.Limit of q.Account's entries, the
+	// newest (greatest id) first, each with its transaction: those older
+	// than q.After when it is not 0. Errors: ErrUnknownCursor when q.After
+	// is not an entry of q.Account, dependency.ErrUnavailable.
+	AccountEntries(ctx context.Context, q EntryQuery) ([]AccountEntry, error)
 }

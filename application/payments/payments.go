@@ -88,6 +88,11 @@ type Repository interface {
 	// Get returns the payment with id. Errors: payment.ErrNotFound,
 	// dependency.ErrUnavailable.
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
+	// List returns at most q.Limit of q.MerchantID's payments that match
+	// q's filters, newest first (created_at, then id, descending): those
+	// older than q.After, or the q.Limit nearest to q.Before among those
+	// newer than it, or the newest. Errors: dependency.ErrUnavailable.
+	List(ctx context.Context, q PaymentQuery) ([]*payment.Payment, error)
 }
 
 // Change is what an update commits beside the payment's new state.

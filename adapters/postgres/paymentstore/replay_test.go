@@ -17,9 +17,9 @@ import (
 
 // TestEveryFieldSurvivesReplayAndRead: a retry with the same Idempotency-Key
 // is answered from the stored result (storedResult, keys.go), and a read
-// from the payments row (get, repository.go); both must give back every
-// field of the payment (payment.Snapshot) and of the refund (payment.Refund)
-// that the write committed. The fields are found by reflection, so a field
+// and a list from the payments row (get, repository.go; listSQL, list.go);
+// each must give back every field of the payment (payment.Snapshot) and of
+// the refund (payment.Refund) that the write committed. The fields are found by reflection, so a field
 // added to the domain fails here until the stored result and the SQL carry
 // it — and until the sample below sets it, since a field left at its zero
 // value would pass however it is stored.
@@ -77,6 +77,13 @@ func TestEveryFieldSurvivesReplayAndRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameFields(t, "read", latest.Payment.Snapshot(), read.Snapshot())
+
+	// A list reads the rows with a statement of its own (listSQL, list.go).
+	listed, err := svc.List(ctx, payments.ListPayments{Principal: platform, MerchantID: "mer_1", Limit: 1})
+	if err != nil || len(listed.Payments) != 1 {
+		t.Fatalf("list: %v, %v; want the payment", listed, err)
+	}
+	requireSameFields(t, "list (listSQL, list.go)", latest.Payment.Snapshot(), listed.Payments[0].Snapshot())
 }
 
 // requireEveryFieldSet fails for each field of the struct v left at its

@@ -169,6 +169,8 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("an account's entries, a page at a time", func(t *testing.T) { entriesContract(t, open) })
+
 	t.Run("balances per currency, sorted, and per merchant", func(t *testing.T) {
 		s := open(t)
 		post := func(msg, merchant, payer string, amount int64, currency string) {

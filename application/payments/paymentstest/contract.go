@@ -199,6 +199,8 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 			t.Errorf("the first merchant's retry: %+v %v, want its own replay", again, err)
 		}
 	})
+
+	t.Run("list", func(t *testing.T) { listContract(t, newRepo) })
 }
 
 func twelveDigits(n int) string {
