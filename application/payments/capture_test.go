@@ -181,7 +181,12 @@ func TestExpiryCancelsWhatWasNotCapturedInTime(t *testing.T) {
 	var mu sync.Mutex
 	clock, n := t0, 0
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	newID := func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+	newID := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+	}
 	svc := payments.NewService(repo, now, newID, payments.Config{AuthorizationTTL: time.Hour})
 	ctx := context.Background()
 	var ids []payment.ID
@@ -253,7 +258,12 @@ func TestExpiryOnEveryReplicaCancelsOnce(t *testing.T) {
 	repo := paymentstest.NewFakeRepository()
 	var mu sync.Mutex
 	n := 0
-	newID := func() string { mu.Lock(); defer mu.Unlock(); n++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+	newID := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+	}
 	created := payments.NewService(repo, func() time.Time { return t0 }, newID, payments.Config{AuthorizationTTL: time.Hour})
 	ctx := context.Background()
 	for range 20 {

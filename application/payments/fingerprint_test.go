@@ -144,7 +144,10 @@ func TestEveryRequestFieldIsFingerprinted(t *testing.T) {
 	}{
 		{"CreatePayment", create, func(req any) error { _, err := svc.Create(ctx, req.(payments.CreatePayment)); return err }},
 		{"RefundPayment", refund, func(req any) error { _, err := svc.Refund(ctx, req.(payments.RefundPayment)); return err }},
-		{"CapturePayment", capture, func(req any) error { _, err := svc.Capture(ctx, req.(payments.CapturePayment)); return transitioned(err) }},
+		{"CapturePayment", capture, func(req any) error {
+			_, err := svc.Capture(ctx, req.(payments.CapturePayment))
+			return transitioned(err)
+		}},
 		{"CancelPayment", cancel, func(req any) error { _, err := svc.Cancel(ctx, req.(payments.CancelPayment)); return transitioned(err) }},
 	}
 	n := 0
