@@ -138,7 +138,7 @@ func TestTheDatabaseRefusesWhatTheDomainDoes(t *testing.T) {
 		"canceled without a reason":             {string(authorized.Payment.ID()), `status = 'canceled', canceled_at = now()`},
 		"an unknown cancellation reason":        {string(authorized.Payment.ID()), `status = 'canceled', canceled_at = now(), cancellation_reason = 'bored'`},
 		"an automatic payment authorized":       {string(automatic.Payment.ID()), `status = 'authorized'`},
-		"an automatic payment capturing less":   {string(automatic.Payment.ID()), `amount_captured = 50`},
+		"an automatic payment with a deadline":  {string(automatic.Payment.ID()), `capture_before = now()`},
 		"a manual payment without its deadline": {string(authorized.Payment.ID()), `capture_before = NULL`},
 		"an unknown capture method":             {string(automatic.Payment.ID()), `capture_method = 'later'`},
 	} {
