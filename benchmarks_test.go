@@ -4,20 +4,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
-
-// relayCommentsPending are the files whose comments cite the measurements
-// while the relay's restructuring moves them to docs/BENCHMARKS.md. Once
-// they no longer do, delete this list and the skip below.
-var relayCommentsPending = []string{
-	"adapters/postgres/outboxstore/store.go",
-	"application/relay/relay.go",
-	"cmd/payments/config.go",
-	"cmd/payments/relay.go",
-}
 
 // TestProductionCodeCitesNoMeasurements: a comment in production code gives
 // the reason, not a figure, and never points at docs/BENCHMARKS.md — the
@@ -50,9 +39,6 @@ func TestProductionCodeCitesNoMeasurements(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if len(offenders) > 0 && !slices.ContainsFunc(offenders, func(p string) bool { return !slices.Contains(relayCommentsPending, p) }) {
-		t.Skipf("enabled when relay comments move: %s still cite BENCHMARKS", strings.Join(offenders, ", "))
 	}
 	for _, p := range offenders {
 		t.Errorf("%s mentions BENCHMARKS: give the reason in the comment and move the figure to docs/BENCHMARKS.md", p)

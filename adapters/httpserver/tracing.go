@@ -15,8 +15,8 @@ import (
 
 // TraceParentHeader is the response header that carries the W3C traceparent
 // of the request's span when tracing is on, so that a client, or an operator
-// holding a response, can open the request's trace (README, "Follow one
-// payment").
+// holding a response, can open the request's trace (docs/OPERATIONS.md,
+// "Follow one payment through its trace").
 const TraceParentHeader = "traceparent"
 
 // traceRequests returns the middleware that traces every request as a server

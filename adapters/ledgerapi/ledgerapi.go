@@ -72,7 +72,8 @@ func NewHandler(q Queries, tokens Tokens, log *slog.Logger, cfg Config) http.Han
 	return r
 }
 
-// checkToken maps the tokens' verdict to the 401 answers httpserver writes.
+// checkToken checks token against the operator tokens and turns a refusal
+// into the 401 answers httpserver writes: malformed or invalid credentials.
 func checkToken(tokens Tokens, token string) error {
 	if tokens == nil {
 		return httpserver.ErrInvalidCredentials

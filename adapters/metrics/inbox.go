@@ -15,7 +15,7 @@ var (
 
 // Inbox is the inbox processor's series, named like the outbox relay's: the
 // inbox is the outbox's mirror on the consuming side. The age of the oldest
-// pending row is the one to alert on (README, "What to monitor").
+// pending row is the one to alert on (docs/OPERATIONS.md, "What to monitor").
 type Inbox struct {
 	oldestPendingAge prometheus.Gauge
 	pendingRows      prometheus.Gauge

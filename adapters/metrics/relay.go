@@ -16,7 +16,7 @@ import (
 var _ relay.Metrics = (*Relay)(nil)
 
 // Relay is the outbox relay's series. The age of the oldest PENDING row is the
-// one to alert on (README, "What to monitor").
+// one to alert on (docs/OPERATIONS.md, "What to monitor").
 type Relay struct {
 	oldestPendingAge prometheus.Gauge
 	pendingRows      prometheus.Gauge

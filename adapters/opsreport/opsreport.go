@@ -1,6 +1,6 @@
 // Package opsreport renders what the operator commands print (payments
-// outbox stats and partitions, payments apikey list, ledger inbox stats) as
-// aligned text tables:
+// outbox stats and partitions, payments apikey list, ledger inbox stats, dlq
+// redrive and reconcile), the tables among it aligned:
 // presentation, kept out of cmd's wiring and out of the stores, which return
 // data. The cmd tests pin the output.
 package opsreport
@@ -14,7 +14,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
@@ -137,4 +139,31 @@ func InboxStats(out io.Writer, st inbox.Stats) error {
 	fmt.Fprintf(w, "parked\t%d\n", st.Parked)
 	fmt.Fprintf(w, "unhandled\t%d\t(of types this version does not apply, kept for one that does)\n", st.Unhandled)
 	return w.Flush()
+}
+
+// Redrive prints what `ledger dlq redrive` did: how it moved the messages
+// (rep.Mode), how many went back to queueURL, and how many a failed send
+// left in the DLQ.
+func Redrive(out io.Writer, rep sqs.RedriveReport, queueURL string) error {
+	fmt.Fprintf(out, "redrive (%s): %d messages moved back to %s", rep.Mode, rep.Moved, queueURL)
+	if rep.SendFailed > 0 {
+		fmt.Fprintf(out, ", %d left in the DLQ (send failed)", rep.SendFailed)
+	}
+	_, err := fmt.Fprintln(out)
+	return err
+}
+
+// Divergences prints what `ledger reconcile` found: a DIVERGENCE line for
+// each, or one line saying the ledger matches the payments database.
+func Divergences(out io.Writer, divs []bookkeeping.Divergence) error {
+	for _, d := range divs {
+		if _, err := fmt.Fprintln(out, "DIVERGENCE", d); err != nil {
+			return err
+		}
+	}
+	if len(divs) == 0 {
+		_, err := fmt.Fprintln(out, "ok: the ledger matches the payments database")
+		return err
+	}
+	return nil
 }

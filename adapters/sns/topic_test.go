@@ -120,3 +120,14 @@ func TestTopicWatchReportsTheLastAnswer(t *testing.T) {
 		t.Errorf("closed port: err = %v, Status = %q, want an error and unreachable", err, down.Status())
 	}
 }
+
+func TestTopicName(t *testing.T) {
+	for arn, want := range map[string]string{
+		"arn:aws:sns:us-east-1:000000000000:payments-events":      "payments-events",
+		"arn:aws:sns:us-east-1:000000000000:payments-events.fifo": "payments-events.fifo",
+	} {
+		if got := sns.TopicName(arn); got != want {
+			t.Errorf("TopicName(%q) = %q, want %q", arn, got, want)
+		}
+	}
+}

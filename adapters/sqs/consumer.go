@@ -147,12 +147,14 @@ func NewConsumer(api API, h Handler, cfg Config) *Consumer {
 // visibility timeout and charges them a receive nobody used. A few restarts
 // would push a good message past the queue's maxReceiveCount into the DLQ.
 func (c *Consumer) Run(ctx context.Context) error {
-	// cut ends the handling of a stop; nothing else cancels it.
-	cut, cutNow := context.WithCancel(context.WithoutCancel(ctx))
-	defer cutNow()
+	// handling is the context the messages are applied on, detached from
+	// ctx: a stop lets it run, and only abandon, when the stop's budget runs
+	// out, ends it.
+	handling, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	defer abandon()
 	var loops, timer sync.WaitGroup
 	for w := range c.cfg.Workers {
-		loops.Go(func() { c.loop(ctx, cut, w) })
+		loops.Go(func() { c.loop(ctx, handling, w) })
 	}
 	finished := make(chan struct{})
 	timer.Go(func() {
@@ -167,7 +169,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		case <-finished:
 		case <-t.C:
 			c.cfg.Log.Warn("shutdown timeout reached: releasing the messages not applied yet", "shutdown_timeout", c.cfg.ShutdownTimeout)
-			cutNow()
+			abandon()
 		}
 	})
 	loops.Wait()
@@ -177,7 +179,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 }
 
 // loop is one worker: it checks for a stop before each receive, never during one.
-func (c *Consumer) loop(ctx, cut context.Context, worker int) {
+func (c *Consumer) loop(ctx, handling context.Context, worker int) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		out, err := c.receive(ctx)
@@ -196,7 +198,7 @@ func (c *Consumer) loop(ctx, cut context.Context, worker int) {
 		}
 		backoff = time.Second
 		if len(out.Messages) > 0 {
-			c.handleBatch(ctx, cut, out.Messages)
+			c.handleBatch(ctx, handling, out.Messages)
 		}
 	}
 }
@@ -220,20 +222,21 @@ func (c *Consumer) receive(ctx context.Context) (*awssqs.ReceiveMessageOutput, e
 type verdict int
 
 const (
-	ack     verdict = iota // committed: delete it
-	retry                  // failed: left hidden until the visibility timeout, then redelivered
-	expired                // like retry, but its handler ran out of HandlerTimeout: the batch is cut
-	poison                 // can never apply: already made visible, on its way to the DLQ
-	cutOff                 // rolled back because the stop's budget ran out: release it
+	ack       verdict = iota // committed: delete it
+	retry                    // failed: left hidden until the visibility timeout, then redelivered
+	expired                  // like retry, but its handler ran out of HandlerTimeout: the rest of the batch is released
+	poison                   // can never apply: already made visible, on its way to the DLQ
+	abandoned                // rolled back because the stop's budget ran out: release it
 )
 
 // handleBatch applies the messages one by one, deletes those that committed
 // and releases those it did not apply. Work runs on contexts detached from
 // ctx, so that a stop never interrupts a commit half way and the batch that
-// a receive returns during a stop is applied like any other. Only cut (the
-// end of a stop's budget) or a handler timeout ends a batch early; the rest
-// of it is released rather than left hidden for the visibility timeout.
-func (c *Consumer) handleBatch(ctx, cut context.Context, msgs []types.Message) {
+// a receive returns during a stop is applied like any other. Only the end of
+// handling (a stop's budget ran out) or a handler timeout ends a batch early;
+// the rest of it is released rather than left hidden for the visibility
+// timeout.
+func (c *Consumer) handleBatch(ctx, handling context.Context, msgs []types.Message) {
 	work := context.WithoutCancel(ctx)
 	inflight := newPending(msgs)
 	stopKeep := make(chan struct{})
@@ -242,15 +245,15 @@ func (c *Consumer) handleBatch(ctx, cut context.Context, msgs []types.Message) {
 
 	var acks, unapplied []types.Message
 	next := 0
-	for next < len(msgs) && cut.Err() == nil {
+	for next < len(msgs) && handling.Err() == nil {
 		m := msgs[next]
 		next++
-		v := c.handle(cut, m)
+		v := c.handle(handling, m)
 		inflight.done(aws.ToString(m.MessageId))
 		switch v {
 		case ack:
 			acks = append(acks, m)
-		case cutOff:
+		case abandoned:
 			unapplied = append(unapplied, m)
 		}
 		if v == expired {
@@ -272,13 +275,13 @@ const attrType = "type"
 
 // handle applies one message and says what to do with it, in a span that
 // continues the producer's trace.
-func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
-	cut = tracing.Extract(cut, messageAttr(m, tracing.TraceParent), messageAttr(m, tracing.TraceState))
+func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict) {
+	handling = tracing.Extract(handling, messageAttr(m, tracing.TraceParent), messageAttr(m, tracing.TraceState))
 	name := "process message"
 	if typ := messageAttr(m, attrType); typ != "" {
 		name = "process " + typ
 	}
-	cut, span := c.tracer.Start(cut, name,
+	handling, span := c.tracer.Start(handling, name,
 		trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "aws_sqs"),
@@ -292,7 +295,7 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 		}
 		span.End()
 	}()
-	hctx, cancel := context.WithTimeout(cut, c.cfg.HandlerTimeout)
+	hctx, cancel := context.WithTimeout(handling, c.cfg.HandlerTimeout)
 	res, err := c.h.Receive(hctx, []byte(aws.ToString(m.Body)))
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -303,17 +306,17 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 	switch {
 	case errors.Is(err, inbox.ErrMalformed), errors.Is(err, inbox.ErrInvalidEvent):
 		c.cfg.Metrics.failures.WithLabelValues("poison").Inc()
-		log.WarnContext(cut, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
+		log.WarnContext(handling, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
 		// It will fail the same way every time: make it visible again at
 		// once so it reaches maxReceiveCount (and the DLQ) quickly.
-		c.makeVisible(context.WithoutCancel(cut), m)
+		c.makeVisible(context.WithoutCancel(handling), m)
 		return poison
-	case err != nil && cut.Err() != nil:
-		log.InfoContext(cut, "message rolled back at the end of the shutdown timeout; releasing it", "event_id", res.MessageID, "err", err)
-		return cutOff
+	case err != nil && handling.Err() != nil:
+		log.InfoContext(handling, "message rolled back at the end of the shutdown timeout; releasing it", "event_id", res.MessageID, "err", err)
+		return abandoned
 	case err != nil:
 		c.cfg.Metrics.failures.WithLabelValues("error").Inc()
-		log.ErrorContext(cut, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", err)
+		log.ErrorContext(handling, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", err)
 		if timedOut {
 			return expired
 		}
@@ -327,13 +330,13 @@ func (c *Consumer) handle(cut context.Context, m types.Message) (v verdict) {
 	switch res.Disposition {
 	case inbox.Duplicate:
 		c.cfg.Metrics.duplicates.Inc()
-		log.DebugContext(cut, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
+		log.DebugContext(handling, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
 	case inbox.Ignored:
-		log.InfoContext(cut, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
+		log.InfoContext(handling, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
 	case inbox.Recorded:
-		log.DebugContext(cut, "recorded for the inbox processor", "event_id", res.MessageID, "type", res.Type)
+		log.DebugContext(handling, "recorded for the inbox processor", "event_id", res.MessageID, "type", res.Type)
 	case inbox.Parked:
-		log.ErrorContext(cut, "message parked in the inbox (the row holds the reason) and acknowledged; `ledger inbox retry` applies it again once the cause is fixed",
+		log.ErrorContext(handling, "message parked in the inbox (the row holds the reason) and acknowledged; `ledger inbox retry` applies it again once the cause is fixed",
 			"event_id", res.MessageID, "type", res.Type)
 	case inbox.Applied:
 		if !res.EventTime.IsZero() {

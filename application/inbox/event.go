@@ -112,7 +112,7 @@ func Decode(body []byte) (Event, error) {
 }
 
 // Version is the version of the event's data: the one its dataschema names
-// (…/<type>/v<N>.json, README "Contracts"), or, from a producer that
+// (…/<type>/v<N>.json, docs/CONTRACTS.md "Events"), or, from a producer that
 // predates dataschema, its dataversion. Producers still send dataversion so
 // that consumers which read only it keep working during a rolling deploy;
 // when an event has both, they must agree.

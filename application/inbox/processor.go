@@ -132,8 +132,8 @@ func (p *Processor[R, E]) Wake() { p.loop.Wake() }
 func (p *Processor[R, E]) Run(ctx context.Context) error { return p.loop.Run(ctx) }
 
 // Step claims one batch, applies it and commits. It returns how many rows it
-// claimed. Exported so that tests, benchmarks and `ledger inbox process
-// --once` drive the processor one batch at a time.
+// claimed. Exported so that tests and benchmarks drive the processor one
+// batch at a time.
 func (p *Processor[R, E]) Step(ctx context.Context) (int, error) {
 	// ctx only stops the next claim: a batch in hand commits (bounded by
 	// BatchTimeout), so a stop does not throw away work already done.
@@ -170,6 +170,23 @@ func (p *Processor[R, E]) Step(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Drain steps until a claim finds nothing due or ctx ends, and returns how
+// many rows it claimed in all: one pass over what is due now, for `ledger
+// inbox process --once`.
+func (p *Processor[R, E]) Drain(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := p.Step(ctx)
+		if err != nil {
+			return total, err
+		}
+		total += n
+		if n == 0 || ctx.Err() != nil {
+			return total, nil
+		}
+	}
 }
 
 // stepOne applies row m in a transaction of its own; if that commit fails

@@ -41,6 +41,12 @@ var (
 // MaxKeyLen bounds an Idempotency-Key.
 const MaxKeyLen = 255
 
+// KeyTTL is how long an Idempotency-Key is honoured: the keys older than
+// this are deleted, and a retry after that creates a new payment. Clients
+// are promised at least 24 h (docs/RUNBOOK.md), and KeyTTL keeps a wide
+// margin past it.
+const KeyTTL = 48 * time.Hour
+
 // IdempotencyKey identifies a client's retries of one request. Keys are
 // scoped to Merchant, the merchant the request acts for: two merchants may
 // use the same Key without colliding, and neither ever sees the other's

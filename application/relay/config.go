@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"os"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +14,8 @@ type Config struct {
 	PollInterval time.Duration // safety-net poll when no wake-up arrives; default 1s
 	// Workers is how many claim loops run at once. Each holds one database
 	// connection while its batch is published, so several keep the broker busy
-	// while one waits on the database. Default 4.
+	// while one waits on the database. Default 4; WorkersFor sizes it to a
+	// shared pool.
 	Workers     int
 	BackoffBase time.Duration // delay after the first failure; default 1s
 	BackoffMax  time.Duration // ceiling of the delay; default 5m
@@ -26,8 +28,11 @@ type Config struct {
 	// of its aggregate behind it until it is published or DEAD; other
 	// aggregates go on.
 	Ordered bool
-	// Owner names this replica in the leases; default a random UUID, unique
-	// per Relay. Two relays must never share one.
+	// Owner names this replica in the leases. Two relays must never share
+	// one. Default: the host name (a container's is its id, a pod's its
+	// name), so that `payments outbox partitions` says which replica holds
+	// what, and a random suffix, so that two relays on one host never share
+	// leases.
 	Owner string
 	// LeaseDuration is how long a lease lasts without renewal: the longest a
 	// crashed replica's partitions wait before another replica takes them.
@@ -54,7 +59,7 @@ func (c Config) withDefaults() Config {
 		c.PollInterval = time.Second
 	}
 	if c.Workers <= 0 {
-		c.Workers = 4
+		c.Workers = defaultWorkers
 	}
 	if c.BackoffBase <= 0 {
 		c.BackoffBase = time.Second
@@ -72,7 +77,7 @@ func (c Config) withDefaults() Config {
 		c.ActiveClaims = 2
 	}
 	if c.Owner == "" {
-		c.Owner = uuid.NewString()
+		c.Owner = hostOwner()
 	}
 	if c.LeaseDuration <= 0 {
 		c.LeaseDuration = 15 * time.Second
@@ -81,4 +86,27 @@ func (c Config) withDefaults() Config {
 		c.Heartbeat = c.LeaseDuration / 3
 	}
 	return c
+}
+
+// defaultWorkers is Config.Workers's default, and the most WorkersFor gives:
+// the workers are there to keep the broker busy while one of them waits on
+// the database, and a few do that.
+const defaultWorkers = 4
+
+// WorkersFor is Config.Workers for a relay that shares a pool of maxConns
+// connections with other work (the API's requests): each worker holds a
+// connection while its batch is at the broker, so the relay takes at most
+// half the pool and the other work always finds a connection during a
+// backlog.
+func WorkersFor(maxConns int) int {
+	return min(defaultWorkers, max(1, maxConns/2))
+}
+
+// hostOwner is the default Config.Owner: the host name and a random suffix.
+func hostOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "relay"
+	}
+	return host + "-" + uuid.NewString()[:8]
 }

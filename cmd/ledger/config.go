@@ -11,8 +11,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
 
-// config is the ledger service's whole configuration (the README's
-// Configuration table), read once from the environment at start-up. Nothing
+// config is the ledger service's whole configuration (the table in
+// docs/CONFIGURATION.md), read once from the environment at start-up. Nothing
 // else reads the environment.
 type config struct {
 	lifecycle.Common

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
@@ -37,15 +34,12 @@ const gaugeInterval = 15 * time.Second
 // They need the database only, not the broker. The arguments are read
 // before the configuration, so -h needs none.
 func runInbox(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := cli.NewFlagSet("ledger inbox process [--once] | stats | retry --id ID | --all-parked",
-			"Run the inbox processor, inspect the inbox's backlog, or put parked rows back.", out)
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("inbox: %w", err)
-		}
-		return errors.New("inbox: want a subcommand: process, stats, or retry --id ID | --all-parked")
+	sub, args, err := cli.Subcommand("inbox", args, "ledger inbox process [--once] | stats | retry --id ID | --all-parked",
+		"Run the inbox processor, inspect the inbox's backlog, or put parked rows back.",
+		"process, stats, or retry --id ID | --all-parked", out)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
 	switch sub {
 	case "process":
 		fs := cli.NewFlagSet("ledger inbox process [--once]",
@@ -73,7 +67,7 @@ func runInbox(ctx context.Context, args []string, getenv func(string) string, ou
 	case "retry":
 		fs := cli.NewFlagSet("ledger inbox retry --id ID [--id ID ...] | --all-parked",
 			"Put parked inbox rows back with a fresh set of attempts; a running processor applies them at its next claim.", out)
-		var ids idList
+		var ids cli.UUIDs
 		fs.Var(&ids, "id", "retry the parked row with this message id (repeatable)")
 		all := fs.Bool("all-parked", false, "retry every parked row")
 		if err := cli.Parse(fs, args); err != nil {
@@ -101,22 +95,6 @@ func runInbox(ctx context.Context, args []string, getenv func(string) string, ou
 		return fmt.Errorf("inbox: unknown subcommand %q (want process, stats or retry)", sub)
 	}
 }
-
-// idList is a repeatable --id flag of message ids.
-type idList []string
-
-func (l *idList) String() string { return strings.Join(*l, ",") }
-
-func (l *idList) Set(v string) error {
-	id, err := uuid.Parse(v)
-	if err != nil {
-		return fmt.Errorf("%q is not a UUID", v)
-	}
-	*l = append(*l, id.String())
-	return nil
-}
-
-var _ flag.Value = (*idList)(nil)
 
 func openLedger(ctx context.Context, getenv func(string) string) (*ledgerstore.Store, func(), error) {
 	cfg, err := loadConfig(getenv, false)
@@ -158,16 +136,9 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	}
 	if once {
 		proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, cfg.processorConfig())
-		total := 0
-		for {
-			n, err := proc.Step(ctx)
-			if err != nil {
-				return err
-			}
-			total += n
-			if n == 0 || ctx.Err() != nil {
-				break
-			}
+		total, err := proc.Drain(ctx)
+		if err != nil {
+			return err
 		}
 		fmt.Fprintf(out, "inbox process --once: %d row(s) claimed\n", total)
 		return nil

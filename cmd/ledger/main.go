@@ -20,6 +20,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
+	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
@@ -50,7 +51,7 @@ const usage = `usage: ledger [command]
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'ledger COMMAND -h' prints a command's usage. Configuration is read from the
-environment: see README.md.
+environment: see docs/CONFIGURATION.md.
 `
 
 func main() {
@@ -271,12 +272,8 @@ func redrive(ctx context.Context, getenv func(string) string, out io.Writer) err
 		return err
 	}
 	rep, err := sqs.Redrive(ctx, client, cfg.DLQURL, cfg.QueueURL, newLogger(io.Discard, cfg.LogLevel))
-	fmt.Fprintf(out, "redrive (%s): %d messages moved back to %s", rep.Mode, rep.Moved, cfg.QueueURL)
-	if rep.SendFailed > 0 {
-		fmt.Fprintf(out, ", %d left in the DLQ (send failed)", rep.SendFailed)
-	}
-	fmt.Fprintln(out)
-	return err
+	// What was moved is printed even when the redrive stopped part way.
+	return errors.Join(opsreport.Redrive(out, rep, cfg.QueueURL), err)
 }
 
 func reconcile(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
@@ -313,12 +310,11 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	if err != nil {
 		return err
 	}
-	for _, d := range divs {
-		fmt.Fprintln(out, "DIVERGENCE", d)
+	if err := opsreport.Divergences(out, divs); err != nil {
+		return err
 	}
 	if len(divs) > 0 {
 		return fmt.Errorf("%w: %d divergences", errDivergence, len(divs))
 	}
-	fmt.Fprintln(out, "ok: the ledger matches the payments database")
 	return nil
 }

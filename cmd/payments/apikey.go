@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
 // runAPIKey runs the API key commands:
@@ -25,14 +24,11 @@ import (
 // create prints the key once; the database keeps its hash only. The
 // arguments are read before the configuration, so -h needs none.
 func runAPIKey(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := cli.NewFlagSet("payments apikey create | list | revoke", "Create, list or revoke API keys.", out)
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("apikey: %w", err)
-		}
-		return errors.New("apikey: want a subcommand: create, list or revoke")
+	sub, args, err := cli.Subcommand("apikey", args, "payments apikey create | list | revoke", "Create, list or revoke API keys.",
+		"create, list or revoke", out)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
 	switch sub {
 	case "create":
 		fs := cli.NewFlagSet("payments apikey create --merchant ID | --platform --name NAME [--key KEY]",
@@ -46,7 +42,7 @@ func runAPIKey(ctx context.Context, getenv func(string) string, args []string, o
 		if err := cli.Parse(fs, args); err != nil {
 			return fmt.Errorf("apikey create: %w", err)
 		}
-		env, err := access.ParseEnv(envOr(getenv, "API_KEY_ENV", "test"))
+		env, err := access.ParseEnv(envconfig.New(getenv).String("API_KEY_ENV", "test"))
 		if err != nil {
 			return fmt.Errorf("API_KEY_ENV: %w", err)
 		}
@@ -105,20 +101,9 @@ func runAPIKey(ctx context.Context, getenv func(string) string, args []string, o
 }
 
 func openKeys(ctx context.Context, getenv func(string) string) (*access.Keys, func(), error) {
-	cfg, err := loadConfig(getenv, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	_, pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}
 	return access.NewKeys(apikeystore.New(pool), time.Now), pool.Close, nil
-}
-
-func envOr(getenv func(string) string, name, def string) string {
-	if v := strings.TrimSpace(getenv(name)); v != "" {
-		return v
-	}
-	return def
 }

@@ -33,7 +33,7 @@ func readComposeService(t *testing.T) composeService {
 }
 
 // sdkVariables are read by the AWS SDK's default credential chain, not by our
-// loader (README, Configuration: AWS credentials come from the SDK's default
+// loader (docs/CONFIGURATION.md: AWS credentials come from the SDK's default
 // chain).
 // The OTEL_* ones are OpenTelemetry's standard variables, which its SDK
 // reads.

@@ -3,16 +3,16 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
 
-// config is the payments service's whole configuration (README,
-// Configuration), read once from the environment at start-up. Nothing else reads the environment.
+// config is the payments service's whole configuration (docs/CONFIGURATION.md),
+// read once from the environment at start-up. Nothing else reads the environment.
 type config struct {
 	lifecycle.Common
 	TopicARN string
@@ -72,7 +72,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	}
 	// Ordered by default when the topic is FIFO: a FIFO topic is asked for
 	// order, and unordered publishing would give it up.
-	fifo := strings.HasSuffix(cfg.TopicARN, ".fifo")
+	fifo := sns.IsFIFO(cfg.TopicARN)
 	switch o := e.String("OUTBOX_ORDERING", ""); o {
 	case "":
 		cfg.OutboxOrdered = fifo
@@ -95,10 +95,10 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 }
 
 // defaultPoolSize is the serving pool's size unless DATABASE_URL says
-// pool_max_conns. pgx's default, the number of CPUs but at least 4, is too
-// small for this service: each in-flight request holds a connection for its
-// write, and the relay's workers (up to 4) hold one each while their batch is
-// at the broker, the LISTEN session and the notifier one more each, so with
-// pgx's default requests queue for connections. Idle connections cost
+// pool_max_conns. pgx's default follows the number of CPUs, which says nothing
+// of this service's needs: each in-flight request holds a connection for its
+// write, each relay worker holds one while its batch is at the broker, and the
+// LISTEN session and the notifier hold one more each, so a pool sized to the
+// CPUs would make requests queue for connections. Idle connections cost
 // Postgres little.
 const defaultPoolSize = 32

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
@@ -22,6 +23,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
@@ -46,7 +48,7 @@ const usage = `usage: payments [command]
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'payments COMMAND -h' prints a command's usage. Configuration is read from
-the environment: see README.md.
+the environment: see docs/CONFIGURATION.md.
 `
 
 func main() {
@@ -100,12 +102,19 @@ func newLogger(out io.Writer, level slog.Level) *slog.Logger {
 	return lifecycle.NewLogger(out, level, "payments")
 }
 
-func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+// openDatabase reads the configuration of a command that needs the database
+// only (migrate, outbox, apikey) and opens it; the caller closes the pool.
+func openDatabase(ctx context.Context, getenv func(string) string) (config, *pgxpool.Pool, error) {
 	cfg, err := loadConfig(getenv, false)
 	if err != nil {
-		return err
+		return cfg, nil, err
 	}
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	return cfg, pool, err
+}
+
+func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return err
 	}
@@ -157,7 +166,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
 	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
 	api := paymentsapi.NewHandler(svc, auth, log, paymentsapi.Config{RateLimit: cfg.APIRateLimit, Metrics: httpMetrics, TracerProvider: tp.Provider})
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: pool.Ping, Status: b.status, Metrics: httpMetrics, Gatherer: reg})
+	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: pool.Ping, Status: b.Status, Metrics: httpMetrics, Gatherer: reg})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
 	if err != nil {
 		return err
@@ -176,7 +185,21 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	g.Go(func() error { return auth.Run(gctx, log) })
 	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() { log.Info("shutting down") })
-	if err := startBackground(gctx, g, cfg, pool, svc, b, log, reg, tp.Provider); err != nil {
+	// Beside the API, on every replica: the idempotency-key cleanup, the
+	// expiry of authorizations and the outbox relay.
+	g.Go(func() error {
+		return retention.Run(gctx, retention.Job{
+			Name: "idempotency keys", Delete: paymentstore.New(pool).DeleteKeysBefore,
+			Retention: payments.KeyTTL, Every: time.Hour, Batch: 1000,
+		}, time.Now, log)
+	})
+	// The expiry cancels through svc, the API's own write path (decorated as
+	// the API's is: the relays woken, the writes traced), so its
+	// payment.canceled events leave through the outbox like any other.
+	expiry := payments.NewExpiry(svc, paymentstore.New(pool).ExpiredAuthorizations, log,
+		payments.ExpiryConfig{Interval: cfg.AuthorizationExpiryInterval})
+	g.Go(func() error { return expiry.Run(gctx) })
+	if err := startRelay(gctx, g, cfg, pool, b, log, reg, tp.Provider); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
 		_ = g.Wait()
 		return err

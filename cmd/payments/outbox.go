@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 )
@@ -29,15 +27,12 @@ import (
 // does the publishing. The arguments are read before the configuration, so
 // -h needs none.
 func runOutbox(ctx context.Context, getenv func(string) string, args []string, out io.Writer) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fs := cli.NewFlagSet("payments outbox stats | requeue --id ID | --all | partitions [--set N]",
-			"Inspect the outbox, put DEAD rows back to PENDING, or change its partition count.", out)
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("outbox: %w", err)
-		}
-		return errors.New("outbox: want a subcommand: stats, requeue --id ID | --all, or partitions [--set N]")
+	sub, args, err := cli.Subcommand("outbox", args, "payments outbox stats | requeue --id ID | --all | partitions [--set N]",
+		"Inspect the outbox, put DEAD rows back to PENDING, or change its partition count.",
+		"stats, requeue --id ID | --all, or partitions [--set N]", out)
+	if err != nil {
+		return err
 	}
-	sub, args := args[0], args[1:]
 	switch sub {
 	case "stats":
 		fs := cli.NewFlagSet("payments outbox stats", "Print the pending and dead rows and the oldest pending age, in all and per event type.", out)
@@ -92,7 +87,7 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 		return nil
 	case "partitions":
 		fs := cli.NewFlagSet("payments outbox partitions [--set N]",
-			"Print the partition count and which relay replica holds each partition; with --set, change the count while the service runs (README, \"Changing the partition count\").", out)
+			"Print the partition count and which relay replica holds each partition; with --set, change the count while the service runs (docs/ORDERING.md, \"Changing the partition count\").", out)
 		set := fs.Int("set", 0, fmt.Sprintf("the new partition count, 1 to %d", outboxstore.MaxPartitions))
 		if err := cli.Parse(fs, args); err != nil {
 			return fmt.Errorf("outbox partitions: %w", err)
@@ -125,11 +120,7 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 }
 
 func openOutbox(ctx context.Context, getenv func(string) string) (*outboxstore.Store, func(), error) {
-	cfg, err := loadConfig(getenv, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	_, pool, err := openDatabase(ctx, getenv)
 	if err != nil {
 		return nil, nil, err
 	}

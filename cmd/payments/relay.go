@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -38,43 +35,23 @@ const (
 	// rows past OUTBOX_RETENTION: small transactions, often enough to keep up.
 	outboxCleanupEvery = 10 * time.Minute
 	outboxCleanupBatch = 1000
-	// topicCheckTimeout bounds the start-up check of PAYMENTS_TOPIC_ARN, and
-	// topicCheckEvery paces the checks after it that /readyz reports.
-	topicCheckTimeout = 5 * time.Second
-	topicCheckEvery   = 30 * time.Second
+	// topicCheckEvery paces the checks of PAYMENTS_TOPIC_ARN after the one
+	// at start-up (sns.OpenBroker), which /readyz reports.
+	topicCheckEvery = 30 * time.Second
 )
 
-// broker is what the relay publishes with and the watch on its topic.
-type broker struct {
-	publisher *sns.Publisher
-	topic     *sns.TopicWatch
-}
-
-// openBroker builds the SNS client and checks PAYMENTS_TOPIC_ARN once, before
-// anything serves. A topic SNS says does not exist stops start-up: every event
-// would be retried until DEAD while the service looked healthy. A broker that
-// does not answer does not stop it: payments keeps taking payments while the
-// broker is away (the outbox holds the events), and the watch keeps checking.
-func openBroker(ctx context.Context, cfg config, log *slog.Logger) (broker, error) {
-	client, err := sns.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
-	if err != nil {
-		return broker{}, fmt.Errorf("outbox relay: %w", err)
-	}
-	b := broker{
-		publisher: sns.NewPublisher(client, cfg.TopicARN, publishCallsInFlight),
-		topic:     sns.NewTopicWatch(client, cfg.TopicARN, log.With("component", "outbox-relay")),
-	}
-	cctx, cancel := context.WithTimeout(ctx, topicCheckTimeout)
-	defer cancel()
-	if err := b.topic.Check(cctx); errors.Is(err, sns.ErrTopicNotFound) {
-		return broker{}, fmt.Errorf("PAYMENTS_TOPIC_ARN: %w; create the topic first (localstack/init-aws.sh does) or correct the ARN", err)
+// openBroker opens the relay's SNS topic, checked once before anything
+// serves: a topic SNS says does not exist stops start-up, a broker that does
+// not answer does not (sns.OpenBroker).
+func openBroker(ctx context.Context, cfg config, log *slog.Logger) (sns.Broker, error) {
+	b, err := sns.OpenBroker(ctx, cfg.AWSRegion, cfg.AWSEndpointURL, cfg.TopicARN, publishCallsInFlight, log.With("component", "outbox-relay"))
+	switch {
+	case errors.Is(err, sns.ErrTopicNotFound):
+		return b, fmt.Errorf("PAYMENTS_TOPIC_ARN: %w; create the topic first (localstack/init-aws.sh does) or correct the ARN", err)
+	case err != nil:
+		return b, fmt.Errorf("outbox relay: %w", err)
 	}
 	return b, nil
-}
-
-// status is what /readyz reports of the broker: the last check of the topic.
-func (b broker) status() map[string]string {
-	return map[string]string{"sns_topic": b.topic.Status()}
 }
 
 // startRelay starts the outbox relay beside the API, every goroutine owned by g
@@ -87,21 +64,20 @@ func (b broker) status() map[string]string {
 //
 // With tp set, each claimed batch and each row's publish is traced
 // (tracing.Relay).
-func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
+func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b sns.Broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
 	relayMetrics, err := metrics.NewRelay(reg)
 	if err != nil {
 		return fmt.Errorf("outbox relay metrics: %w", err)
 	}
 	log = log.With("component", "outbox-relay")
 	store := outboxstore.New(pool)
-	r := relay.New(tracing.Relay(store, tp, topicName(cfg.TopicARN)), b.publisher, log, relayMetrics, time.Now, relay.Config{
+	r := relay.New(tracing.Relay(store, tp, sns.TopicName(cfg.TopicARN)), b.Publisher, log, relayMetrics, time.Now, relay.Config{
 		BatchSize:      cfg.OutboxBatchSize,
 		MaxAttempts:    cfg.OutboxMaxAttempts,
 		PollInterval:   cfg.OutboxPollInterval,
-		Workers:        relayWorkers(pool),
+		Workers:        relay.WorkersFor(int(pool.Config().MaxConns)),
 		PublishTimeout: relayBatchTimeout,
 		Ordered:        cfg.OutboxOrdered,
-		Owner:          relayOwner(),
 		LeaseDuration:  cfg.OutboxLeaseDuration,
 		ActiveClaims:   cfg.OutboxActiveClaims,
 	})
@@ -109,7 +85,7 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims)
 
 	g.Go(func() error { return r.Run(ctx) })
-	g.Go(func() error { return b.topic.Run(ctx, topicCheckEvery) })
+	g.Go(func() error { return b.Topic.Run(ctx, topicCheckEvery) })
 	if cfg.OutboxNotify {
 		g.Go(func() error { return outboxstore.ListenRebalance(ctx, pool, log, r.Wake, r.Rebalance) })
 	}
@@ -121,30 +97,4 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 	})
 	g.Go(func() error { return relay.RefreshGauges(ctx, store, relayMetrics, outboxStatsEvery, log) })
 	return nil
-}
-
-// relayOwner names this replica in the outbox's leases: the host name (a
-// container's is its id, a pod's its name), so `payments outbox stats` says
-// which replica holds what, and a random suffix, so two processes on one
-// host never share leases.
-func relayOwner() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "relay"
-	}
-	return host + "-" + uuid.NewString()[:8]
-}
-
-// relayWorkers sizes the relay to the pool it shares with the API: each worker
-// holds a connection while its batch is at the broker, so the relay takes at most
-// half the pool, and HTTP requests always find a connection during a backlog.
-// At most four, the relay's default: the workers are there to keep the broker
-// busy while one of them waits on the database, and a few do that.
-func relayWorkers(pool *pgxpool.Pool) int {
-	return min(4, max(1, int(pool.Config().MaxConns)/2))
-}
-
-// topicName is the name part of an SNS topic ARN (arn:aws:sns:region:account:name).
-func topicName(arn string) string {
-	return arn[strings.LastIndex(arn, ":")+1:]
 }

@@ -1,5 +1,5 @@
 // Command faultsuite breaks the payments system on purpose and checks that
-// nothing is lost and nothing is posted twice, as the README's "Failure
+// nothing is lost and nothing is posted twice, as docs/PATTERN.md's "Failure
 // windows" section promises.
 //
 // Each run builds the real payments and ledger binaries, starts two replicas

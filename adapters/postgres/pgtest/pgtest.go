@@ -67,7 +67,7 @@ func URL(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("pgtest: CI is set but no Postgres is available: %s", skipWhy)
 		}
-		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL or start Docker (README, Tests)", skipWhy)
+		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL or start Docker (docs/TESTING.md)", skipWhy)
 	}
 	return serverURL
 }

@@ -5,9 +5,13 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/google/uuid"
 )
 
 // NewFlagSet returns the flag set of one subcommand. synopsis is its usage
@@ -47,5 +51,38 @@ func NoArgs(cmd string, args []string, synopsis, doc string, out io.Writer) erro
 	if err := Parse(NewFlagSet(synopsis, doc, out), args); err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
+	return nil
+}
+
+// Subcommand splits the arguments of command group (e.g. "outbox") into its
+// subcommand and that subcommand's arguments. Without a subcommand, -h
+// prints the group's synopsis and doc and returns flag.ErrHelp; anything
+// else is an error saying which subcommands it wants. An error is prefixed
+// with group.
+func Subcommand(group string, args []string, synopsis, doc, want string, out io.Writer) (string, []string, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if err := NewFlagSet(synopsis, doc, out).Parse(args); err != nil {
+			return "", nil, fmt.Errorf("%s: %w", group, err)
+		}
+		return "", nil, errors.New(group + ": want a subcommand: " + want)
+	}
+	return args[0], args[1:], nil
+}
+
+// UUIDs is a repeatable flag of UUIDs, kept in their canonical form; a value
+// that is not one is refused when the flags are parsed.
+type UUIDs []string
+
+var _ flag.Value = (*UUIDs)(nil)
+
+func (l *UUIDs) String() string { return strings.Join(*l, ",") }
+
+// Set adds v, refusing what is not a UUID.
+func (l *UUIDs) Set(v string) error {
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a UUID", v)
+	}
+	*l = append(*l, id.String())
 	return nil
 }

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"errors"
 	"flag"
+	"io"
 	"strings"
 	"testing"
 
@@ -48,5 +49,38 @@ func TestParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSubcommand(t *testing.T) {
+	var out strings.Builder
+	sub, rest, err := cli.Subcommand("group", []string{"run", "--x"}, "tool group run", "does things", "run", &out)
+	if err != nil || sub != "run" || len(rest) != 1 || rest[0] != "--x" {
+		t.Fatalf("got %q %q %v, want run [--x] nil", sub, rest, err)
+	}
+	if _, _, err := cli.Subcommand("group", nil, "tool group run", "does things", "run", &out); err == nil || err.Error() != "group: want a subcommand: run" {
+		t.Errorf("no subcommand: got %v, want group: want a subcommand: run", err)
+	}
+	if _, _, err := cli.Subcommand("group", []string{"-h"}, "tool group run", "does things", "run", &out); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: got %v, want flag.ErrHelp", err)
+	}
+	if !strings.Contains(out.String(), "usage: tool group run\n\ndoes things\n") {
+		t.Errorf("-h printed %q, want the group's usage", out.String())
+	}
+}
+
+func TestUUIDs(t *testing.T) {
+	var ids cli.UUIDs
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&ids, "id", "")
+	if err := fs.Parse([]string{"--id", "0190F1C2-0000-7000-8000-000000000001", "--id", "0190f1c2-0000-7000-8000-000000000002"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids.String(), "0190f1c2-0000-7000-8000-000000000001,0190f1c2-0000-7000-8000-000000000002"; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if err := fs.Parse([]string{"--id", "nope"}); err == nil || !strings.Contains(err.Error(), `"nope" is not a UUID`) {
+		t.Errorf("got %v, want an error naming the value", err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 )
 
-// Common is the configuration every service reads alike (README,
-// Configuration): its database, its two listeners, the AWS endpoint, its
+// Common is the configuration every service reads alike
+// (docs/CONFIGURATION.md, "Both services"): its database, its two listeners, the AWS endpoint, its
 // logging, migrations, stop and tracing. A service's config embeds it.
 type Common struct {
 	DatabaseURL     string

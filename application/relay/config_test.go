@@ -1,0 +1,17 @@
+package relay_test
+
+import (
+	"testing"
+
+	"github.com/payments-outbox/payments-outbox/application/relay"
+)
+
+// TestWorkersFor: the relay takes at most half of a shared pool, at least one
+// worker and at most its default of four.
+func TestWorkersFor(t *testing.T) {
+	for _, tt := range []struct{ maxConns, want int }{{1, 1}, {2, 1}, {4, 2}, {7, 3}, {8, 4}, {32, 4}} {
+		if got := relay.WorkersFor(tt.maxConns); got != tt.want {
+			t.Errorf("WorkersFor(%d) = %d, want %d", tt.maxConns, got, tt.want)
+		}
+	}
+}
