@@ -309,3 +309,41 @@ func TestExpiryOnEveryReplicaCancelsOnce(t *testing.T) {
 		t.Errorf("%d payment.canceled in the outbox, want 20", canceled)
 	}
 }
+
+// failingUpdates is a Repository whose updates of one payment fail.
+type failingUpdates struct {
+	payments.Repository
+	bad payment.ID
+}
+
+func (r failingUpdates) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+	if id == r.bad {
+		return payments.Committed{}, errors.New("a row that cannot be read")
+	}
+	return r.Repository.Update(ctx, id, key, fn)
+}
+
+// TestExpiryPassesOverAPaymentItCannotCancel: one payment whose cancel fails,
+// first in the list, does not hold back the others; the sweep reports it.
+func TestExpiryPassesOverAPaymentItCannotCancel(t *testing.T) {
+	fake := paymentstest.NewFakeRepository()
+	n := 0
+	newID := func() string { n++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+	create := payments.NewService(fake, func() time.Time { return t0 }, newID, payments.Config{AuthorizationTTL: time.Hour})
+	ctx := context.Background()
+	var first payment.ID
+	for i := range 3 {
+		out, err := create.Create(ctx, manual)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = out.Payment.ID()
+		}
+	}
+	later := payments.NewService(failingUpdates{fake, first}, func() time.Time { return t0.Add(time.Hour) }, newID, payments.Config{})
+	got, err := payments.NewExpiry(later, fake.ExpiredAuthorizations, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 2}).Sweep(ctx)
+	if got != 2 || err == nil {
+		t.Errorf("canceled %d, err %v; want the 2 others canceled and the failure reported", got, err)
+	}
+}

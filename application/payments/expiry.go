@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -91,24 +92,30 @@ func (e *Expiry) Run(ctx context.Context) error {
 }
 
 // Sweep cancels every authorization expired by now, a batch at a time, and
-// returns how many it canceled. It stops at the first listing that fails, at
-// the first cancel that fails for any other reason than the payment no
-// longer being an expired authorization, after a batch in which it canceled
-// nothing (what is left is some other replica's to take), and as soon as
-// ctx ends.
+// returns how many it canceled, with the errors of those it could not. A
+// payment whose cancel fails is passed over, so that one bad row at the head
+// of the list cannot hold back every expiry behind it; a listing that fails,
+// or an outage (dependency.ErrUnavailable), ends the sweep. It also ends
+// after a batch in which it canceled nothing (what is left is failing, or
+// some other replica's to take), and as soon as ctx ends.
 func (e *Expiry) Sweep(ctx context.Context) (int, error) {
 	total := 0
+	var errs []error
 	for ctx.Err() == nil {
 		now := e.svc.now()
 		ids, err := e.list(ctx, now, e.cfg.Batch)
 		if err != nil {
-			return total, fmt.Errorf("list expired authorizations: %w", err)
+			return total, errors.Join(append(errs, fmt.Errorf("list expired authorizations: %w", err))...)
 		}
 		canceled := 0
 		for _, id := range ids {
 			ok, err := e.svc.expire(ctx, id, now)
 			if err != nil {
-				return total, fmt.Errorf("expire payment %s: %w", id, err)
+				errs = append(errs, fmt.Errorf("expire payment %s: %w", id, err))
+				if errors.Is(err, dependency.ErrUnavailable) || ctx.Err() != nil {
+					return total + canceled, errors.Join(errs...)
+				}
+				continue
 			}
 			if ok {
 				canceled++
@@ -116,10 +123,10 @@ func (e *Expiry) Sweep(ctx context.Context) (int, error) {
 		}
 		total += canceled
 		if len(ids) < e.cfg.Batch || canceled == 0 {
-			return total, nil
+			return total, errors.Join(errs...)
 		}
 	}
-	return total, ctx.Err()
+	return total, errors.Join(append(errs, ctx.Err())...)
 }
 
 // expire cancels payment id with reason expired if, under its lock, it is an
