@@ -78,24 +78,27 @@ var answered = map[string]struct {
 	routes []route
 	never  string
 }{
-	"payment.ErrNotFound":            {err: fmt.Errorf("%w: p1", payment.ErrNotFound), routes: []route{paymentsUseCase}},
-	"payment.ErrInvalidAmount":       {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
-	"payment.ErrCurrencyMismatch":    {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
-	"payment.ErrRefundExceedsAmount": {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
-	"payment.ErrInvalid":             {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyReused":          {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyInFlight":        {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
-	"payments.ErrInvalidKey":         {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
-	"dependency.ErrUnavailable":      {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
-	"access.ErrMalformedKey":         {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrUnknownKey":           {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrKeyExists":            {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
-	"access.ErrUnauthenticated":      {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
-	"ledger.ErrInvalidAccount":       {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
-	"ledger.ErrAccountNotFound":      {err: ledger.ErrAccountNotFound, routes: []route{ledgerQueries}},
-	"ledger.ErrPaymentNotFound":      {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
-	"ledger.ErrInvalidTransaction":   {never: "only posting an event returns it, which the inbox parks; the API only reads"},
-	"ledger.ErrBalanceLimit":         {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"payment.ErrNotFound":             {err: fmt.Errorf("%w: p1", payment.ErrNotFound), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalidAmount":        {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrCurrencyMismatch":     {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
+	"payment.ErrRefundExceedsAmount":  {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrCaptureExceedsAmount": {err: fmt.Errorf("%w: 2501 of 2500", payment.ErrCaptureExceedsAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalidTransition":    {err: fmt.Errorf("%w: capture of a payment canceled", payment.ErrInvalidTransition), routes: []route{paymentsUseCase}},
+	"payment.ErrAuthorizationExpired": {err: fmt.Errorf("%w: before yesterday", payment.ErrAuthorizationExpired), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalid":              {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
+	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
+	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
+	"payments.ErrInvalidKey":          {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
+	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
+	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"access.ErrKeyExists":             {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
+	"access.ErrUnauthenticated":       {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
+	"ledger.ErrInvalidAccount":        {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
+	"ledger.ErrAccountNotFound":       {err: ledger.ErrAccountNotFound, routes: []route{ledgerQueries}},
+	"ledger.ErrPaymentNotFound":       {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
+	"ledger.ErrInvalidTransaction":    {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"ledger.ErrBalanceLimit":          {never: "only posting an event returns it, which the inbox parks; the API only reads"},
 
 	// The lists' errors.
 	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
@@ -253,6 +256,14 @@ func (f failingService) Refund(context.Context, payments.RefundPayment) (payment
 
 func (f failingService) List(context.Context, payments.ListPayments) (payments.Page, error) {
 	return payments.Page{}, f.err
+}
+
+func (f failingService) Capture(context.Context, payments.CapturePayment) (payments.Committed, error) {
+	return payments.Committed{}, f.err
+}
+
+func (f failingService) Cancel(context.Context, payments.CancelPayment) (payments.Committed, error) {
+	return payments.Committed{}, f.err
 }
 
 type failingAuth struct{ err error }

@@ -158,7 +158,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		notifier = paymentstore.NewNotifier(pool, log)
 	}
 	repo := paymentstore.Notifying(paymentstore.New(pool), notifier)
-	var svcCfg payments.Config
+	svcCfg := payments.Config{AuthorizationTTL: cfg.AuthorizationTTL}
 	if tp.Provider != nil {
 		repo = tracing.Payments(repo, tp.Provider)
 		svcCfg.TraceContext = tracing.PaymentsTraceContext
@@ -185,13 +185,20 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	g.Go(func() error { return auth.Run(gctx, log) })
 	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() { log.Info("shutting down") })
-	// Beside the API: the idempotency-key cleanup and the outbox relay.
+	// Beside the API, on every replica: the idempotency-key cleanup, the
+	// expiry of authorizations and the outbox relay.
 	g.Go(func() error {
 		return retention.Run(gctx, retention.Job{
 			Name: "idempotency keys", Delete: paymentstore.New(pool).DeleteKeysBefore,
 			Retention: payments.KeyTTL, Every: time.Hour, Batch: 1000,
 		}, time.Now, log)
 	})
+	// The expiry cancels through svc, the API's own write path (decorated as
+	// the API's is: the relays woken, the writes traced), so its
+	// payment.canceled events leave through the outbox like any other.
+	expiry := payments.NewExpiry(svc, paymentstore.New(pool).ExpiredAuthorizations, log,
+		payments.ExpiryConfig{Interval: cfg.AuthorizationExpiryInterval})
+	g.Go(func() error { return expiry.Run(gctx) })
 	if err := startRelay(gctx, g, cfg, pool, b, log, reg, tp.Provider); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
 		_ = g.Wait()

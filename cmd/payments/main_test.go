@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
@@ -44,6 +46,9 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"bad ordering", "OUTBOX_ORDERING", "fifo", "OUTBOX_ORDERING"},
 		{"short lease", "OUTBOX_LEASE_DURATION", "100ms", "OUTBOX_LEASE_DURATION"},
 		{"no active claims", "OUTBOX_ACTIVE_CLAIMS", "0", "OUTBOX_ACTIVE_CLAIMS"},
+		{"zero authorization ttl", "PAYMENTS_AUTHORIZATION_TTL", "0s", "PAYMENTS_AUTHORIZATION_TTL"},
+		{"bad authorization ttl", "PAYMENTS_AUTHORIZATION_TTL", "a week", "PAYMENTS_AUTHORIZATION_TTL"},
+		{"zero expiry interval", "PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", "0s", "PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +70,9 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	if cfg.HTTPAddr != ":8080" || cfg.OpsAddr != ":9090" || cfg.APIRateLimit != 100 || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
 		cfg.OutboxMaxAttempts != 10 || !cfg.OutboxNotify || cfg.OutboxRetention != 168*time.Hour || !cfg.MigrateOnStart || cfg.AWSRegion != "us-east-1" {
 		t.Errorf("defaults = %+v", cfg)
+	}
+	if cfg.AuthorizationTTL != 168*time.Hour || cfg.AuthorizationExpiryInterval != time.Minute {
+		t.Errorf("authorizations: ttl %v, expiry every %v; want 168h, 1m", cfg.AuthorizationTTL, cfg.AuthorizationExpiryInterval)
 	}
 	if cfg.OutboxOrdered || cfg.OutboxLeaseDuration != 15*time.Second {
 		t.Errorf("standard topic: ordered %v, lease %v; want unordered, 15s", cfg.OutboxOrdered, cfg.OutboxLeaseDuration)
@@ -318,5 +326,82 @@ func TestStartChecksTheTopic(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("run after shutdown: %v", err)
+	}
+}
+
+// TestServiceExpiresAuthorizations: the running service cancels, as
+// expired, an authorization not captured before its capture_before, through
+// the outbox.
+func TestServiceExpiresAuthorizations(t *testing.T) {
+	dbURL := pgtest.NewDatabase(t)
+	env := map[string]string{
+		"DATABASE_URL":                           dbURL,
+		"HTTP_ADDR":                              "127.0.0.1:0",
+		"OPS_ADDR":                               "127.0.0.1:0",
+		"PAYMENTS_TOPIC_ARN":                     "arn:aws:sns:us-east-1:000000000000:unused",
+		"AWS_ENDPOINT_URL":                       "http://127.0.0.1:1",
+		"OUTBOX_POLL_INTERVAL":                   "1h",
+		"PAYMENTS_AUTHORIZATION_TTL":             "1ms",
+		"PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL": "20ms",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	listening := make(chan addrs, 1)
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, envOf(env), io.Discard, listening) }()
+	var addr addrs
+	select {
+	case addr = <-listening:
+	case err := <-done:
+		t.Fatalf("run exited before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("not serving after 30s")
+	}
+	key := createKey(t, dbURL, "--merchant", "mer_1", "--name", "test")
+	client := apitest.New(t, apidoc.Payments()).Client(t)
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr.API+"/payments",
+		strings.NewReader(`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "capture_method": "manual"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("authorize: status %d", res.StatusCode)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var canceled, events int
+		err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM payments WHERE status = 'canceled' AND cancellation_reason = 'expired'),
+			(SELECT count(*) FROM outbox WHERE type = 'payment.canceled')`).Scan(&canceled, &events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if canceled == 1 && events == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: %d payments canceled as expired, %d payment.canceled in the outbox; want 1 and 1", canceled, events)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after shutdown: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return within 30s of shutdown")
 	}
 }

@@ -25,14 +25,7 @@ func (r *Repository) List(ctx context.Context, q payments.PaymentQuery) ([]*paym
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list payments: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*payment.Payment, error) {
-		var s payment.Snapshot
-		if err := row.Scan(&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID,
-			&s.Description, &s.CreatedAt, &s.UpdatedAt); err != nil {
-			return nil, err
-		}
-		return payment.Rehydrate(s)
-	})
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*payment.Payment, error) { return scanPayment(row) })
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("list payments: %w", err))
 	}
@@ -73,7 +66,7 @@ func listSQL(q payments.PaymentQuery) (string, []any) {
 		where = append(where, "created_at < "+arg(q.CreatedLT))
 	}
 	limit := arg(q.Limit)
-	return `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at
+	return `SELECT ` + paymentColumns + `
 		FROM payments WHERE ` + strings.Join(where, " AND ") + `
 		ORDER BY created_at ` + order + `, id ` + order + ` LIMIT ` + limit, args
 }

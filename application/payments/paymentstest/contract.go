@@ -129,6 +129,56 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 		}
 	})
 
+	t.Run("a manual payment's capture and cancel are stored", func(t *testing.T) {
+		repo := newRepo(t)
+		authorize := func() *payment.Payment {
+			t.Helper()
+			p, err := payment.Authorize(payment.ID(newID()), 2500, "BRL", "cus_1", "mer_1", "contract", time.Hour, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := create(t, repo, p, nil); err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		apply := func(p *payment.Payment, change func(*payment.Payment) error) payment.Snapshot {
+			t.Helper()
+			out, err := repo.Update(ctx, p.ID(), nil, func(p *payment.Payment) (payments.Change, error) {
+				if err := change(p); err != nil {
+					return payments.Change{}, err
+				}
+				outbox, err := encode(p)
+				return payments.Change{Outbox: outbox}, err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := repo.Get(ctx, p.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Snapshot() != out.Payment.Snapshot() {
+				t.Errorf("read back %+v, want what the update committed, %+v", got.Snapshot(), out.Payment.Snapshot())
+			}
+			return got.Snapshot()
+		}
+		captured := apply(authorize(), func(p *payment.Payment) error {
+			m, err := payment.NewMoney(2000, "BRL")
+			if err != nil {
+				return err
+			}
+			return p.Capture(m, at.Add(time.Minute))
+		})
+		if captured.Status != payment.StatusCaptured || captured.CapturedMinor != 2000 || !captured.CapturedAt.Equal(at.Add(time.Minute)) {
+			t.Errorf("captured: %+v", captured)
+		}
+		canceled := apply(authorize(), func(p *payment.Payment) error { return p.Cancel(payment.CancelDuplicate, at.Add(time.Minute)) })
+		if canceled.Status != payment.StatusCanceled || canceled.CancellationReason != payment.CancelDuplicate || !canceled.CanceledAt.Equal(at.Add(time.Minute)) {
+			t.Errorf("canceled: %+v", canceled)
+		}
+	})
+
 	t.Run("idempotency key replays the first outcome", func(t *testing.T) {
 		repo := newRepo(t)
 		key := &payments.IdempotencyKey{Merchant: "mer_1", Key: "k-" + newID(), Fingerprint: "f1"}
