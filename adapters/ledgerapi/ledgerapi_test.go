@@ -43,9 +43,9 @@ func (f fakeQueries) Balances(_ context.Context, account string) ([]ledger.Balan
 	}
 	switch account {
 	case "merchant:mer_1":
-		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550), ledger.RehydrateBalance(id, "USD", 7)}, nil
+		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550, 0), ledger.RehydrateBalance(id, "USD", 7, 0)}, nil
 	case "payer:mer_1:cus%2F1":
-		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", -3)}, nil
+		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", -3, 0)}, nil
 	}
 	return nil, ledger.ErrAccountNotFound
 }

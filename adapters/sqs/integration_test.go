@@ -24,7 +24,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
-	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -60,8 +59,8 @@ func newRig(t *testing.T, opts ...awstest.Option) *rig {
 // with the ledger's handler, in each mode, and the ledger's queries.
 type books struct {
 	*bookkeeping.Service
-	sync, async *inbox.Service[bookkeeping.Ledger, ledger.Transaction]
-	proc        *inbox.Processor[bookkeeping.Ledger, ledger.Transaction]
+	sync, async *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
+	proc        *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
 }
 
 func newBooks(t testing.TB, store *ledgerstore.Store) books {

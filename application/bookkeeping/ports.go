@@ -18,6 +18,20 @@ type Ledger interface {
 	// a commit that would take a balance past what int64 holds fails with
 	// ledger.ErrBalanceLimit, which is inbox.ErrPermanent too.
 	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
+	// Payment returns what the ledger knows of payment id (its hold, what
+	// was captured and refunded), locked until the transaction ends, or
+	// ledger.ErrPaymentNotFound when it knows nothing of it yet.
+	Payment(ctx context.Context, id string) (ledger.Payment, error)
+	// AddPayment stores a payment the ledger did not know and reports
+	// whether it did: false (nothing stored) means one with its id is
+	// already stored. A hold placed moves its merchant's pending balance at
+	// commit.
+	AddPayment(ctx context.Context, p ledger.Payment, at time.Time) (bool, error)
+	// SavePayment stores p, read with Payment in this transaction. The
+	// database refuses a hold below zero, a capture past the authorization
+	// and refunds past the capture, whatever the domain let through; a
+	// change of the hold moves the merchant's pending balance at commit.
+	SavePayment(ctx context.Context, p ledger.Payment, at time.Time) error
 }
 
 // Reader answers the ledger's read queries, outside any write transaction.

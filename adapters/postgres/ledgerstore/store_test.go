@@ -59,7 +59,7 @@ func (e event) refund(amount, total int64) event {
 // with the ledger's handler, in each mode, and the ledger's queries.
 type books struct {
 	*bookkeeping.Service
-	sync, async *inbox.Service[bookkeeping.Ledger, ledger.Transaction]
+	sync, async *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
 }
 
 // Apply receives body in the sync mode, as the consumer does.
