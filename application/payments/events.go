@@ -24,6 +24,10 @@ const (
 	eventSource = "/payments"
 	// timeLayout is RFC 3339 in UTC with milliseconds, e.g. 2026-11-29T12:00:00.123Z.
 	timeLayout = "2006-01-02T15:04:05.000Z07:00"
+	// deadlineLayout is RFC 3339 in UTC with microseconds, the precision a
+	// payment's timestamps are stored with, so that a deadline in an event
+	// is the one the payments API answers, not a rounding of it.
+	deadlineLayout = "2006-01-02T15:04:05.000000Z07:00"
 	// eventSchemaBase starts the dataschema of every event: the schema of
 	// type T's data at version N is eventSchemaBase + "T/vN.json", the $id of
 	// the file api/events/T/vN.json. It is the value of api.EventSchemaBase,
@@ -58,6 +62,25 @@ var wireForms = map[string]wireForm{
 			PaymentID: string(e.PaymentID), RefundID: string(e.RefundID),
 			Amount: e.Amount.Minor(), Currency: e.Amount.Currency(),
 			PayerID: e.PayerID, MerchantID: e.MerchantID, RefundedAmount: e.RefundedTotal.Minor(),
+		}
+	}),
+	payment.TypeAuthorized: wire("1", func(e payment.Authorized) any {
+		return authorizedV1{
+			PaymentID: string(e.PaymentID), Amount: e.Amount.Minor(), Currency: e.Amount.Currency(),
+			PayerID: e.PayerID, MerchantID: e.MerchantID, CaptureBefore: e.CaptureBefore.UTC().Format(deadlineLayout),
+		}
+	}),
+	payment.TypeCaptured: wire("1", func(e payment.Captured) any {
+		return capturedV1{
+			PaymentID: string(e.PaymentID), Amount: e.Amount.Minor(), Currency: e.Amount.Currency(),
+			PayerID: e.PayerID, MerchantID: e.MerchantID,
+			AmountAuthorized: e.Authorized.Minor(), AmountReleased: e.ReleasedMinor(),
+		}
+	}),
+	payment.TypeCanceled: wire("1", func(e payment.Canceled) any {
+		return canceledV1{
+			PaymentID: string(e.PaymentID), Amount: e.Amount.Minor(), Currency: e.Amount.Currency(),
+			PayerID: e.PayerID, MerchantID: e.MerchantID, CancellationReason: string(e.Reason),
 		}
 	}),
 }
@@ -120,6 +143,41 @@ type refundedV1 struct {
 	PayerID        string `json:"payer_id"`
 	MerchantID     string `json:"merchant_id"`
 	RefundedAmount int64  `json:"refunded_amount"` // total after this refund
+}
+
+// authorizedV1 is the data of payment.authorized, dataversion 1: an amount
+// held for the merchant until capture_before, not yet moved.
+type authorizedV1 struct {
+	PaymentID     string `json:"payment_id"`
+	Amount        int64  `json:"amount"` // authorized
+	Currency      string `json:"currency"`
+	PayerID       string `json:"payer_id"`
+	MerchantID    string `json:"merchant_id"`
+	CaptureBefore string `json:"capture_before"` // deadlineLayout
+}
+
+// capturedV1 is the data of payment.captured, dataversion 1. It carries the
+// authorized amount and the part released, so that a consumer releases the
+// whole hold without having to have seen the authorization's amount.
+type capturedV1 struct {
+	PaymentID        string `json:"payment_id"`
+	Amount           int64  `json:"amount"` // captured now
+	Currency         string `json:"currency"`
+	PayerID          string `json:"payer_id"`
+	MerchantID       string `json:"merchant_id"`
+	AmountAuthorized int64  `json:"amount_authorized"`
+	AmountReleased   int64  `json:"amount_released"` // amount_authorized - amount
+}
+
+// canceledV1 is the data of payment.canceled, dataversion 1: the whole
+// authorized amount is released.
+type canceledV1 struct {
+	PaymentID          string `json:"payment_id"`
+	Amount             int64  `json:"amount"` // released
+	Currency           string `json:"currency"`
+	PayerID            string `json:"payer_id"`
+	MerchantID         string `json:"merchant_id"`
+	CancellationReason string `json:"cancellation_reason"`
 }
 
 // Message is one event of a write, encoded: what the repository stores as

@@ -310,3 +310,104 @@ func Rehydrate(s Snapshot) (*Payment, error) {
 		createdAt: s.CreatedAt.UTC(), updatedAt: s.UpdatedAt.UTC(),
 	}, nil
 }
+
+// CaptureMethod says when an authorized amount becomes money moved:
+// automatically, as the payment is created, or manually, when the merchant
+// captures it (Capture) before its authorization expires.
+type CaptureMethod string
+
+// The capture methods a payment may be created with.
+const (
+	CaptureAutomatic CaptureMethod = "automatic"
+	CaptureManual    CaptureMethod = "manual"
+)
+
+// CancellationReason says why an authorized payment was canceled.
+type CancellationReason string
+
+// The reasons a payment may be canceled for. A client may give any but
+// CancelExpired, which only the expiry of an authorization records.
+const (
+	CancelRequestedByCustomer CancellationReason = "requested_by_customer"
+	CancelDuplicate           CancellationReason = "duplicate"
+	CancelFraudulent          CancellationReason = "fraudulent"
+	CancelAbandoned           CancellationReason = "abandoned"
+	CancelExpired             CancellationReason = "expired"
+)
+
+// TypeAuthorized is the type name Authorized is published under.
+const TypeAuthorized = "payment.authorized"
+
+// Authorized is recorded when a payment with capture method manual is
+// created: its amount is held for the merchant, not yet moved, until it is
+// captured or canceled. It is recorded instead of Created, never with it.
+type Authorized struct {
+	PaymentID     ID
+	Amount        Money // the amount authorized
+	PayerID       string
+	MerchantID    string
+	CaptureBefore time.Time // when the authorization expires
+	At            time.Time
+}
+
+// EventType implements Event.
+func (Authorized) EventType() string { return TypeAuthorized }
+
+// AggregateID implements Event.
+func (e Authorized) AggregateID() ID { return e.PaymentID }
+
+// OccurredAt implements Event.
+func (e Authorized) OccurredAt() time.Time { return e.At }
+
+// TypeCaptured is the type name Captured is published under.
+const TypeCaptured = "payment.captured"
+
+// Captured is recorded when an authorized payment is captured: Amount moves
+// from the payer to the merchant, and the rest of the authorization is
+// released. It repeats the parties and the authorized amount so that a
+// consumer can apply it before it has seen the authorization.
+type Captured struct {
+	PaymentID  ID
+	Amount     Money // the amount captured, at most Authorized
+	Authorized Money // the amount that was authorized
+	PayerID    string
+	MerchantID string
+	At         time.Time
+}
+
+// ReleasedMinor is the part of the authorization the capture released, in
+// minor units: zero for a capture of the whole amount, which no Money holds.
+func (e Captured) ReleasedMinor() int64 { return e.Authorized.minor - e.Amount.minor }
+
+// EventType implements Event.
+func (Captured) EventType() string { return TypeCaptured }
+
+// AggregateID implements Event.
+func (e Captured) AggregateID() ID { return e.PaymentID }
+
+// OccurredAt implements Event.
+func (e Captured) OccurredAt() time.Time { return e.At }
+
+// TypeCanceled is the type name Canceled is published under.
+const TypeCanceled = "payment.canceled"
+
+// Canceled is recorded when an authorized payment is canceled, by a client or
+// by the expiry of its authorization: the whole authorized amount is released
+// and no money moves.
+type Canceled struct {
+	PaymentID  ID
+	Amount     Money // the amount released: the whole authorized amount
+	PayerID    string
+	MerchantID string
+	Reason     CancellationReason
+	At         time.Time
+}
+
+// EventType implements Event.
+func (Canceled) EventType() string { return TypeCanceled }
+
+// AggregateID implements Event.
+func (e Canceled) AggregateID() ID { return e.PaymentID }
+
+// OccurredAt implements Event.
+func (e Canceled) OccurredAt() time.Time { return e.At }
