@@ -69,11 +69,7 @@ var rules = map[string]rule{
 // does not post, with the reason the inbox records. A test requires every
 // published type to be either in rules or here, so that a new type is a
 // decision, not an oversight.
-var ignored = map[string]string{
-	"payment.authorized": "holds are kept by the ledger's holds",
-	"payment.captured":   "holds are kept by the ledger's holds",
-	"payment.canceled":   "holds are kept by the ledger's holds",
-}
+var ignored = map[string]string{}
 
 // rule is how the ledger posts one event type.
 type rule struct {
