@@ -134,27 +134,14 @@ func AppliedTypes() []string {
 }
 
 // Kinds returns every kind of fact the ledger applies, the holds' included,
-// so that the payments side of a reconciliation can be checked against it.
-// MoneyKinds are the ones that post a transaction.
+// so that the payments side of a reconciliation can be checked against it:
+// a hold placed is an authorization fact, and one released without a
+// capture a cancellation fact, as a posted transaction is a fact of its
+// kind.
 func Kinds() []ledger.Kind {
 	var kinds []ledger.Kind
 	for _, r := range rules {
 		if !slices.Contains(kinds, r.kind) {
-			kinds = append(kinds, r.kind)
-		}
-	}
-	slices.Sort(kinds)
-	return kinds
-}
-
-// MoneyKinds returns the kinds that move money: each fact of these posts one
-// ledger transaction, and reconciliation counts them. An authorization and a
-// cancellation post none: they move a hold, which the payments service's
-// facts of money do not list.
-func MoneyKinds() []ledger.Kind {
-	var kinds []ledger.Kind
-	for _, r := range rules {
-		if r.effect.posts() && !slices.Contains(kinds, r.kind) {
 			kinds = append(kinds, r.kind)
 		}
 	}

@@ -134,12 +134,15 @@ func checkSubject(subject, paymentID string) error {
 // instructions. The database adds a transaction's postings and holds to
 // their balances at commit, in the order they were written, each posting's
 // merchant row before its payer's, a hold moving its merchant's row alone;
-// applied by merchant, then currency, then payer, every commit — a batch's,
+// applied by merchant, then currency, then payer (then payment), every commit — a batch's,
 // or a single event's in the sync mode — takes the rows it shares with
 // another in the same order, and none waits for another that waits for it.
 func (Handler) Compare(a, b Instruction) int {
 	pa, pb := a.posting, b.posting
-	return cmp.Or(cmp.Compare(pa.Merchant, pb.Merchant), cmp.Compare(pa.Currency, pb.Currency), cmp.Compare(pa.Payer, pb.Payer))
+	return cmp.Or(cmp.Compare(pa.Merchant, pb.Merchant), cmp.Compare(pa.Currency, pb.Currency), cmp.Compare(pa.Payer, pb.Payer),
+		// Last the payment, whose row in ledger_payments an instruction
+		// locks when it applies: two batches lock theirs in one order too.
+		cmp.Compare(pa.PaymentID, pb.PaymentID))
 }
 
 // Apply implements inbox.Handler: it applies in in the inbox's transaction,

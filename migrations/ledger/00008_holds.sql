@@ -75,6 +75,13 @@ BEGIN
     IF delta = 0 THEN
         RETURN NULL;
     END IF;
+    IF delta < 0 THEN
+        -- A release: the row its hold's placing wrote is there. (An upsert
+        -- would check its proposed row, pending < 0, before the conflict.)
+        UPDATE ledger_balances SET pending = pending + delta
+        WHERE account_id = NEW.merchant_account AND currency = NEW.currency;
+        RETURN NULL;
+    END IF;
     INSERT INTO ledger_balances AS b (account_id, currency, posted, pending)
     VALUES (NEW.merchant_account, NEW.currency, 0, delta)
     ON CONFLICT (account_id, currency) DO UPDATE SET pending = CASE

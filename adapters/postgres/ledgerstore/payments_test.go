@@ -150,9 +150,11 @@ var reconcileRules = map[payment.Status]struct {
 	refunds int // refund rows a payment in this status has
 	facts   map[ledger.Kind]int
 }{
-	payment.StatusCreated:           {0, map[ledger.Kind]int{"payment": 1, "refund": 0}},
-	payment.StatusPartiallyRefunded: {1, map[ledger.Kind]int{"payment": 1, "refund": 1}},
-	payment.StatusRefunded:          {2, map[ledger.Kind]int{"payment": 1, "refund": 2}},
+	// Automatic payments (capture_method automatic, the default): a
+	// payment, never a hold.
+	payment.StatusCreated:           {0, map[ledger.Kind]int{"payment": 1, "refund": 0, "authorization": 0, "capture": 0, "cancellation": 0}},
+	payment.StatusPartiallyRefunded: {1, map[ledger.Kind]int{"payment": 1, "refund": 1, "authorization": 0, "capture": 0, "cancellation": 0}},
+	payment.StatusRefunded:          {2, map[ledger.Kind]int{"payment": 1, "refund": 2, "authorization": 0, "capture": 0, "cancellation": 0}},
 }
 
 // TestEveryStatusHasAReconcileRule checks reconcileRules against the domain's

@@ -331,11 +331,20 @@ func readErr(err error) error {
 	return err
 }
 
-// LedgerFacts returns every posted transaction for reconciliation.
+// LedgerFacts returns every posted transaction for reconciliation, and the
+// holds: an authorization fact per hold placed (its authorized amount), a
+// cancellation fact per hold released with nothing captured. It is one
+// statement, one snapshot.
 func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
-		FROM ledger_transactions`)
+		FROM ledger_transactions
+		UNION ALL
+		SELECT payment_id::text, 'authorization', '', amount_authorized, currency, placed_at
+		FROM ledger_payments WHERE amount_authorized IS NOT NULL
+		UNION ALL
+		SELECT payment_id::text, 'cancellation', '', amount_authorized, currency, released_at
+		FROM ledger_payments WHERE released_at IS NOT NULL AND amount_captured = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("query ledger transactions: %w", err)
 	}
