@@ -149,6 +149,20 @@ func Kinds() []ledger.Kind {
 	return kinds
 }
 
+// PostedKinds returns the kinds whose facts post a ledger transaction, sorted:
+// the kinds GET /payments/{id}/entries can answer. An authorization and a
+// cancellation post none: they move a hold.
+func PostedKinds() []ledger.Kind {
+	var kinds []ledger.Kind
+	for _, r := range rules {
+		if r.effect.posts() && !slices.Contains(kinds, r.kind) {
+			kinds = append(kinds, r.kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
 // paymentCreatedV1 is the data of payment.created, dataversion 1.
 type paymentCreatedV1 struct {
 	PaymentID  string `json:"payment_id"`

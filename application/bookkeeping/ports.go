@@ -41,6 +41,13 @@ type Reader interface {
 	// the balances the postings keep, never the entries: its cost does not
 	// grow with the account's history. Errors: dependency.ErrUnavailable.
 	Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error)
+	// BalancesAsOf returns the account's balances as the ledger held them at
+	// asOf: the current balance less what was posted, and the holds placed
+	// or released, after asOf. Its cost grows with what the ledger wrote
+	// since asOf, not with the account's history. A currency with nothing
+	// posted nor held at asOf is left out; none at all is
+	// ledger.ErrAccountNotFound. Errors: dependency.ErrUnavailable.
+	BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error)
 	// PaymentTransactions returns the payment's ledger transactions, oldest
 	// first, or ledger.ErrPaymentNotFound when there are none.
 	// Errors: dependency.ErrUnavailable.

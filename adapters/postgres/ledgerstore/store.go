@@ -267,6 +267,54 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 	return out, nil
 }
 
+// balancesAsOfSQL is the account's balances at $2: the current row less the
+// entries posted after $2 (the BRIN index on posted_at finds them) and,
+// for a merchant, its pending less the holds placed after $2 that are
+// still open, plus those placed by $2 and released after it.
+const balancesAsOfSQL = `
+WITH later AS (
+	SELECT e.currency, sum(e.amount) AS amount
+	FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+	WHERE t.posted_at > $2 AND e.account_id = $1
+	GROUP BY e.currency
+), holds AS (
+	SELECT currency, sum(CASE WHEN placed_at > $2 THEN CASE WHEN released_at IS NULL THEN -amount_authorized ELSE 0 END
+	                          ELSE amount_authorized END) AS amount
+	FROM ledger_payments
+	WHERE merchant_account = $1 AND (placed_at > $2 OR released_at > $2)
+	GROUP BY currency
+), at AS (
+	SELECT b.currency, b.posted - coalesce(l.amount, 0) AS posted, b.pending + coalesce(h.amount, 0) AS pending
+	FROM ledger_balances b LEFT JOIN later l USING (currency) LEFT JOIN holds h USING (currency)
+	WHERE b.account_id = $1
+)
+SELECT currency, posted::bigint, pending::bigint FROM at
+WHERE posted <> 0 OR pending <> 0
+ORDER BY currency`
+
+// BalancesAsOf implements bookkeeping.Reader.BalancesAsOf.
+func (s *Store) BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
+	rows, err := s.pool.Query(ctx, balancesAsOfSQL, account.String(), asOf)
+	if err != nil {
+		return nil, readErr(fmt.Errorf("query balances as of %s: %w", asOf, err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
+		var (
+			currency        string
+			posted, pending int64
+		)
+		err := r.Scan(&currency, &posted, &pending)
+		return ledger.RehydrateBalance(account, currency, posted, pending), err
+	})
+	if err != nil {
+		return nil, readErr(fmt.Errorf("query balances as of %s: %w", asOf, err))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s as of %s", ledger.ErrAccountNotFound, account, asOf.UTC().Format(time.RFC3339))
+	}
+	return out, nil
+}
+
 // PaymentTransactions returns the payment's transactions with their entries,
 // oldest first.
 func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]ledger.Transaction, error) {

@@ -81,6 +81,42 @@ func (s *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]led
 	return out, nil
 }
 
+// BalancesAsOf implements bookkeeping.Reader: the committed entries and
+// hold changes written by asOf, summed (the fake keeps its history whole).
+func (s *FakeStore) BalancesAsOf(_ context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
+	l := s.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	posted, pending := map[string]int64{}, map[string]int64{}
+	for i, tx := range l.txs[:l.committed] {
+		if l.postedAt[i].After(asOf) {
+			continue
+		}
+		for _, e := range tx.Entries() {
+			if e.Account() == account {
+				posted[e.Currency()] += e.Amount()
+			}
+		}
+	}
+	for _, h := range l.history {
+		if h.key.account == account && !h.at.After(asOf) {
+			pending[h.key.currency] += h.delta
+		}
+	}
+	var out []ledger.Balance
+	currencies := maps.Clone(posted)
+	maps.Copy(currencies, pending)
+	for _, c := range slices.Sorted(maps.Keys(currencies)) {
+		if posted[c] != 0 || pending[c] != 0 {
+			out = append(out, ledger.RehydrateBalance(account, c, posted[c], pending[c]))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s as of %s", ledger.ErrAccountNotFound, account, asOf)
+	}
+	return out, nil
+}
+
 // PaymentTransactions implements bookkeeping.Reader.
 func (s *FakeStore) PaymentTransactions(_ context.Context, paymentID string) ([]ledger.Transaction, error) {
 	var out []ledger.Transaction
@@ -101,6 +137,7 @@ func (s *FakeStore) PaymentTransactions(_ context.Context, paymentID string) ([]
 type fakeLedger struct {
 	mu        sync.Mutex
 	txs       []ledger.Transaction // posted, the uncommitted ones last
+	postedAt  []time.Time          // when each of txs was posted
 	committed int                  // txs[:committed] are committed
 	// balances is what ledger_balances holds: the sum of the committed
 	// entries per account and currency.
@@ -110,6 +147,8 @@ type fakeLedger struct {
 	// commit as the database's deferred trigger adds them.
 	pending map[balanceKey]int64
 	holds   []holdChange
+	// history is every committed hold change, with when it was written.
+	history []holdChange
 	// payments is ledger_payments.
 	payments map[string]ledger.Payment
 	// failCommitOf makes a commit fail while it would commit a posting of
@@ -120,6 +159,7 @@ type fakeLedger struct {
 type holdChange struct {
 	key   balanceKey
 	delta int64
+	at    time.Time
 }
 
 type balanceKey struct {
@@ -132,13 +172,13 @@ func (l *fakeLedger) Repos() bookkeeping.Ledger { return memLedger{l} }
 func (l *fakeLedger) Snapshot() func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	txs, committed, balances := slices.Clone(l.txs), l.committed, maps.Clone(l.balances)
-	pending, holds, payments := maps.Clone(l.pending), slices.Clone(l.holds), maps.Clone(l.payments)
+	txs, postedAt, committed, balances := slices.Clone(l.txs), slices.Clone(l.postedAt), l.committed, maps.Clone(l.balances)
+	pending, holds, payments, history := maps.Clone(l.pending), slices.Clone(l.holds), maps.Clone(l.payments), slices.Clone(l.history)
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.txs, l.committed, l.balances = txs, committed, balances
-		l.pending, l.holds, l.payments = pending, holds, payments
+		l.txs, l.postedAt, l.committed, l.balances = txs, postedAt, committed, balances
+		l.pending, l.holds, l.payments, l.history = pending, holds, payments, history
 	}
 }
 
@@ -173,13 +213,14 @@ func (l *fakeLedger) Commit() error {
 		}
 		pending[h.key] = cur + h.delta
 	}
+	l.history = append(l.history, l.holds...)
 	l.balances, l.pending, l.holds, l.committed = next, pending, nil, len(l.txs)
 	return nil
 }
 
 type memLedger struct{ l *fakeLedger }
 
-func (m memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (bool, error) {
+func (m memLedger) Post(_ context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error) {
 	l := m.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -192,7 +233,7 @@ func (m memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (
 			return false, nil
 		}
 	}
-	l.txs = append(l.txs, tx)
+	l.txs, l.postedAt = append(l.txs, tx), append(l.postedAt, postedAt)
 	return true, nil
 }
 
@@ -207,7 +248,7 @@ func (m memLedger) Payment(_ context.Context, id string) (ledger.Payment, error)
 	return p, nil
 }
 
-func (m memLedger) AddPayment(_ context.Context, p ledger.Payment, _ time.Time) (bool, error) {
+func (m memLedger) AddPayment(_ context.Context, p ledger.Payment, at time.Time) (bool, error) {
 	l := m.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -218,11 +259,11 @@ func (m memLedger) AddPayment(_ context.Context, p ledger.Payment, _ time.Time) 
 		return false, err
 	}
 	l.payments[p.ID()] = p
-	l.moveHold(p, p.Held())
+	l.moveHold(p, p.Held(), at)
 	return true, nil
 }
 
-func (m memLedger) SavePayment(_ context.Context, p ledger.Payment, _ time.Time) error {
+func (m memLedger) SavePayment(_ context.Context, p ledger.Payment, at time.Time) error {
 	l := m.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -234,13 +275,13 @@ func (m memLedger) SavePayment(_ context.Context, p ledger.Payment, _ time.Time)
 		return err
 	}
 	l.payments[p.ID()] = p
-	l.moveHold(p, p.Held()-old.Held())
+	l.moveHold(p, p.Held()-old.Held(), at)
 	return nil
 }
 
-func (l *fakeLedger) moveHold(p ledger.Payment, delta int64) {
+func (l *fakeLedger) moveHold(p ledger.Payment, delta int64, at time.Time) {
 	if delta != 0 {
-		l.holds = append(l.holds, holdChange{balanceKey{p.Merchant(), p.Currency()}, delta})
+		l.holds = append(l.holds, holdChange{balanceKey{p.Merchant(), p.Currency()}, delta, at})
 	}
 }
 
