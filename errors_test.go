@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -69,24 +70,32 @@ var answered = map[string]struct {
 	routes []route
 	never  string
 }{
-	"payment.ErrNotFound":            {err: fmt.Errorf("%w: p1", payment.ErrNotFound), routes: []route{paymentsUseCase}},
-	"payment.ErrInvalidAmount":       {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
-	"payment.ErrCurrencyMismatch":    {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
-	"payment.ErrRefundExceedsAmount": {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
-	"payment.ErrInvalid":             {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyReused":          {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyInFlight":        {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
-	"payments.ErrInvalidKey":         {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
-	"dependency.ErrUnavailable":      {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
-	"access.ErrMalformedKey":         {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrUnknownKey":           {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrKeyExists":            {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
-	"access.ErrUnauthenticated":      {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
-	"ledger.ErrInvalidAccount":       {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
-	"ledger.ErrAccountNotFound":      {err: ledger.ErrAccountNotFound, routes: []route{ledgerQueries}},
-	"ledger.ErrPaymentNotFound":      {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
-	"ledger.ErrInvalidTransaction":   {never: "only posting an event returns it, which the inbox parks; the API only reads"},
-	"ledger.ErrBalanceLimit":         {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"payment.ErrNotFound":             {err: fmt.Errorf("%w: p1", payment.ErrNotFound), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalidAmount":        {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrCurrencyMismatch":     {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
+	"payment.ErrRefundExceedsAmount":  {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalid":              {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
+	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
+	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
+	"payments.ErrInvalidKey":          {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
+	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
+	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"access.ErrKeyExists":             {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
+	"access.ErrUnauthenticated":       {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
+	"ledger.ErrInvalidAccount":        {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
+	"ledger.ErrAccountNotFound":       {err: ledger.ErrAccountNotFound, routes: []route{ledgerQueries}},
+	"ledger.ErrPaymentNotFound":       {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
+	"ledger.ErrInvalidTransaction":    {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"ledger.ErrBalanceLimit":          {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"ledger.ErrOutOfOrder":            {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrNoHold":                {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrHoldReleased":          {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrCaptureExceedsHold":    {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrRefundExceedsCaptured": {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrCurrencyMismatch":      {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrUnknownCurrency":       {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrPaymentConflict":       {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
 }
 
 // TestEveryErrorIsAProblemTheAPIDocuments finds the exported Err… variables
@@ -247,7 +256,10 @@ func (f failingAuth) Authenticate(context.Context, string) (access.Principal, er
 
 type failingQueries struct{ err error }
 
-func (f failingQueries) Balances(context.Context, string) ([]ledger.Balance, error) {
+func (f failingQueries) BalancesAsOf(context.Context, string, time.Time) ([]ledger.Balance, error) {
+	return nil, f.err
+}
+func (f failingQueries) MerchantBalances(context.Context, string, time.Time) ([]ledger.Balance, error) {
 	return nil, f.err
 }
 func (f failingQueries) Entries(context.Context, string) ([]ledger.Transaction, error) {
