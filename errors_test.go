@@ -74,6 +74,9 @@ var answered = map[string]struct {
 	"payment.ErrInvalidAmount":        {err: fmt.Errorf("%w: overflow", payment.ErrInvalidAmount), routes: []route{paymentsUseCase}},
 	"payment.ErrCurrencyMismatch":     {err: fmt.Errorf("%w: BRL+USD", payment.ErrCurrencyMismatch), routes: []route{paymentsUseCase}},
 	"payment.ErrRefundExceedsAmount":  {err: fmt.Errorf("%w: 5 left", payment.ErrRefundExceedsAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrCaptureExceedsAmount": {err: fmt.Errorf("%w: 2501 of 2500", payment.ErrCaptureExceedsAmount), routes: []route{paymentsUseCase}},
+	"payment.ErrInvalidTransition":    {err: fmt.Errorf("%w: capture of a payment canceled", payment.ErrInvalidTransition), routes: []route{paymentsUseCase}},
+	"payment.ErrAuthorizationExpired": {err: fmt.Errorf("%w: before yesterday", payment.ErrAuthorizationExpired), routes: []route{paymentsUseCase}},
 	"payment.ErrInvalid":              {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
@@ -242,6 +245,14 @@ func (f failingService) Get(context.Context, access.Principal, payment.ID) (*pay
 }
 
 func (f failingService) Refund(context.Context, payments.RefundPayment) (payments.Committed, error) {
+	return payments.Committed{}, f.err
+}
+
+func (f failingService) Capture(context.Context, payments.CapturePayment) (payments.Committed, error) {
+	return payments.Committed{}, f.err
+}
+
+func (f failingService) Cancel(context.Context, payments.CancelPayment) (payments.Committed, error) {
 	return payments.Committed{}, f.err
 }
 

@@ -88,6 +88,12 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 			want{404, "/problems/payment-not-found"}, want{200, ""}},
 		"POST /payments/{id}/refunds": {"refund", `{"amount": 1}`,
 			want{404, "/problems/payment-not-found"}, want{201, ""}},
+		// The payment is automatic, so the owner's key gets as far as the
+		// domain, which refuses the transition.
+		"POST /payments/{id}/capture": {"capture", "",
+			want{404, "/problems/payment-not-found"}, want{409, "/problems/invalid-transition"}},
+		"POST /payments/{id}/cancel": {"cancel", `{"cancellation_reason": "duplicate"}`,
+			want{404, "/problems/payment-not-found"}, want{409, "/problems/invalid-transition"}},
 	}
 	type route struct {
 		name, method, path, body string

@@ -64,6 +64,17 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
+// decodeOptional is decode for a body that may be left out: a request with
+// no body at all (Content-Length: 0, or none and no Transfer-Encoding)
+// leaves v at its zero value, the defaults; any body is decoded as decode
+// does.
+func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	return decode(w, r, v)
+}
+
 // decoders are reused, as json.UnmarshalRead reuses its own: each holds a
 // 4 KiB cache of the short strings it decoded, which a new decoder per
 // request would allocate.

@@ -31,6 +31,12 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "no payment has this id")
 	case errors.Is(err, payment.ErrRefundExceedsAmount):
 		p = httpserver.NewProblem(http.StatusConflict, "refund-exceeds-amount", err.Error())
+	case errors.Is(err, payment.ErrCaptureExceedsAmount):
+		p = httpserver.NewProblem(http.StatusConflict, "capture-exceeds-amount", err.Error())
+	case errors.Is(err, payment.ErrInvalidTransition):
+		p = httpserver.NewProblem(http.StatusConflict, "invalid-transition", err.Error())
+	case errors.Is(err, payment.ErrAuthorizationExpired):
+		p = httpserver.NewProblem(http.StatusConflict, "authorization-expired", err.Error())
 	case errors.Is(err, payment.ErrInvalidAmount), errors.Is(err, payment.ErrCurrencyMismatch):
 		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "invalid-amount", err.Error())
 	case errors.Is(err, payments.ErrInvalidKey):

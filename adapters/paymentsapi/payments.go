@@ -32,24 +32,45 @@ type createRequest struct {
 	PayerID     string         `json:"payer_id"`
 	MerchantID  string         `json:"merchant_id"`
 	Description string         `json:"description"`
+	// CaptureMethod is automatic (the default) or manual.
+	CaptureMethod string `json:"capture_method"`
 }
 
 type refundRequest struct {
 	Amount jsontext.Value `json:"amount"`
 }
 
+// captureRequest's amount is optional: left out, the whole authorized
+// amount is captured.
+type captureRequest struct {
+	Amount jsontext.Value `json:"amount"`
+}
+
+// cancelRequest's reason is optional: left out, requested_by_customer.
+type cancelRequest struct {
+	CancellationReason string `json:"cancellation_reason"`
+}
+
 type paymentResponse struct {
-	ID             string          `json:"id"`
-	Status         string          `json:"status"`
-	Amount         int64           `json:"amount"`
-	RefundedAmount int64           `json:"refunded_amount"`
-	Currency       string          `json:"currency"`
-	PayerID        string          `json:"payer_id"`
-	MerchantID     string          `json:"merchant_id"`
-	Description    string          `json:"description"`
-	CreatedAt      time.Time       `json:"created_at"`
-	UpdatedAt      time.Time       `json:"updated_at"`
-	Refund         *refundResponse `json:"refund,omitempty"`
+	ID             string    `json:"id"`
+	Status         string    `json:"status"`
+	Amount         int64     `json:"amount"`
+	RefundedAmount int64     `json:"refunded_amount"`
+	Currency       string    `json:"currency"`
+	PayerID        string    `json:"payer_id"`
+	MerchantID     string    `json:"merchant_id"`
+	Description    string    `json:"description"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	CaptureMethod  string    `json:"capture_method"`
+	AmountCaptured int64     `json:"amount_captured"`
+	// The fields of a stage, present only once the payment has reached it:
+	// a manual payment's deadline and capture, a canceled one's cancel.
+	CaptureBefore      *time.Time      `json:"capture_before,omitempty"`
+	CapturedAt         *time.Time      `json:"captured_at,omitempty"`
+	CanceledAt         *time.Time      `json:"canceled_at,omitempty"`
+	CancellationReason string          `json:"cancellation_reason,omitempty"`
+	Refund             *refundResponse `json:"refund,omitempty"`
 }
 
 type refundResponse struct {
@@ -64,6 +85,9 @@ func toResponse(p *payment.Payment, r *payment.Refund) paymentResponse {
 		RefundedAmount: p.RefundedMinor(), Currency: p.Amount().Currency(),
 		PayerID: p.PayerID(), MerchantID: p.MerchantID(), Description: p.Description(),
 		CreatedAt: p.CreatedAt(), UpdatedAt: p.UpdatedAt(),
+		CaptureMethod: string(p.CaptureMethod()), AmountCaptured: p.CapturedMinor(),
+		CaptureBefore: timeOrNil(p.CaptureBefore()), CapturedAt: timeOrNil(p.CapturedAt()),
+		CanceledAt: timeOrNil(p.CanceledAt()), CancellationReason: string(p.CancellationReason()),
 	}
 	if r != nil {
 		out.Refund = &refundResponse{ID: string(r.ID), Amount: r.Amount.Minor(), CreatedAt: r.CreatedAt}
@@ -84,7 +108,7 @@ func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := a.svc.Create(r.Context(), payments.CreatePayment{
 		Principal: principal(r), Amount: amount, Currency: req.Currency, PayerID: req.PayerID, MerchantID: req.MerchantID,
-		Description: req.Description, IdempotencyKey: r.Header.Get(IdempotencyHeader),
+		Description: req.Description, CaptureMethod: req.CaptureMethod, IdempotencyKey: r.Header.Get(IdempotencyHeader),
 	})
 	if err != nil {
 		a.writeError(w, r, err)
@@ -130,6 +154,73 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeCommitted(w, out)
+}
+
+func (a *api) capturePayment(w http.ResponseWriter, r *http.Request) {
+	id, err := payment.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var req captureRequest
+	if err := decodeOptional(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var amount int64 // zero: the whole authorized amount
+	if req.Amount != nil {
+		if amount, err = parseAmount(req.Amount); err == nil && amount <= 0 {
+			// Given, it is a positive amount: 0 is not "all of it".
+			err = &payment.ValidationError{Problems: []payment.FieldProblem{
+				{Field: "amount", Detail: "must be an integer greater than zero (minor units), or left out for the whole amount"},
+			}}
+		}
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	out, err := a.svc.Capture(r.Context(), payments.CapturePayment{Principal: principal(r), PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeChanged(w, out)
+}
+
+func (a *api) cancelPayment(w http.ResponseWriter, r *http.Request) {
+	id, err := payment.ParseID(chi.URLParam(r, "id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var req cancelRequest
+	if err := decodeOptional(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Cancel(r.Context(), payments.CancelPayment{Principal: principal(r), PaymentID: id, CancellationReason: req.CancellationReason, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeChanged(w, out)
+}
+
+// writeChanged answers 200 with the payment a transition changed (it
+// creates nothing); a replay gets the same, plus Idempotent-Replayed: true.
+func writeChanged(w http.ResponseWriter, c payments.Committed) {
+	if c.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
+	httpserver.WriteJSON(w, http.StatusOK, toResponse(c.Payment, c.Refund))
+}
+
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // writeCommitted answers 201 with what the write committed; a replay gets the

@@ -1,5 +1,5 @@
-// Package paymentsapi is the payments service's HTTP API on chi: create, read
-// and refund a payment. Every route needs an API key (Authorization: Bearer);
+// Package paymentsapi is the payments service's HTTP API on chi: create (or
+// authorize), read, capture, cancel and refund a payment. Every route needs an API key (Authorization: Bearer);
 // the middleware reads it and asks the Authenticator who it is, and the
 // handlers pass that principal to the use cases, which scope what it may
 // touch. Requests are rate-limited per key. It decodes and validates
@@ -35,6 +35,8 @@ type Service interface {
 	Create(ctx context.Context, c payments.CreatePayment) (payments.Committed, error)
 	Get(ctx context.Context, who access.Principal, id payment.ID) (*payment.Payment, error)
 	Refund(ctx context.Context, c payments.RefundPayment) (payments.Committed, error)
+	Capture(ctx context.Context, c payments.CapturePayment) (payments.Committed, error)
+	Cancel(ctx context.Context, c payments.CancelPayment) (payments.Committed, error)
 }
 
 // Authenticator turns an API key into whom it acts as (access.Authenticator).
@@ -74,6 +76,8 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 		r.Post("/payments", a.createPayment)
 		r.Get("/payments/{id}", a.getPayment)
 		r.Post("/payments/{id}/refunds", a.refundPayment)
+		r.Post("/payments/{id}/capture", a.capturePayment)
+		r.Post("/payments/{id}/cancel", a.cancelPayment)
 	})
 	return r
 }

@@ -533,6 +533,14 @@ func (failingService) Refund(context.Context, payments.RefundPayment) (payments.
 	return payments.Committed{}, errUnexpected
 }
 
+func (failingService) Capture(context.Context, payments.CapturePayment) (payments.Committed, error) {
+	return payments.Committed{}, errUnexpected
+}
+
+func (failingService) Cancel(context.Context, payments.CancelPayment) (payments.Committed, error) {
+	return payments.Committed{}, errUnexpected
+}
+
 // TestAFailureIsLoggedUnderItsRequestID: a 500's cause is logged once, with
 // the id its answer's X-Request-Id gave the client, as the document says.
 func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {

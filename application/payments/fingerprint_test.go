@@ -2,6 +2,7 @@ package payments_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -113,9 +114,28 @@ func TestEveryRequestFieldIsFingerprinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	refund := payments.RefundPayment{Principal: platform, PaymentID: first.Payment.ID(), Amount: 300}
+	manual := create
+	manual.CaptureMethod = "manual"
+	authorized, err := svc.Create(ctx, manual)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A payment is captured or canceled once, so every request but the
+	// first is refused by the domain, under the payment's lock — after the
+	// use case has handed the repository its key, which is all this test
+	// reads: transitioned accepts that refusal as the request's answer.
+	transitioned := func(err error) error {
+		if errors.Is(err, payment.ErrInvalidTransition) {
+			return nil
+		}
+		return err
+	}
+	capture := payments.CapturePayment{Principal: platform, PaymentID: authorized.Payment.ID(), Amount: 300}
+	cancel := payments.CancelPayment{Principal: platform, PaymentID: authorized.Payment.ID(), CancellationReason: "duplicate"}
 	// Values a varied string field may take, the first one that makes a
-	// valid request is used: another currency, another payment.
-	alternatives := []string{"USD", string(other.Payment.ID())}
+	// valid request is used: another currency, another payment, another
+	// capture method, another cancellation reason.
+	alternatives := []string{"USD", string(other.Payment.ID()), "manual", "fraudulent"}
 
 	writes := []struct {
 		name string
@@ -124,6 +144,11 @@ func TestEveryRequestFieldIsFingerprinted(t *testing.T) {
 	}{
 		{"CreatePayment", create, func(req any) error { _, err := svc.Create(ctx, req.(payments.CreatePayment)); return err }},
 		{"RefundPayment", refund, func(req any) error { _, err := svc.Refund(ctx, req.(payments.RefundPayment)); return err }},
+		{"CapturePayment", capture, func(req any) error {
+			_, err := svc.Capture(ctx, req.(payments.CapturePayment))
+			return transitioned(err)
+		}},
+		{"CancelPayment", cancel, func(req any) error { _, err := svc.Cancel(ctx, req.(payments.CancelPayment)); return transitioned(err) }},
 	}
 	n := 0
 	fingerprint := func(do func(any) error, req reflect.Value) (string, bool) {

@@ -1,5 +1,6 @@
-// Package payments holds the payments service's use cases — create, get and
-// refund a payment — the ports they need, and the wire form of the events
+// Package payments holds the payments service's use cases — create (or
+// authorize), get, capture, cancel and refund a payment, and the expiry of
+// authorizations (expiry.go) — the ports they need, and the wire form of the events
 // they publish (events.go). It knows nothing of HTTP or SQL: each use case
 // encodes the events its write records and hands the repository the bytes,
 // and the repository port hides the transaction in which the change and
@@ -101,27 +102,40 @@ type Change struct {
 // nothing of OpenTelemetry.
 type TraceContextFunc func(ctx context.Context) TraceContext
 
+// DefaultAuthorizationTTL is how long a manual payment stays authorized,
+// capturable, unless Config says otherwise: seven days, as card networks
+// commonly hold an authorization.
+const DefaultAuthorizationTTL = 7 * 24 * time.Hour
+
 // Config is what a Service may be given beyond its dependencies; the zero
-// Config is a service that does not trace.
+// Config is a service that does not trace and holds authorizations for
+// DefaultAuthorizationTTL.
 type Config struct {
 	// TraceContext is read once per write, before it: each of the write's
 	// events carries it. Nil: the events carry none.
 	TraceContext TraceContextFunc
+	// AuthorizationTTL is how long after its creation a manual payment can be
+	// captured (its capture_before); 0 means DefaultAuthorizationTTL.
+	AuthorizationTTL time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.TraceContext == nil {
 		c.TraceContext = func(context.Context) TraceContext { return TraceContext{} }
 	}
+	if c.AuthorizationTTL <= 0 {
+		c.AuthorizationTTL = DefaultAuthorizationTTL
+	}
 	return c
 }
 
 // Service runs the use cases.
 type Service struct {
-	repo         Repository
-	now          func() time.Time
-	newID        func() string
-	traceContext TraceContextFunc
+	repo             Repository
+	now              func() time.Time
+	newID            func() string
+	traceContext     TraceContextFunc
+	authorizationTTL time.Duration
 }
 
 // NewService returns a Service. now is the clock and newID makes UUIDs for new
@@ -131,7 +145,7 @@ func NewService(repo Repository, now func() time.Time, newID func() string, cfg 
 	// Timestamps are kept to the microsecond, the precision Postgres stores, so
 	// a payment reads back exactly as the response that created it showed it.
 	micro := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
-	return &Service{repo: repo, now: micro, newID: newID, traceContext: cfg.TraceContext}
+	return &Service{repo: repo, now: micro, newID: newID, traceContext: cfg.TraceContext, authorizationTTL: cfg.AuthorizationTTL}
 }
 
 // CreatePayment is the input of Create.
@@ -145,12 +159,17 @@ type CreatePayment struct {
 	PayerID     string
 	MerchantID  string
 	Description string
+	// CaptureMethod is automatic (the payment moves its money as it is
+	// created) or manual (it is only authorized, and captured later); empty
+	// means automatic.
+	CaptureMethod string
 	// IdempotencyKey is optional; empty means none.
 	IdempotencyKey string
 }
 
-// Create creates a payment, or replays what an earlier request with the same
-// idempotency key by the same merchant committed. Errors: payment.ErrInvalid
+// Create creates a payment — with capture method manual, authorizes it — or
+// replays what an earlier request with the same idempotency key by the same
+// merchant committed. Errors: payment.ErrInvalid
 // (a *payment.ValidationError, which names merchant_id when a merchant key
 // names another merchant), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
 // access.ErrUnauthenticated.
@@ -169,12 +188,33 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error
 			}}
 		}
 	}
-	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, "create", strconv.FormatInt(c.Amount, 10),
-		strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description)
+	method := payment.CaptureMethod(c.CaptureMethod)
+	if method == "" {
+		method = payment.CaptureAutomatic
+	}
+	parts := []string{"create", strconv.FormatInt(c.Amount, 10), strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description}
+	if method != payment.CaptureAutomatic {
+		// Folded in only when it is not the default, so that the
+		// fingerprint of every request that creates an automatic payment —
+		// those sent before capture methods existed among them, whose keys
+		// are stored — stays what it was.
+		parts = append(parts, "capture_method", string(method))
+	}
+	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, parts...)
 	if err != nil {
 		return Committed{}, err
 	}
-	p, err := payment.New(payment.ID(s.newID()), c.Amount, c.Currency, c.PayerID, c.MerchantID, c.Description, s.now())
+	var p *payment.Payment
+	switch method {
+	case payment.CaptureAutomatic:
+		p, err = payment.New(payment.ID(s.newID()), c.Amount, c.Currency, c.PayerID, c.MerchantID, c.Description, s.now())
+	case payment.CaptureManual:
+		p, err = payment.Authorize(payment.ID(s.newID()), c.Amount, c.Currency, c.PayerID, c.MerchantID, c.Description, s.authorizationTTL, s.now())
+	default:
+		err = &payment.ValidationError{Problems: []payment.FieldProblem{
+			{Field: "capture_method", Detail: "must be automatic or manual"},
+		}}
+	}
 	if err != nil {
 		return Committed{}, err
 	}
@@ -223,17 +263,7 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Committed, error
 	if !c.Principal.Valid() {
 		return Committed{}, access.ErrUnauthenticated
 	}
-	merchant := c.Principal.Merchant()
-	if c.Principal.IsPlatform() && c.IdempotencyKey != "" {
-		// The platform's key is scoped to the payment's merchant, which only
-		// the payment knows; it never changes, so reading it first is safe.
-		p, err := s.repo.Get(ctx, c.PaymentID)
-		if err != nil {
-			return Committed{}, err
-		}
-		merchant = p.MerchantID()
-	}
-	key, err := idempotencyKey(merchant, c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
+	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
 	if err != nil {
 		return Committed{}, err
 	}
@@ -245,8 +275,8 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Committed, error
 	refundID := payment.RefundID(s.newID())
 	now := s.now()
 	return s.update(ctx, c.PaymentID, key, func(p *payment.Payment) (Change, error) {
-		if !c.Principal.ActsFor(p.MerchantID()) {
-			return Change{}, fmt.Errorf("%w: %s", payment.ErrNotFound, p.ID())
+		if err := actsFor(c.Principal, p); err != nil {
+			return Change{}, err
 		}
 		amount, err := payment.NewMoney(c.Amount, p.Amount().Currency())
 		if err != nil {
@@ -258,6 +288,121 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Committed, error
 		}
 		return Change{Refund: &refund}, nil
 	})
+}
+
+// CapturePayment is the input of Capture.
+type CapturePayment struct {
+	Principal access.Principal
+	PaymentID payment.ID
+	// Amount is the amount to capture, at most the authorized amount; 0
+	// means the whole authorized amount.
+	Amount         int64
+	IdempotencyKey string
+}
+
+// Capture captures an authorized payment, in full or in part: the captured
+// amount moves to the merchant and the rest of the authorization is
+// released. A payment is captured once. Scoping and the idempotency key are
+// as for Refund. Errors: payment.ErrNotFound (for another merchant's payment
+// too), payment.ErrInvalidTransition (the payment is not authorized),
+// payment.ErrAuthorizationExpired, payment.ErrCaptureExceedsAmount,
+// payment.ErrInvalid, the key errors, access.ErrUnauthenticated.
+func (s *Service) Capture(ctx context.Context, c CapturePayment) (Committed, error) {
+	if !c.Principal.Valid() {
+		return Committed{}, access.ErrUnauthenticated
+	}
+	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, "capture", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
+	if err != nil {
+		return Committed{}, err
+	}
+	if c.Amount < 0 {
+		return Committed{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+			{Field: "amount", Detail: "must be an integer greater than zero (minor units), or left out for the whole amount"},
+		}}
+	}
+	now := s.now()
+	return s.update(ctx, c.PaymentID, key, func(p *payment.Payment) (Change, error) {
+		if err := actsFor(c.Principal, p); err != nil {
+			return Change{}, err
+		}
+		amount := p.Amount()
+		if c.Amount != 0 {
+			var err error
+			if amount, err = payment.NewMoney(c.Amount, amount.Currency()); err != nil {
+				return Change{}, err
+			}
+		}
+		return Change{}, p.Capture(amount, now)
+	})
+}
+
+// CancelPayment is the input of Cancel.
+type CancelPayment struct {
+	Principal access.Principal
+	PaymentID payment.ID
+	// CancellationReason is requested_by_customer, duplicate, fraudulent or
+	// abandoned; empty means requested_by_customer. Expired is the
+	// service's own, and refused.
+	CancellationReason string
+	IdempotencyKey     string
+}
+
+// Cancel cancels an authorized payment: its whole authorization is released
+// and no money moves. Scoping and the idempotency key are as for Refund.
+// Errors: payment.ErrNotFound (for another merchant's payment too),
+// payment.ErrInvalidTransition (the payment is not authorized),
+// payment.ErrInvalid (a reason a client may not give), the key errors,
+// access.ErrUnauthenticated.
+func (s *Service) Cancel(ctx context.Context, c CancelPayment) (Committed, error) {
+	if !c.Principal.Valid() {
+		return Committed{}, access.ErrUnauthenticated
+	}
+	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, "cancel", string(c.PaymentID), c.CancellationReason)
+	if err != nil {
+		return Committed{}, err
+	}
+	reason := payment.CancellationReason(c.CancellationReason)
+	switch reason {
+	case "":
+		reason = payment.CancelRequestedByCustomer
+	case payment.CancelRequestedByCustomer, payment.CancelDuplicate, payment.CancelFraudulent, payment.CancelAbandoned:
+	default:
+		return Committed{}, &payment.ValidationError{Problems: []payment.FieldProblem{
+			{Field: "cancellation_reason", Detail: "must be requested_by_customer, duplicate, fraudulent or abandoned"},
+		}}
+	}
+	now := s.now()
+	return s.update(ctx, c.PaymentID, key, func(p *payment.Payment) (Change, error) {
+		if err := actsFor(c.Principal, p); err != nil {
+			return Change{}, err
+		}
+		return Change{}, p.Cancel(reason, now)
+	})
+}
+
+// changeKey is the idempotency key of a request that changes payment id,
+// scoped to the payment's merchant: a merchant's key is its own, and the
+// platform's key is scoped to the payment's merchant, which only the payment
+// knows — it never changes, so reading it first is safe.
+func (s *Service) changeKey(ctx context.Context, who access.Principal, id payment.ID, key string, parts ...string) (*IdempotencyKey, error) {
+	merchant := who.Merchant()
+	if who.IsPlatform() && key != "" {
+		p, err := s.repo.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		merchant = p.MerchantID()
+	}
+	return idempotencyKey(merchant, key, parts...)
+}
+
+// actsFor reports another merchant's payment as not found, exactly like a
+// payment that does not exist.
+func actsFor(who access.Principal, p *payment.Payment) error {
+	if !who.ActsFor(p.MerchantID()) {
+		return fmt.Errorf("%w: %s", payment.ErrNotFound, p.ID())
+	}
+	return nil
 }
 
 // update is how every use case changes a payment: it runs fn on payment id

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
@@ -33,6 +34,13 @@ type config struct {
 	// APIRateLimit is the requests per second each API key may make on
 	// each replica; 0 turns the limit off.
 	APIRateLimit int
+
+	// AuthorizationTTL is how long a manual payment can be captured after
+	// it is authorized (its capture_before).
+	AuthorizationTTL time.Duration
+	// AuthorizationExpiryInterval is the pause between the expiry's sweeps,
+	// which cancel the authorizations past their capture_before.
+	AuthorizationExpiryInterval time.Duration
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -52,6 +60,15 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 
 		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
 		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", 2, 1, 256),
+
+		AuthorizationTTL:            e.Duration("PAYMENTS_AUTHORIZATION_TTL", payments.DefaultAuthorizationTTL),
+		AuthorizationExpiryInterval: e.Duration("PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", time.Minute),
+	}
+	if cfg.AuthorizationTTL <= 0 {
+		e.Fail(fmt.Errorf("PAYMENTS_AUTHORIZATION_TTL=%s: want a positive duration", cfg.AuthorizationTTL))
+	}
+	if cfg.AuthorizationExpiryInterval <= 0 {
+		e.Fail(fmt.Errorf("PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL=%s: want a positive duration", cfg.AuthorizationExpiryInterval))
 	}
 	// Ordered by default when the topic is FIFO: a FIFO topic is asked for
 	// order, and unordered publishing would give it up.

@@ -149,7 +149,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		notifier = paymentstore.NewNotifier(pool, log)
 	}
 	repo := paymentstore.Notifying(paymentstore.New(pool), notifier)
-	var svcCfg payments.Config
+	svcCfg := payments.Config{AuthorizationTTL: cfg.AuthorizationTTL}
 	if tp.Provider != nil {
 		repo = tracing.Payments(repo, tp.Provider)
 		svcCfg.TraceContext = tracing.PaymentsTraceContext
@@ -176,7 +176,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	g.Go(func() error { return auth.Run(gctx, log) })
 	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() { log.Info("shutting down") })
-	if err := startBackground(gctx, g, cfg, pool, b, log, reg, tp.Provider); err != nil {
+	if err := startBackground(gctx, g, cfg, pool, svc, b, log, reg, tp.Provider); err != nil {
 		cancel() // stop what did start, and wait for it, before reporting
 		_ = g.Wait()
 		return err

@@ -19,6 +19,16 @@ var (
 	// ErrRefundExceedsAmount means a refund would take the refunded total past
 	// the payment's amount.
 	ErrRefundExceedsAmount = errors.New("refund exceeds the refundable amount")
+	// ErrCaptureExceedsAmount means a capture asks for more than the payment
+	// authorized.
+	ErrCaptureExceedsAmount = errors.New("capture exceeds the authorized amount")
+	// ErrInvalidTransition means the payment's status does not allow the
+	// change: a capture or a cancel of a payment that is not authorized, a
+	// refund of one that moved no money.
+	ErrInvalidTransition = errors.New("the payment's status does not allow this change")
+	// ErrAuthorizationExpired means a capture came at or after the payment's
+	// capture_before: the authorization is no longer held.
+	ErrAuthorizationExpired = errors.New("the authorization has expired")
 	// ErrInvalid means a payment's attributes break a rule; the error is a
 	// *ValidationError listing each field.
 	ErrInvalid = errors.New("invalid payment")

@@ -42,13 +42,23 @@ func isUUID(s string) bool {
 	return true
 }
 
-// Status is where a payment is in its life: created, then partially_refunded
-// for as long as refunds leave something to refund, then refunded.
+// Status is where a payment is in its life. A payment with capture method
+// automatic is created, then partially_refunded for as long as refunds leave
+// something to refund, then refunded. One with capture method manual is
+// authorized, then either canceled or captured, and a captured one is
+// refunded as an automatic one is:
+//
+//	automatic: created ──────────────┐
+//	manual:    authorized ─► captured ┴─► partially_refunded ─► refunded
+//	               └───────► canceled
 type Status string
 
 // The statuses a payment moves through; it never moves back.
 const (
 	StatusCreated           Status = "created"
+	StatusAuthorized        Status = "authorized"
+	StatusCaptured          Status = "captured"
+	StatusCanceled          Status = "canceled"
 	StatusPartiallyRefunded Status = "partially_refunded"
 	StatusRefunded          Status = "refunded"
 )
@@ -64,16 +74,30 @@ const (
 // Payment is the aggregate: an amount paid by a payer to a merchant, and the
 // refunds taken from it. Its fields are unexported so that every change goes
 // through a method that enforces the rules and records an event.
+//
+// Its amounts keep 0 ≤ refunded ≤ captured ≤ amount: amount is what was
+// authorized (for an automatic payment, what was paid), captured what of it
+// moved, refunded what of that went back.
 type Payment struct {
-	id          ID
-	amount      Money
-	refunded    int64 // minor units of amount's currency already refunded
-	status      Status
-	payerID     string
-	merchantID  string
-	description string
-	createdAt   time.Time
-	updatedAt   time.Time
+	id            ID
+	amount        Money
+	captureMethod CaptureMethod
+	captured      int64 // minor units of amount's currency captured: amount for an automatic payment
+	refunded      int64 // minor units of amount's currency already refunded
+	status        Status
+	payerID       string
+	merchantID    string
+	description   string
+	createdAt     time.Time
+	updatedAt     time.Time
+	// captureBefore is when a manual payment's authorization expires; zero
+	// for an automatic payment.
+	captureBefore time.Time
+	// capturedAt is when a manual payment was captured; zero until then, and
+	// for an automatic payment, which moved its money when it was created.
+	capturedAt         time.Time
+	canceledAt         time.Time          // zero unless canceled
+	cancellationReason CancellationReason // empty unless canceled
 
 	events []Event // recorded, not yet persisted
 }
@@ -84,6 +108,40 @@ type Payment struct {
 // all the invalid ones in one *ValidationError: a client fixes them in one
 // round trip.
 func New(id ID, amount int64, currency, payerID, merchantID, description string, now time.Time) (*Payment, error) {
+	p, err := newPayment(id, amount, currency, payerID, merchantID, description, now)
+	if err != nil {
+		return nil, err
+	}
+	p.captureMethod, p.captured, p.status = CaptureAutomatic, p.amount.minor, StatusCreated
+	p.record(Created{PaymentID: id, Amount: p.amount, PayerID: payerID, MerchantID: merchantID, At: p.createdAt})
+	return p, nil
+}
+
+// Authorize creates a payment with capture method manual: amount minor units
+// of currency are authorized, held for the merchant without moving, until
+// the payment is captured or canceled, and for ttl at most — past
+// capture_before (now + ttl) it can no longer be captured, and the service
+// cancels it. It records an Authorized event, and checks what New checks.
+func Authorize(id ID, amount int64, currency, payerID, merchantID, description string, ttl time.Duration, now time.Time) (*Payment, error) {
+	if ttl <= 0 {
+		return nil, fmt.Errorf("authorize: the authorization's time to live must be positive, got %s", ttl)
+	}
+	p, err := newPayment(id, amount, currency, payerID, merchantID, description, now)
+	if err != nil {
+		return nil, err
+	}
+	p.captureMethod, p.status = CaptureManual, StatusAuthorized
+	p.captureBefore = p.createdAt.Add(ttl)
+	p.record(Authorized{
+		PaymentID: id, Amount: p.amount, PayerID: payerID, MerchantID: merchantID,
+		CaptureBefore: p.captureBefore, At: p.createdAt,
+	})
+	return p, nil
+}
+
+// newPayment checks the attributes every payment has and returns the
+// payment they describe, with no status yet.
+func newPayment(id ID, amount int64, currency, payerID, merchantID, description string, now time.Time) (*Payment, error) {
 	v := &ValidationError{}
 	if !isUUID(string(id)) {
 		v.add("id", "must be a UUID")
@@ -106,14 +164,11 @@ func New(id ID, amount int64, currency, payerID, merchantID, description string,
 		return nil, err
 	}
 	now = now.UTC()
-	money := Money{minor: amount, currency: code}
-	p := &Payment{
-		id: id, amount: money, status: StatusCreated,
+	return &Payment{
+		id: id, amount: Money{minor: amount, currency: code},
 		payerID: payerID, merchantID: merchantID, description: description,
 		createdAt: now, updatedAt: now,
-	}
-	p.record(Created{PaymentID: id, Amount: money, PayerID: payerID, MerchantID: merchantID, At: now})
-	return p, nil
+	}, nil
 }
 
 func checkParty(v *ValidationError, field, s string) {
@@ -159,8 +214,11 @@ func (e Created) AggregateID() ID { return e.PaymentID }
 func (e Created) OccurredAt() time.Time { return e.At }
 
 // Refund takes amount back from the payment as refund id and records a
-// Refunded event. Partial refunds are allowed until the refunded total
-// reaches the payment's amount; nothing changes when a rule fails.
+// Refunded event. Only what was captured can be refunded — all of an
+// automatic payment, nothing of an authorized or canceled one
+// (ErrInvalidTransition) — and partial refunds are allowed until the
+// refunded total reaches the captured amount; nothing changes when a rule
+// fails.
 func (p *Payment) Refund(id RefundID, amount Money, now time.Time) (Refund, error) {
 	if !isUUID(string(id)) {
 		return Refund{}, fmt.Errorf("refund: malformed refund id %q", id)
@@ -168,17 +226,21 @@ func (p *Payment) Refund(id RefundID, amount Money, now time.Time) (Refund, erro
 	if amount.IsZero() {
 		return Refund{}, fmt.Errorf("%w: refund amount is required", ErrInvalidAmount)
 	}
+	switch p.status {
+	case StatusAuthorized, StatusCanceled:
+		return Refund{}, fmt.Errorf("%w: refund of a payment %s, which moved no money", ErrInvalidTransition, p.status)
+	}
 	if amount.currency != p.amount.currency {
 		return Refund{}, fmt.Errorf("%w: refund in %s of a payment in %s", ErrCurrencyMismatch, amount.currency, p.amount.currency)
 	}
-	remaining := p.amount.minor - p.refunded
+	remaining := p.captured - p.refunded
 	if amount.minor > remaining {
 		return Refund{}, fmt.Errorf("%w: %s requested, %d %s refundable", ErrRefundExceedsAmount, amount, remaining, p.amount.currency)
 	}
 	now = now.UTC()
 	p.refunded += amount.minor
 	p.status = StatusPartiallyRefunded
-	if p.refunded == p.amount.minor {
+	if p.refunded == p.captured {
 		p.status = StatusRefunded
 	}
 	p.updatedAt = now
@@ -240,6 +302,31 @@ func (p *Payment) ID() ID { return p.id }
 // Amount returns the amount paid.
 func (p *Payment) Amount() Money { return p.amount }
 
+// CaptureMethod returns whether the payment was captured as it was created
+// (automatic) or is captured by a later request (manual).
+func (p *Payment) CaptureMethod() CaptureMethod { return p.captureMethod }
+
+// CapturedMinor returns the captured amount in minor units of Amount's
+// currency: all of it for an automatic payment, zero for a manual one until
+// it is captured — what refunds may take back.
+func (p *Payment) CapturedMinor() int64 { return p.captured }
+
+// CaptureBefore returns when a manual payment's authorization expires (UTC);
+// the zero time for an automatic payment.
+func (p *Payment) CaptureBefore() time.Time { return p.captureBefore }
+
+// CapturedAt returns when a manual payment was captured (UTC); the zero time
+// until then, and for an automatic payment.
+func (p *Payment) CapturedAt() time.Time { return p.capturedAt }
+
+// CanceledAt returns when the payment was canceled (UTC); the zero time
+// unless it was.
+func (p *Payment) CanceledAt() time.Time { return p.canceledAt }
+
+// CancellationReason returns why the payment was canceled; empty unless it
+// was.
+func (p *Payment) CancellationReason() CancellationReason { return p.cancellationReason }
+
 // RefundedMinor returns the refunded total in minor units of Amount's currency
 // (zero, unlike a Money, is a valid refunded total).
 func (p *Payment) RefundedMinor() int64 { return p.refunded }
@@ -266,25 +353,34 @@ func (p *Payment) UpdatedAt() time.Time { return p.updatedAt }
 // that storage can rebuild a Payment without a constructor that re-validates
 // (and re-records events for) what was already accepted.
 type Snapshot struct {
-	ID            ID
-	AmountMinor   int64
-	Currency      string
-	RefundedMinor int64
-	Status        Status
-	PayerID       string
-	MerchantID    string
-	Description   string
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	ID                 ID
+	AmountMinor        int64
+	Currency           string
+	CaptureMethod      CaptureMethod
+	CapturedMinor      int64
+	RefundedMinor      int64
+	Status             Status
+	PayerID            string
+	MerchantID         string
+	Description        string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	CaptureBefore      time.Time // zero: none
+	CapturedAt         time.Time // zero: none
+	CanceledAt         time.Time // zero: none
+	CancellationReason CancellationReason
 }
 
 // Snapshot returns p's state for storage.
 func (p *Payment) Snapshot() Snapshot {
 	return Snapshot{
 		ID: p.id, AmountMinor: p.amount.minor, Currency: p.amount.currency,
+		CaptureMethod: p.captureMethod, CapturedMinor: p.captured,
 		RefundedMinor: p.refunded, Status: p.status, PayerID: p.payerID,
 		MerchantID: p.merchantID, Description: p.description,
 		CreatedAt: p.createdAt, UpdatedAt: p.updatedAt,
+		CaptureBefore: p.captureBefore, CapturedAt: p.capturedAt,
+		CanceledAt: p.canceledAt, CancellationReason: p.cancellationReason,
 	}
 }
 
@@ -296,19 +392,124 @@ func Rehydrate(s Snapshot) (*Payment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rehydrate payment %s: %w", s.ID, err)
 	}
-	if s.RefundedMinor < 0 || s.RefundedMinor > s.AmountMinor {
-		return nil, fmt.Errorf("rehydrate payment %s: %w: refunded %d of %d", s.ID, ErrInvalidAmount, s.RefundedMinor, s.AmountMinor)
+	if s.CapturedMinor < 0 || s.CapturedMinor > s.AmountMinor || s.RefundedMinor < 0 || s.RefundedMinor > s.CapturedMinor {
+		return nil, fmt.Errorf("rehydrate payment %s: %w: refunded %d of %d captured of %d", s.ID, ErrInvalidAmount, s.RefundedMinor, s.CapturedMinor, s.AmountMinor)
 	}
-	switch s.Status {
-	case StatusCreated, StatusPartiallyRefunded, StatusRefunded:
-	default:
-		return nil, fmt.Errorf("rehydrate payment %s: unknown status %q", s.ID, s.Status)
+	if err := s.checkLifecycle(); err != nil {
+		return nil, fmt.Errorf("rehydrate payment %s: %w", s.ID, err)
 	}
 	return &Payment{
-		id: s.ID, amount: amount, refunded: s.RefundedMinor, status: s.Status,
+		id: s.ID, amount: amount, captureMethod: s.CaptureMethod, captured: s.CapturedMinor,
+		refunded: s.RefundedMinor, status: s.Status,
 		payerID: s.PayerID, merchantID: s.MerchantID, description: s.Description,
 		createdAt: s.CreatedAt.UTC(), updatedAt: s.UpdatedAt.UTC(),
+		captureBefore: utcOrZero(s.CaptureBefore), capturedAt: utcOrZero(s.CapturedAt),
+		canceledAt: utcOrZero(s.CanceledAt), cancellationReason: s.CancellationReason,
 	}, nil
+}
+
+// checkLifecycle refuses a snapshot whose status, capture method and
+// timestamps no sequence of the methods above could have produced.
+func (s Snapshot) checkLifecycle() error {
+	switch s.CaptureMethod {
+	case CaptureAutomatic:
+		switch {
+		case s.Status != StatusCreated && s.Status != StatusPartiallyRefunded && s.Status != StatusRefunded:
+			return fmt.Errorf("status %q of an automatic payment", s.Status)
+		case s.CapturedMinor != s.AmountMinor || !s.CaptureBefore.IsZero() || !s.CapturedAt.IsZero():
+			return fmt.Errorf("an automatic payment captures all of its amount as it is created")
+		}
+	case CaptureManual:
+		var captured bool
+		switch s.Status {
+		case StatusAuthorized, StatusCanceled:
+		case StatusCaptured, StatusPartiallyRefunded, StatusRefunded:
+			captured = true
+		default:
+			return fmt.Errorf("status %q of a manual payment", s.Status)
+		}
+		switch {
+		case captured != (s.CapturedMinor > 0) || captured == s.CapturedAt.IsZero():
+			return fmt.Errorf("captured %d at %v in status %q", s.CapturedMinor, s.CapturedAt, s.Status)
+		case s.CaptureBefore.IsZero():
+			return fmt.Errorf("a manual payment without capture_before")
+		}
+	default:
+		return fmt.Errorf("unknown capture method %q", s.CaptureMethod)
+	}
+	canceled := s.Status == StatusCanceled
+	if canceled == s.CanceledAt.IsZero() || canceled != s.CancellationReason.valid() || !canceled && s.CancellationReason != "" {
+		return fmt.Errorf("canceled at %v for %q in status %q", s.CanceledAt, s.CancellationReason, s.Status)
+	}
+	return nil
+}
+
+func utcOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// Capture moves amount of an authorized payment from the payer to the
+// merchant and releases the rest of the authorization: a payment is captured
+// once, in full or in part, before its capture_before. It records a Captured
+// event. Errors: ErrInvalidTransition unless the payment is authorized,
+// ErrAuthorizationExpired at or after capture_before, ErrCurrencyMismatch,
+// ErrCaptureExceedsAmount; nothing changes when a rule fails.
+func (p *Payment) Capture(amount Money, now time.Time) error {
+	if p.status != StatusAuthorized {
+		return fmt.Errorf("%w: capture of a payment %s", ErrInvalidTransition, p.status)
+	}
+	now = now.UTC()
+	if !now.Before(p.captureBefore) {
+		return fmt.Errorf("%w: it had to be captured before %s", ErrAuthorizationExpired, p.captureBefore.Format(time.RFC3339))
+	}
+	if amount.IsZero() {
+		return fmt.Errorf("%w: capture amount is required", ErrInvalidAmount)
+	}
+	if amount.currency != p.amount.currency {
+		return fmt.Errorf("%w: capture in %s of a payment in %s", ErrCurrencyMismatch, amount.currency, p.amount.currency)
+	}
+	if amount.minor > p.amount.minor {
+		return fmt.Errorf("%w: %s requested, %s authorized", ErrCaptureExceedsAmount, amount, p.amount)
+	}
+	p.captured, p.status, p.capturedAt, p.updatedAt = amount.minor, StatusCaptured, now, now
+	p.record(Captured{
+		PaymentID: p.id, Amount: amount, Authorized: p.amount,
+		PayerID: p.payerID, MerchantID: p.merchantID, At: now,
+	})
+	return nil
+}
+
+// Cancel cancels an authorized payment for reason: its whole authorization
+// is released and no money moves. It records a Canceled event. Reason
+// CancelExpired is the expiry's: it is refused before capture_before.
+// Errors: ErrInvalidTransition unless the payment is authorized, or for
+// CancelExpired too early; ErrInvalid for a reason not in the list.
+func (p *Payment) Cancel(reason CancellationReason, now time.Time) error {
+	if !reason.valid() {
+		return &ValidationError{Problems: []FieldProblem{{Field: "cancellation_reason", Detail: fmt.Sprintf("%q is not a cancellation reason", reason)}}}
+	}
+	if p.status != StatusAuthorized {
+		return fmt.Errorf("%w: cancel of a payment %s", ErrInvalidTransition, p.status)
+	}
+	now = now.UTC()
+	if reason == CancelExpired && now.Before(p.captureBefore) {
+		return fmt.Errorf("%w: the authorization expires at %s, not before", ErrInvalidTransition, p.captureBefore.Format(time.RFC3339))
+	}
+	p.status, p.canceledAt, p.cancellationReason, p.updatedAt = StatusCanceled, now, reason, now
+	p.record(Canceled{
+		PaymentID: p.id, Amount: p.amount, PayerID: p.payerID, MerchantID: p.merchantID,
+		Reason: reason, At: now,
+	})
+	return nil
+}
+
+// Expired reports whether p is an authorization past its capture_before at
+// now: what the expiry job cancels with CancelExpired.
+func (p *Payment) Expired(now time.Time) bool {
+	return p.status == StatusAuthorized && !now.Before(p.captureBefore)
 }
 
 // CaptureMethod says when an authorized amount becomes money moved:
@@ -324,6 +525,14 @@ const (
 
 // CancellationReason says why an authorized payment was canceled.
 type CancellationReason string
+
+func (r CancellationReason) valid() bool {
+	switch r {
+	case CancelRequestedByCustomer, CancelDuplicate, CancelFraudulent, CancelAbandoned, CancelExpired:
+		return true
+	}
+	return false
+}
 
 // The reasons a payment may be canceled for. A client may give any but
 // CancelExpired, which only the expiry of an authorization records.

@@ -147,14 +147,18 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 // the existing statuses' rules too, such as whether an authorized payment is
 // still a "payment".
 var reconcileRules = map[payment.Status]struct {
-	refunds int // refund rows a payment in this status has
+	method  payment.CaptureMethod // the capture method of a payment in this status
+	refunds int                   // refund rows a payment in this status has
 	facts   map[ledger.Kind]int
 }{
-	// Automatic payments (capture_method automatic, the default): a
-	// payment, never a hold.
-	payment.StatusCreated:           {0, map[ledger.Kind]int{"payment": 1, "refund": 0, "authorization": 0, "capture": 0, "cancellation": 0}},
-	payment.StatusPartiallyRefunded: {1, map[ledger.Kind]int{"payment": 1, "refund": 1, "authorization": 0, "capture": 0, "cancellation": 0}},
-	payment.StatusRefunded:          {2, map[ledger.Kind]int{"payment": 1, "refund": 2, "authorization": 0, "capture": 0, "cancellation": 0}},
+	payment.StatusCreated:           {payment.CaptureAutomatic, 0, map[ledger.Kind]int{"payment": 1, "refund": 0, "authorization": 0, "capture": 0, "cancellation": 0}},
+	payment.StatusPartiallyRefunded: {payment.CaptureAutomatic, 1, map[ledger.Kind]int{"payment": 1, "refund": 1, "authorization": 0, "capture": 0, "cancellation": 0}},
+	payment.StatusRefunded:          {payment.CaptureAutomatic, 2, map[ledger.Kind]int{"payment": 1, "refund": 2, "authorization": 0, "capture": 0, "cancellation": 0}},
+	// A hold, no money moved: an authorization only.
+	payment.StatusAuthorized: {payment.CaptureManual, 0, map[ledger.Kind]int{"payment": 0, "refund": 0, "authorization": 1, "capture": 0, "cancellation": 0}},
+	payment.StatusCaptured:   {payment.CaptureManual, 0, map[ledger.Kind]int{"payment": 0, "refund": 0, "authorization": 1, "capture": 1, "cancellation": 0}},
+	// The hold released, no money moved.
+	payment.StatusCanceled: {payment.CaptureManual, 0, map[ledger.Kind]int{"payment": 0, "refund": 0, "authorization": 1, "capture": 0, "cancellation": 1}},
 }
 
 // TestEveryStatusHasAReconcileRule checks reconcileRules against the domain's
@@ -198,8 +202,24 @@ func TestEveryStatusHasAReconcileRule(t *testing.T) {
 		id := uuid.NewString()
 		ids[id] = s
 		const amount, refund = 1000, 100
-		if _, err := pool.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
-			VALUES ($1, $2, $3, 'BRL', $4, 'cus_1', 'mer_1', $5, $5)`, id, amount, refund*rule.refunds, string(s), at); err != nil {
+		// A manual payment's own columns, set as its status has them.
+		captured, captureBefore, capturedAt, canceledAt, reason := int64(amount), (*time.Time)(nil), (*time.Time)(nil), (*time.Time)(nil), (*string)(nil)
+		if rule.method == payment.CaptureManual {
+			deadline := at.Add(time.Hour)
+			captureBefore, capturedAt = &deadline, &at
+			switch s {
+			case payment.StatusAuthorized, payment.StatusCanceled:
+				captured, capturedAt = 0, nil
+			}
+			if s == payment.StatusCanceled {
+				r := string(payment.CancelRequestedByCustomer)
+				canceledAt, reason = &at, &r
+			}
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at,
+				capture_method, amount_captured, capture_before, captured_at, canceled_at, cancellation_reason)
+			VALUES ($1, $2, $3, 'BRL', $4, 'cus_1', 'mer_1', $5, $5, $6, $7, $8, $9, $10, $11)`, id, amount, refund*rule.refunds, string(s), at,
+			string(rule.method), captured, captureBefore, capturedAt, canceledAt, reason); err != nil {
 			t.Fatalf("store a payment in status %q: %v (does the payments table's CHECK on status know it?)", s, err)
 		}
 		for range rule.refunds {

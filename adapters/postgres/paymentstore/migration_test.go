@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
-	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -101,10 +103,27 @@ func TestPreviousReleaseSurvivesThePayloadMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer old.Close()
-	svc := payments.NewService(paymentstore.New(old), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
+	// Its writes, as that release's paymentstore queued them: the payment
+	// row without the columns later migrations add (00011's trigger fills
+	// amount_captured), and the outbox row.
 	create := func() {
 		t.Helper()
-		if _, err := svc.Create(ctx, payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1"}); err != nil {
+		p, err := payment.New(payment.ID(uuid.NewString()), 1050, "BRL", "cus_1", "mer_1", "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgID := uuid.Must(uuid.NewV7())
+		payload, err := payments.EncodeEvent(msgID.String(), p.PullEvents()[0], payments.TraceContext{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			string(p.ID()), int64(1050), int64(0), "BRL", "created", "cus_1", "mer_1", "", p.CreatedAt(), p.UpdatedAt())
+		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload, traceparent, tracestate) VALUES ($1, $2, $3, $4, $5, $6)`,
+			pgtype.UUID{Bytes: msgID, Valid: true}, payment.TypeCreated, string(p.ID()), payload, "", "")
+		if err := old.SendBatch(ctx, b).Close(); err != nil {
 			t.Fatalf("the previous release's write: %v", err)
 		}
 	}

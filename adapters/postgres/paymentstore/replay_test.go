@@ -12,6 +12,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -21,8 +22,11 @@ import (
 // field of the payment (payment.Snapshot) and of the refund (payment.Refund)
 // that the write committed. The fields are found by reflection, so a field
 // added to the domain fails here until the stored result and the SQL carry
-// it — and until the sample below sets it, since a field left at its zero
-// value would pass however it is stored.
+// it — and until one of the samples below sets it, since a field left at its
+// zero value would pass however it is stored. No one payment sets every
+// field (a canceled one is never captured), so the samples are a payment of
+// each capture method and both ends of a manual one: captured then
+// refunded, and canceled.
 func TestEveryFieldSurvivesReplayAndRead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -37,56 +41,98 @@ func TestEveryFieldSurvivesReplayAndRead(t *testing.T) {
 	svc := payments.NewService(paymentstore.New(pgtest.New(t, paymentsmigrations.FS)), now,
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 
-	// The sample: a payment that has every field set, through the use cases.
-	create := payments.CreatePayment{Principal: platform, Amount: 1050, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1",
-		Description: "coffee", IdempotencyKey: "create-1"}
-	created, err := svc.Create(ctx, create)
-	if err != nil {
-		t.Fatal(err)
+	// Each keyed write, with a retry that must replay what it committed.
+	type write struct {
+		name  string
+		do    func() (payments.Committed, error)
+		first payments.Committed
 	}
-	refund := payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 250, IdempotencyKey: "refund-1"}
-	refunded, err := svc.Refund(ctx, refund)
-	if err != nil {
-		t.Fatal(err)
+	var writes []*write
+	run := func(name string, do func() (payments.Committed, error)) payments.Committed {
+		t.Helper()
+		out, err := do()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		writes = append(writes, &write{name: name, do: do, first: out})
+		return out
 	}
-	// The payment changes after the refund, so that a replay which read the
-	// payment's row instead of the stored result would show.
-	latest, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: created.Payment.ID(), Amount: 100})
-	if err != nil {
-		t.Fatal(err)
+	base := payments.CreatePayment{Principal: platform, Amount: 2500, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1", Description: "coffee"}
+	create := func(key, method string) func() (payments.Committed, error) {
+		c := base
+		c.IdempotencyKey, c.CaptureMethod = key, method
+		return func() (payments.Committed, error) { return svc.Create(ctx, c) }
 	}
 
-	requireEveryFieldSet(t, "the refunded payment", refunded.Payment.Snapshot())
-	requireEveryFieldSet(t, "the refund", *refunded.Refund)
+	automatic := run("create automatic", create("create-1", "")).Payment.ID()
+	run("refund automatic", func() (payments.Committed, error) {
+		return svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: automatic, Amount: 250, IdempotencyKey: "refund-1"})
+	})
 
-	again, err := svc.Create(ctx, create)
-	if err != nil || !again.Replayed {
-		t.Fatalf("create retry: replayed=%v err=%v, want the replay", again.Replayed, err)
-	}
-	requireSameFields(t, "create replay: payment", created.Payment.Snapshot(), again.Payment.Snapshot())
+	captured := run("authorize", create("create-2", "manual")).Payment.ID()
+	run("capture", func() (payments.Committed, error) {
+		return svc.Capture(ctx, payments.CapturePayment{Principal: platform, PaymentID: captured, Amount: 2000, IdempotencyKey: "capture-1"})
+	})
+	refunded := run("refund captured", func() (payments.Committed, error) {
+		return svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: captured, Amount: 250, IdempotencyKey: "refund-2"})
+	})
 
-	again, err = svc.Refund(ctx, refund)
-	if err != nil || !again.Replayed || again.Refund == nil {
-		t.Fatalf("refund retry: replayed=%v refund=%v err=%v, want the replay with its refund", again.Replayed, again.Refund, err)
-	}
-	requireSameFields(t, "refund replay: payment", refunded.Payment.Snapshot(), again.Payment.Snapshot())
-	requireSameFields(t, "refund replay: refund", *refunded.Refund, *again.Refund)
+	canceled := run("authorize to cancel", create("create-3", "manual")).Payment.ID()
+	canceledOut := run("cancel", func() (payments.Committed, error) {
+		return svc.Cancel(ctx, payments.CancelPayment{Principal: platform, PaymentID: canceled, CancellationReason: "duplicate", IdempotencyKey: "cancel-1"})
+	})
 
-	read, err := svc.Get(ctx, platform, created.Payment.ID())
-	if err != nil {
-		t.Fatal(err)
+	// The payments change after the keyed writes, so that a replay which
+	// read the payment's row instead of the stored result would show.
+	latest := map[string]payments.Committed{}
+	for name, id := range map[string]string{"automatic": string(automatic), "captured": string(captured)} {
+		out, err := svc.Refund(ctx, payments.RefundPayment{Principal: platform, PaymentID: payment.ID(id), Amount: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		latest[name] = out
 	}
-	requireSameFields(t, "read", latest.Payment.Snapshot(), read.Snapshot())
+	latest["canceled"] = canceledOut
+
+	requireEveryFieldSetInOne(t, "the refunded and the canceled payment", refunded.Payment.Snapshot(), canceledOut.Payment.Snapshot())
+	requireEveryFieldSetInOne(t, "the refund", *refunded.Refund)
+
+	for _, w := range writes {
+		again, err := w.do()
+		if err != nil || !again.Replayed {
+			t.Fatalf("%s retry: replayed=%v err=%v, want the replay", w.name, again.Replayed, err)
+		}
+		requireSameFields(t, w.name+" replay: payment", w.first.Payment.Snapshot(), again.Payment.Snapshot())
+		if (w.first.Refund == nil) != (again.Refund == nil) {
+			t.Fatalf("%s replay: refund %v, want %v", w.name, again.Refund, w.first.Refund)
+		}
+		if w.first.Refund != nil {
+			requireSameFields(t, w.name+" replay: refund", *w.first.Refund, *again.Refund)
+		}
+	}
+
+	for name, want := range latest {
+		read, err := svc.Get(ctx, platform, want.Payment.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		requireSameFields(t, "read of the "+name+" payment", want.Payment.Snapshot(), read.Snapshot())
+	}
 }
 
-// requireEveryFieldSet fails for each field of the struct v left at its
-// zero value: the test could not tell such a field dropped from kept.
-func requireEveryFieldSet(t *testing.T, what string, v any) {
+// requireEveryFieldSetInOne fails for each field of the structs vs, all of
+// one type, that every one of them leaves at its zero value: the test could
+// not tell such a field dropped from kept.
+func requireEveryFieldSetInOne(t *testing.T, what string, vs ...any) {
 	t.Helper()
-	rv := reflect.ValueOf(v)
-	for i := range rv.NumField() {
-		if rv.Field(i).IsZero() {
-			t.Errorf("%s leaves %s.%s at its zero value, so a replay or a read that drops it would pass: make the sample set it", what, rv.Type(), rv.Type().Field(i).Name)
+	typ := reflect.TypeOf(vs[0])
+	for i := range typ.NumField() {
+		set := false
+		for _, v := range vs {
+			set = set || !reflect.ValueOf(v).Field(i).IsZero()
+		}
+		if !set {
+			t.Errorf("%s leave %s.%s at its zero value, so a replay or a read that drops it would pass: make a sample set it", what, typ, typ.Field(i).Name)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -23,7 +24,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-var _ payments.Repository = (*Repository)(nil)
+var (
+	_ payments.Repository            = (*Repository)(nil)
+	_ payments.ExpiredAuthorizations = (*Repository)(nil).ExpiredAuthorizations
+)
 
 // Repository implements payments.Repository on Postgres. Tracing its writes
 // (tracing.Payments) and waking the relays after them (Notifying) are
@@ -46,9 +50,11 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, outbox []pa
 	// format, fails, builds an error with fmt.Errorf and only then falls
 	// back to text, on every parameter of every request. A plain string
 	// goes straight to the text format.
-	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, s.Status, s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
+	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at,
+			capture_method, amount_captured, capture_before)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, string(s.Status), s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt,
+		string(s.CaptureMethod), s.CapturedMinor, nullTime(s.CaptureBefore))
 	if err := queueCommit(b, p, payments.Change{Outbox: outbox}, key); err != nil {
 		return payments.Committed{}, err
 	}
@@ -79,8 +85,10 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, outbox []pa
 }
 
 // Update implements payments.Repository. SELECT … FOR UPDATE holds the
-// payment's row lock while fn runs, so concurrent refunds are applied one
-// after another and the domain always sees the latest refunded total.
+// payment's row lock while fn runs, so concurrent changes are applied one
+// after another and the domain always sees the latest state: the latest
+// refunded total, whether another request (or the expiry) captured or
+// canceled it first.
 func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	var out payments.Committed
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
@@ -98,8 +106,10 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 		}
 		s := p.Snapshot()
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4 WHERE id = $1`,
-			string(s.ID), s.RefundedMinor, s.Status, s.UpdatedAt)
+		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4,
+				amount_captured = $5, captured_at = $6, canceled_at = $7, cancellation_reason = $8 WHERE id = $1`,
+			string(s.ID), s.RefundedMinor, string(s.Status), s.UpdatedAt,
+			s.CapturedMinor, nullTime(s.CapturedAt), nullTime(s.CanceledAt), nullString(string(s.CancellationReason)))
 		if err := queueCommit(b, p, change, key); err != nil {
 			return err
 		}
@@ -205,17 +215,65 @@ type querier interface {
 }
 
 func get(ctx context.Context, q querier, id payment.ID, lock string) (*payment.Payment, error) {
-	var s payment.Snapshot
-	err := q.QueryRow(ctx, `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at
+	var (
+		s                                     payment.Snapshot
+		captureBefore, capturedAt, canceledAt *time.Time
+		reason                                *string
+	)
+	err := q.QueryRow(ctx, `SELECT id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at,
+			capture_method, amount_captured, capture_before, captured_at, canceled_at, cancellation_reason
 		FROM payments WHERE id = $1 `+lock, string(id)).Scan(
-		&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID, &s.Description, &s.CreatedAt, &s.UpdatedAt)
+		&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID, &s.Description, &s.CreatedAt, &s.UpdatedAt,
+		&s.CaptureMethod, &s.CapturedMinor, &captureBefore, &capturedAt, &canceledAt, &reason)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", payment.ErrNotFound, id)
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("read payment %s: %w", id, err))
 	}
+	s.CaptureBefore, s.CapturedAt, s.CanceledAt = orZero(captureBefore), orZero(capturedAt), orZero(canceledAt)
+	if reason != nil {
+		s.CancellationReason = payment.CancellationReason(*reason)
+	}
 	return payment.Rehydrate(s)
+}
+
+// ExpiredAuthorizations implements payments.ExpiredAuthorizations, on the
+// partial index of authorized payments by deadline.
+func (r *Repository) ExpiredAuthorizations(ctx context.Context, now time.Time, limit int) ([]payment.ID, error) {
+	rows, err := r.pool.Query(ctx, `SELECT id::text FROM payments
+		WHERE status = 'authorized' AND capture_before <= $1 ORDER BY capture_before LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list expired authorizations: %w", err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[payment.ID])
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("list expired authorizations: %w", err))
+	}
+	return ids, nil
+}
+
+// nullTime is t as a nullable timestamptz: the domain's zero time is NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// nullString is s as nullable text: the empty string is NULL.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // mapErr turns the storage errors a caller can act on into port errors: a twin

@@ -6,13 +6,18 @@ package paymentstest
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-var _ payments.Repository = (*FakeRepository)(nil)
+var (
+	_ payments.Repository            = (*FakeRepository)(nil)
+	_ payments.ExpiredAuthorizations = (*FakeRepository)(nil).ExpiredAuthorizations
+)
 
 // FakeRepository is an in-memory payments.Repository. One mutex serialises every
 // call, which gives the same isolation as the Postgres row lock. Its outbox
@@ -118,4 +123,22 @@ func (r *FakeRepository) Get(_ context.Context, id payment.ID) (*payment.Payment
 		return nil, payment.ErrNotFound
 	}
 	return payment.Rehydrate(s)
+}
+
+// ExpiredAuthorizations is the fake's payments.ExpiredAuthorizations.
+func (r *FakeRepository) ExpiredAuthorizations(_ context.Context, now time.Time, limit int) ([]payment.ID, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var expired []payment.Snapshot
+	for _, s := range r.payments {
+		if s.Status == payment.StatusAuthorized && !now.Before(s.CaptureBefore) {
+			expired = append(expired, s)
+		}
+	}
+	slices.SortFunc(expired, func(a, b payment.Snapshot) int { return a.CaptureBefore.Compare(b.CaptureBefore) })
+	ids := make([]payment.ID, 0, min(limit, len(expired)))
+	for _, s := range expired[:min(limit, len(expired))] {
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
 }
