@@ -186,7 +186,14 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		if err != nil {
 			return false, err
 		}
-		return true, h.add(ctx, l, pay, at)
+		// The posting's business key let it through, so no payment.created
+		// of this payment was posted before: a record of it is an
+		// authorization's.
+		added, err := l.AddPayment(ctx, pay, at)
+		if err == nil && !added {
+			err = fmt.Errorf("%w: payment %s captured at once, which the ledger holds as authorized", ledger.ErrPaymentConflict, p.PaymentID)
+		}
+		return err == nil, err
 
 	case effectRefund:
 		// Posted first: a refund already posted under another message id

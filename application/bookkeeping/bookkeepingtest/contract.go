@@ -371,6 +371,11 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		refused("an authorization of a payment captured at once", authorized(msgID(22), p2, 1000), ledger.ErrPaymentConflict)
 		refused("a refund past an automatic payment", refunded(msgID(23), p2, refundID(4), 1001), ledger.ErrRefundExceedsCaptured)
 
+		// A payment.created of an authorized payment contradicts it.
+		p4 := holdID(4)
+		must(authorized(msgID(29), p4, 300), at)
+		refused("a payment captured at once that the ledger holds as authorized", created(msgID(30), p4, 300), ledger.ErrPaymentConflict)
+
 		// A canceled hold: nothing to capture, nothing to refund.
 		p3 := holdID(3)
 		must(authorized(msgID(24), p3, 700), at)
@@ -383,8 +388,8 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 
 		merchant, _ := ledger.MerchantAccount("mer_h")
 		bs, err := s.Balances(ctx, merchant)
-		if err != nil || len(bs) != 1 || bs[0].Posted() != 1000+1000-1000 || bs[0].Pending() != 0 {
-			t.Errorf("after it all: got %v, %v; want posted 1000 (two captures of 1000, refunds of 1000), nothing pending", bs, err)
+		if err != nil || len(bs) != 1 || bs[0].Posted() != 1000+1000-1000 || bs[0].Pending() != 300 {
+			t.Errorf("after it all: got %v, %v; want posted 1000 (a capture and a payment of 1000, refunds of 1000), 300 pending (the one open hold)", bs, err)
 		}
 	})
 
