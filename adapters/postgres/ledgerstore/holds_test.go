@@ -12,8 +12,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
 // TestDatabaseHoldsTheLimits writes ledger_payments and ledger_balances
@@ -195,5 +199,62 @@ func TestRefusedEventsAreParkedAtOnce(t *testing.T) {
 	}
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 0 {
 		t.Errorf("ledger transactions: got %d, want none", n)
+	}
+}
+
+// TestReconcileComparesHolds: a manual payment's authorization, capture and
+// cancellation are facts on both sides — the payments database's
+// ledger_facts and the ledger's holds and postings — and reconcile finds them
+// equal, or names the one that differs.
+func TestReconcileComparesHolds(t *testing.T) {
+	t.Parallel()
+	svc, store, _ := newService(t)
+	payments := pgtest.New(t, paymentsmigrations.FS)
+	ctx := context.Background()
+	at := time.Now().Add(-time.Hour)
+	insert := func(p event, status string, captured int64, canceled bool) {
+		t.Helper()
+		var capturedAt, canceledAt *time.Time
+		var reason *string
+		if captured > 0 {
+			capturedAt = &at
+		}
+		if canceled {
+			r := "requested_by_customer"
+			canceledAt, reason = &at, &r
+		}
+		if _, err := payments.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at,
+				capture_method, amount_captured, capture_before, captured_at, canceled_at, cancellation_reason)
+			VALUES ($1, $2, 0, 'BRL', $3, $4, $5, $6, $6, 'manual', $7, $8, $9, $10, $11)`,
+			p.paymentID, p.amount, status, p.payer, p.merchant, at, captured, at.Add(7*24*time.Hour), capturedAt, canceledAt, reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, taken, dropped := newPayment(700, "cus_q", "mer_q"), newPayment(2500, "cus_q", "mer_q"), newPayment(400, "cus_q", "mer_q")
+	insert(held, "authorized", 0, false)
+	insert(taken, "captured", 2000, false)
+	insert(dropped, "canceled", 0, true)
+	for _, e := range []event{held.authorization(), taken.authorization(), taken.capture(2000), dropped.authorization(), dropped.cancellation()} {
+		if _, err := svc.Apply(ctx, e.body()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
+	divs, err := rec.Reconcile(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(divs) != 0 {
+		t.Fatalf("got %v, want no divergence", divs)
+	}
+	if _, err := payments.Exec(ctx, `UPDATE payments SET amount_captured = 1999 WHERE id = $1`, taken.paymentID); err != nil {
+		t.Fatal(err)
+	}
+	divs, err = rec.Reconcile(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(divs) != 1 || !strings.Contains(divs[0].String(), "capture "+taken.paymentID) {
+		t.Errorf("got %v, want one divergence, the capture of %s", divs, taken.paymentID)
 	}
 }
