@@ -151,13 +151,13 @@ func (Handler) Compare(a, b Instruction) int {
 //
 // It checks what it is told against what the ledger knows of the payment
 // (ledger.Payment), locked for the transaction. A capture or cancellation
-// of a payment with no hold yet, or a refund of a payment not posted yet,
-// may be ahead of its authorization or payment (delivery is unordered): it
-// returns an error the inbox retries (ledger.ErrOutOfOrder), and parks only
-// after its attempts. What
-// contradicts the ledger — a capture past the hold, a second capture, a
-// refund past what was captured, an unknown currency — is inbox.ErrPermanent:
-// never posted, parked at once with the reason, and counted (Metrics).
+// of a payment with no hold yet, or a refund of a payment not posted (or
+// not captured) yet, may be ahead of the event it depends on (delivery is
+// unordered): it returns ledger.ErrOutOfOrder, which the inbox retries, and
+// parks only when the attempts run out. What contradicts the ledger — a
+// capture past the hold, a second capture, a refund past what was
+// captured, an unknown currency — is inbox.ErrPermanent: never posted,
+// parked at once with the reason, and counted (Metrics).
 func (h Handler) Apply(ctx context.Context, l Ledger, in Instruction, at time.Time) (bool, error) {
 	ok, err := h.apply(ctx, l, in, at)
 	if reason := Reason(err); reason != "" {
