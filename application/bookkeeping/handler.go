@@ -205,6 +205,9 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		if err != nil {
 			return false, waiting(err, "refund of a payment the ledger has not posted yet")
 		}
+		if err := sameMerchant(pay, p); err != nil {
+			return false, err
+		}
 		if pay.Authorized() > 0 && pay.ReleasedAt().IsZero() {
 			// Authorized, its capture not applied yet: the refund of what it
 			// will capture waits for it.
@@ -237,6 +240,9 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		if err != nil {
 			return false, waiting(err, "capture of a payment with no hold yet")
 		}
+		if err := sameMerchant(pay, p); err != nil {
+			return false, err
+		}
 		if pay.Authorized() != in.authorized && pay.Authorized() != 0 {
 			return false, fmt.Errorf("%w: capture of payment %s names %d authorized, the hold is %d",
 				ledger.ErrPaymentConflict, p.PaymentID, in.authorized, pay.Authorized())
@@ -259,6 +265,13 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		if err != nil {
 			return false, waiting(err, "cancellation of a payment with no hold yet")
 		}
+		if err := sameMerchant(pay, p); err != nil {
+			return false, err
+		}
+		if pay.Authorized() != 0 && in.authorized != pay.Authorized() {
+			return false, fmt.Errorf("%w: cancellation of payment %s releases %d, the hold is %d",
+				ledger.ErrPaymentConflict, p.PaymentID, in.authorized, pay.Authorized())
+		}
 		if err := pay.Release(p.Currency, at); err != nil {
 			if errors.Is(err, ledger.ErrHoldReleased) && pay.Captured() == 0 {
 				return false, nil // already canceled: this cancellation again
@@ -268,6 +281,16 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		return true, l.SavePayment(ctx, pay, at)
 	}
 	return false, fmt.Errorf("%w: kind %q has no effect", ledger.ErrInvalidTransaction, in.kind)
+}
+
+// sameMerchant refuses an event that names another merchant than the
+// payment's: its transfer would move that merchant's money, and the hold it
+// releases is another's.
+func sameMerchant(pay ledger.Payment, p ledger.Posting) error {
+	if pay.Merchant().Merchant() != p.Merchant {
+		return fmt.Errorf("%w: payment %s is merchant %q's, the event names %q", ledger.ErrPaymentConflict, p.PaymentID, pay.Merchant().Merchant(), p.Merchant)
+	}
+	return nil
 }
 
 // add stores a payment the ledger did not know. Another transaction that

@@ -371,6 +371,15 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		refused("an authorization of a payment captured at once", authorized(msgID(22), p2, 1000), ledger.ErrPaymentConflict)
 		refused("a refund past an automatic payment", refunded(msgID(23), p2, refundID(4), 1001), ledger.ErrRefundExceedsCaptured)
 
+		// An event naming another merchant, or another hold.
+		p5 := holdID(5)
+		must(authorized(msgID(31), p5, 500), at)
+		refused("a capture naming another merchant", withMerchant(captured(msgID(32), p5, 500, 500), "mer_x"), ledger.ErrPaymentConflict)
+		refused("a cancellation naming another merchant", withMerchant(canceled(msgID(33), p5, 500), "mer_x"), ledger.ErrPaymentConflict)
+		refused("a cancellation of another hold", canceled(msgID(34), p5, 499), ledger.ErrPaymentConflict)
+		refused("a refund naming another merchant", withMerchant(refunded(msgID(35), p2, refundID(6), 1), "mer_x"), ledger.ErrPaymentConflict)
+		must(canceled(msgID(36), p5, 500), at)
+
 		// A payment.created of an authorized payment contradicts it.
 		p4 := holdID(4)
 		must(authorized(msgID(29), p4, 300), at)
@@ -501,6 +510,11 @@ func created(id, paymentID string, amount int64) inbox.Event {
 
 func refunded(id, paymentID, refundID string, amount int64) inbox.Event {
 	return holdEvent(bookkeeping.TypePaymentRefunded, id, paymentID, fmt.Sprintf(`"refund_id":%q,"amount":%d`, refundID, amount))
+}
+
+func withMerchant(ev inbox.Event, merchant string) inbox.Event {
+	ev.Data = []byte(strings.Replace(string(ev.Data), `"mer_h"`, `"`+merchant+`"`, 1))
+	return ev
 }
 
 func withCurrency(ev inbox.Event, currency string) inbox.Event {
