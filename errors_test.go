@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
@@ -99,6 +100,14 @@ var answered = map[string]struct {
 	"ledger.ErrPaymentNotFound":       {err: ledger.ErrPaymentNotFound, routes: []route{ledgerQueries}},
 	"ledger.ErrInvalidTransaction":    {never: "only posting an event returns it, which the inbox parks; the API only reads"},
 	"ledger.ErrBalanceLimit":          {never: "only posting an event returns it, which the inbox parks; the API only reads"},
+	"ledger.ErrOutOfOrder":            {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrNoHold":                {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrHoldReleased":          {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrCaptureExceedsHold":    {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrRefundExceedsCaptured": {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrCurrencyMismatch":      {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrUnknownCurrency":       {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+	"ledger.ErrPaymentConflict":       {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
 
 	// The lists' errors.
 	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
@@ -277,7 +286,10 @@ func (f failingAuth) Authenticate(context.Context, string) (access.Principal, er
 
 type failingQueries struct{ err error }
 
-func (f failingQueries) Balances(context.Context, string) ([]ledger.Balance, error) {
+func (f failingQueries) BalancesAsOf(context.Context, string, time.Time) ([]ledger.Balance, error) {
+	return nil, f.err
+}
+func (f failingQueries) MerchantBalances(context.Context, string, time.Time) ([]ledger.Balance, error) {
 	return nil, f.err
 }
 func (f failingQueries) Entries(context.Context, string) ([]ledger.Transaction, error) {

@@ -33,8 +33,10 @@ import (
 )
 
 // Queries is what the API needs of the application (bookkeeping.Service).
+// A zero asOf is now.
 type Queries interface {
-	Balances(ctx context.Context, account string) ([]ledger.Balance, error)
+	BalancesAsOf(ctx context.Context, account string, asOf time.Time) ([]ledger.Balance, error)
+	MerchantBalances(ctx context.Context, merchantID string, asOf time.Time) ([]ledger.Balance, error)
 	Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
 	AccountEntries(ctx context.Context, l bookkeeping.ListEntries) (bookkeeping.EntriesPage, error)
 }
@@ -70,6 +72,7 @@ func NewHandler(q Queries, tokens Tokens, log *slog.Logger, cfg Config) http.Han
 		}, a.writeError))
 		r.Get("/accounts/{id}/balance", a.balance)
 		r.Get("/accounts/{id}/entries", a.accountEntries)
+		r.Get("/merchants/{merchant_id}/balance", a.merchantBalance)
 		r.Get("/payments/{id}/entries", a.entries)
 	})
 	return r
@@ -102,31 +105,108 @@ type balanceResponse struct {
 	Balances  []currencyBalance `json:"balances"`
 }
 
+// currencyBalance is one currency of an account's balance. balance is
+// posted under the name clients read before holds existed.
 type currencyBalance struct {
-	Currency string `json:"currency"`
-	Balance  int64  `json:"balance"`
+	Currency  string `json:"currency"`
+	Balance   int64  `json:"balance"`
+	Posted    int64  `json:"posted"`
+	Pending   int64  `json:"pending"`
+	Available int64  `json:"available"`
+}
+
+// merchantBalanceResponse is the wire shape of GET
+// /merchants/{merchant_id}/balance.
+type merchantBalanceResponse struct {
+	MerchantID string                    `json:"merchant_id"`
+	Balances   []merchantCurrencyBalance `json:"balances"`
+}
+
+type merchantCurrencyBalance struct {
+	Currency  string `json:"currency"`
+	Available int64  `json:"available"`
+	Pending   int64  `json:"pending"`
+}
+
+// asOf reads the as_of query parameter: an RFC 3339 time, or none (now).
+func asOf(r *http.Request) (time.Time, error) {
+	raw, ok := r.URL.Query()["as_of"]
+	if !ok {
+		return time.Time{}, nil
+	}
+	if len(raw) != 1 {
+		return time.Time{}, errors.New("as_of is given more than once")
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw[0])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("as_of %q is not an RFC 3339 time, such as 2026-12-01T12:00:00Z", raw[0])
+	}
+	return t, nil
+}
+
+func invalidAsOf(w http.ResponseWriter, err error) {
+	httpserver.WriteProblem(w, httpserver.NewProblem(http.StatusBadRequest, "invalid-as-of", err.Error()))
+}
+
+// pathParam returns the path parameter name, unescaped once: chi routed on
+// the escaped path when it holds an escape that decoding would change (such
+// as %2F), and then the parameter is still escaped.
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath != "" {
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+	}
+	return v
+}
+
+// merchantBalance answers GET /merchants/{merchant_id}/balance: the
+// merchant's available (posted) and pending (held) amounts per currency.
+// merchant_id is the merchant's id, as the payments service names it.
+func (a *api) merchantBalance(w http.ResponseWriter, r *http.Request) {
+	at, err := asOf(r)
+	if err != nil {
+		invalidAsOf(w, err)
+		return
+	}
+	id := pathParam(r, "merchant_id")
+	bs, err := a.q.MerchantBalances(r.Context(), id, at)
+	if errors.Is(err, ledger.ErrInvalidAccount) {
+		httpserver.WriteProblem(w, httpserver.NewProblem(http.StatusBadRequest, "invalid-merchant-id",
+			"not a merchant id: "+strings.TrimPrefix(err.Error(), ledger.ErrInvalidAccount.Error()+": ")))
+		return
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	resp := merchantBalanceResponse{MerchantID: id, Balances: make([]merchantCurrencyBalance, 0, len(bs))}
+	for _, b := range bs {
+		resp.Balances = append(resp.Balances, merchantCurrencyBalance{Currency: b.Currency(), Available: b.Available(), Pending: b.Pending()})
+	}
+	httpserver.WriteJSON(w, http.StatusOK, resp)
 }
 
 // balance answers GET /accounts/{id}/balance. id is the account's canonical
 // name (ledger.ParseAccountID), sent as any path parameter is: the name's
 // own "%" travel as "%25".
 func (a *api) balance(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
-	if r.URL.RawPath != "" {
-		// chi routed on the escaped path (it holds an escape that decoding
-		// would change, such as %2F), so the parameter is still escaped.
-		if u, err := url.PathUnescape(id); err == nil {
-			id = u
-		}
+	at, err := asOf(r)
+	if err != nil {
+		invalidAsOf(w, err)
+		return
 	}
-	bs, err := a.q.Balances(r.Context(), id)
+	id := pathParam(r, "id")
+	bs, err := a.q.BalancesAsOf(r.Context(), id, at)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	resp := balanceResponse{AccountID: id, Balances: make([]currencyBalance, 0, len(bs))}
 	for _, b := range bs {
-		resp.Balances = append(resp.Balances, currencyBalance{Currency: b.Currency(), Balance: b.Amount()})
+		resp.Balances = append(resp.Balances, currencyBalance{Currency: b.Currency(), Balance: b.Posted(), Posted: b.Posted(),
+			Pending: b.Pending(), Available: b.Available()})
 	}
 	httpserver.WriteJSON(w, http.StatusOK, resp)
 }
@@ -185,7 +265,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			"not an account's name (merchant:<merchant_id> or payer:<merchant_id>:<payer_id>, each id percent-encoded): "+
 				strings.TrimPrefix(err.Error(), ledger.ErrInvalidAccount.Error()+": "))
 	case errors.Is(err, ledger.ErrAccountNotFound):
-		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "no entry was ever posted to this account")
+		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "nothing was ever posted to or held for this account (by as_of, when given)")
 	case errors.Is(err, ledger.ErrPaymentNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
 	case errors.Is(err, bookkeeping.ErrInvalidListQuery):

@@ -33,7 +33,10 @@ const paymentID = "7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2"
 // fakeQueries answers from fixed data, or fails with err when set.
 type fakeQueries struct{ err error }
 
-func (f fakeQueries) Balances(_ context.Context, account string) ([]ledger.Balance, error) {
+// asOfPast is the as_of at which the fake's merchant mer_1 had less.
+var asOfPast = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func (f fakeQueries) BalancesAsOf(_ context.Context, account string, at time.Time) ([]ledger.Balance, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -43,11 +46,22 @@ func (f fakeQueries) Balances(_ context.Context, account string) ([]ledger.Balan
 	}
 	switch account {
 	case "merchant:mer_1":
-		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550), ledger.RehydrateBalance(id, "USD", 7)}, nil
+		if at.Equal(asOfPast) {
+			return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 100, 0)}, nil
+		}
+		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", 550, 2000), ledger.RehydrateBalance(id, "USD", 7, 0)}, nil
 	case "payer:mer_1:cus%2F1":
-		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", -3)}, nil
+		return []ledger.Balance{ledger.RehydrateBalance(id, "BRL", -3, 0)}, nil
 	}
 	return nil, ledger.ErrAccountNotFound
+}
+
+func (f fakeQueries) MerchantBalances(ctx context.Context, merchantID string, at time.Time) ([]ledger.Balance, error) {
+	acc, err := ledger.MerchantAccount(merchantID)
+	if err != nil {
+		return nil, err
+	}
+	return f.BalancesAsOf(ctx, acc.String(), at)
 }
 
 func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction, error) {
@@ -107,10 +121,20 @@ func TestRoutes(t *testing.T) {
 		contains string
 	}{
 		{"balance", fakeQueries{}, "/accounts/merchant:mer_1/balance", 200, "application/json",
-			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","balance":550},{"currency":"USD","balance":7}]}`},
+			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","balance":550,"posted":550,"pending":2000,"available":550},{"currency":"USD","balance":7,"posted":7,"pending":0,"available":7}]}`},
+		{"balance as of", fakeQueries{}, "/accounts/merchant:mer_1/balance?as_of=2026-12-01T09:00:00-03:00", 200, "application/json",
+			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","balance":100,"posted":100,"pending":0,"available":100}]}`},
+		{"balance as of no time", fakeQueries{}, "/accounts/merchant:mer_1/balance?as_of=yesterday", 400, "application/problem+json", `invalid-as-of`},
+		{"merchant balance", fakeQueries{}, "/merchants/mer_1/balance", 200, "application/json",
+			`{"merchant_id":"mer_1","balances":[{"currency":"BRL","available":550,"pending":2000},{"currency":"USD","available":7,"pending":0}]}`},
+		{"merchant balance as of", fakeQueries{}, "/merchants/mer_1/balance?as_of=2026-12-01T12:00:00Z", 200, "application/json",
+			`{"merchant_id":"mer_1","balances":[{"currency":"BRL","available":100,"pending":0}]}`},
+		{"merchant balance as of twice", fakeQueries{}, "/merchants/mer_1/balance?as_of=2026-12-01T12:00:00Z&as_of=2026-12-01T12:00:00Z", 400, "application/problem+json", `invalid-as-of`},
+		{"unknown merchant", fakeQueries{}, "/merchants/nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
+		{"control character in merchant", fakeQueries{}, "/merchants/a%0Ab/balance", 400, "application/problem+json", `invalid-merchant-id`},
 		// The name's own % travels as %25, as in any path parameter.
 		{"balance of a name with an escape", fakeQueries{}, "/accounts/payer:mer_1:cus%252F1/balance", 200, "application/json",
-			`{"account_id":"payer:mer_1:cus%2F1","balances":[{"currency":"BRL","balance":-3}]}`},
+			`{"account_id":"payer:mer_1:cus%2F1","balances":[{"currency":"BRL","balance":-3,"posted":-3,"pending":0,"available":-3}]}`},
 		{"unknown account", fakeQueries{}, "/accounts/merchant:nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
 		{"a raw id is no account's name", fakeQueries{}, "/accounts/mer_1/balance", 400, "application/problem+json", `does not start with a role`},
 		{"a name spelled another way", fakeQueries{}, "/accounts/merchant:mer%255F1/balance", 400, "application/problem+json",
@@ -185,9 +209,10 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 	// router's (chi.Walk): a route added without an entry here fails, so
 	// none is served without its credentials tested.
 	paths := map[string]string{
-		"GET /accounts/{id}/balance": "/accounts/merchant:mer_1/balance",
-		"GET /payments/{id}/entries": "/payments/" + paymentID + "/entries",
-		"GET /accounts/{id}/entries": "/accounts/merchant:mer_1/entries",
+		"GET /accounts/{id}/balance":           "/accounts/merchant:mer_1/balance",
+		"GET /payments/{id}/entries":           "/payments/" + paymentID + "/entries",
+		"GET /merchants/{merchant_id}/balance": "/merchants/mer_1/balance",
+		"GET /accounts/{id}/entries":           "/accounts/merchant:mer_1/entries",
 	}
 	public := map[string]string{ // route → why it needs no token
 		"GET /openapi.yaml": "the contract a client generates its code from",
@@ -252,7 +277,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 func TestDatabaseOutageAnswers503(t *testing.T) {
 	outage := fmt.Errorf("query balances: %w: dial tcp secret-host:5432: connect: connection refused", dependency.ErrUnavailable)
 	srv := newServer(t, fakeQueries{err: outage})
-	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/payments/" + paymentID + "/entries"} {
+	for _, path := range []string{"/accounts/merchant:mer_1/balance", "/merchants/mer_1/balance", "/payments/" + paymentID + "/entries"} {
 		t.Run(path, func(t *testing.T) {
 			resp := get(t, srv, path, "Bearer "+token)
 			defer resp.Body.Close()

@@ -24,7 +24,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
-	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -60,8 +59,8 @@ func newRig(t *testing.T, opts ...awstest.Option) *rig {
 // with the ledger's handler, in each mode, and the ledger's queries.
 type books struct {
 	*bookkeeping.Service
-	sync, async *inbox.Service[bookkeeping.Ledger, ledger.Transaction]
-	proc        *inbox.Processor[bookkeeping.Ledger, ledger.Transaction]
+	sync, async *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
+	proc        *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
 }
 
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
@@ -190,6 +189,20 @@ func (e event) refund(amount int64) event {
 	return event{id: uuid.NewString(), paymentID: e.paymentID, refundID: uuid.NewString(), amount: amount, payer: e.payer, merchant: e.merchant}
 }
 
+// authorized is the payment.authorized of a manual payment of e's amount.
+func (e event) authorized() []byte {
+	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.authorized","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"capture_before":"2099-01-01T00:00:00Z"}}`,
+		uuid.NewString(), e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
+}
+
+// captured is the payment.captured of amount of e's authorization.
+func (e event) captured(amount int64) []byte {
+	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.captured","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"amount_authorized":%d,"amount_released":%d}}`,
+		uuid.NewString(), e.paymentID, ts, e.paymentID, amount, e.payer, e.merchant, e.amount, e.amount-amount))
+}
+
 func (e event) body() []byte {
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	if e.refundID == "" {
@@ -314,17 +327,21 @@ func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
 	}
 }
 
+// TestRefundBeforePaymentThroughTheBroker: a refund delivered before its
+// payment waits — not acknowledged, so SQS redelivers it after the
+// visibility timeout — and applies once the payment has; the balances end
+// as if in order.
 func TestRefundBeforePaymentThroughTheBroker(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, awstest.WithVisibilityTimeout(time.Second))
 	r.start(t, r.tq.SQS, 2)
 	p := newPayment(1000, "cus_o", "mer_o")
 	publish(t, r.tq, p.refund(400).body())
-	waitFor(t, time.Minute, "the refund applied", func() bool {
-		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 1
+	waitFor(t, time.Minute, "the refund tried and left for redelivery", func() bool {
+		return r.metric(t, "ledger_processing_failures_total", "reason", "error") >= 1
 	})
 	publish(t, r.tq, p.body())
-	waitFor(t, time.Minute, "the payment applied", func() bool {
+	waitFor(t, time.Minute, "the payment and the refund applied", func() bool {
 		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 2
 	})
 	for account, want := range map[string]int64{"payer:mer_o:cus_o": -600, "merchant:mer_o": 600} {
@@ -332,6 +349,28 @@ func TestRefundBeforePaymentThroughTheBroker(t *testing.T) {
 		if err != nil || len(bs) != 1 || bs[0].Amount() != want {
 			t.Errorf("%s: got %v %v, want %d BRL (as if in order)", account, bs, err, want)
 		}
+	}
+}
+
+// TestCaptureBeforeAuthorizationThroughTheBroker: in the sync mode a capture
+// delivered before its authorization is left for redelivery, and once the
+// authorization is applied the capture posts and releases the hold.
+func TestCaptureBeforeAuthorizationThroughTheBroker(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, awstest.WithVisibilityTimeout(time.Second))
+	r.start(t, r.tq.SQS, 2)
+	p := newPayment(2500, "cus_h", "mer_h")
+	publish(t, r.tq, p.captured(2000))
+	waitFor(t, time.Minute, "the capture tried and left for redelivery", func() bool {
+		return r.metric(t, "ledger_processing_failures_total", "reason", "error") >= 1
+	})
+	publish(t, r.tq, p.authorized())
+	waitFor(t, time.Minute, "the authorization and the capture applied", func() bool {
+		return r.metric(t, "ledger_messages_processed_total", "outcome", "applied") >= 2
+	})
+	bs, err := r.svc.MerchantBalances(context.Background(), "mer_h", time.Time{})
+	if err != nil || len(bs) != 1 || bs[0].Available() != 2000 || bs[0].Pending() != 0 {
+		t.Errorf("merchant: got %v, %v; want 2000 available, nothing pending", bs, err)
 	}
 }
 

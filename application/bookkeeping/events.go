@@ -12,10 +12,13 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// The event types the ledger posts: the keys of the registry below.
+// The event types the ledger applies: the keys of the registry below.
 const (
-	TypePaymentCreated  = "payment.created"
-	TypePaymentRefunded = "payment.refunded"
+	TypePaymentCreated    = "payment.created"
+	TypePaymentRefunded   = "payment.refunded"
+	TypePaymentAuthorized = "payment.authorized"
+	TypePaymentCaptured   = "payment.captured"
+	TypePaymentCanceled   = "payment.canceled"
 )
 
 // rules is the ledger's registry: how the ledger posts each event type it
@@ -25,16 +28,40 @@ const (
 // `ledger reconcile` compares facts of every kind, reading the payments side
 // from the view in which the payments service lists them (ledger_facts; a
 // test requires a branch there for every kind here).
+//
+// Each entry's effect says what applying it does (docs/LEDGER.md, "Which
+// way each fact moves money"): a payment captured at once and a refund post
+// a transfer; an authorization places a hold, which moves the merchant's
+// pending balance and no money; a capture posts the captured amount and
+// releases the whole hold, in one transaction; a cancellation releases it.
 var rules = map[string]rule{
 	TypePaymentCreated: {
 		kind:      "payment",
+		effect:    effectPayment,
 		direction: ledger.PayerToMerchant,
 		decode:    map[string]decoder{"1": decodeCreatedV1},
 	},
 	TypePaymentRefunded: {
 		kind:      "refund",
+		effect:    effectRefund,
 		direction: ledger.MerchantToPayer,
 		decode:    map[string]decoder{"1": decodeRefundedV1},
+	},
+	TypePaymentAuthorized: {
+		kind:   "authorization",
+		effect: effectPlaceHold,
+		decode: map[string]decoder{"1": decodeAuthorizedV1},
+	},
+	TypePaymentCaptured: {
+		kind:      "capture",
+		effect:    effectCapture,
+		direction: ledger.PayerToMerchant,
+		decode:    map[string]decoder{"1": decodeCapturedV1},
+	},
+	TypePaymentCanceled: {
+		kind:   "cancellation",
+		effect: effectReleaseHold,
+		decode: map[string]decoder{"1": decodeCanceledV1},
 	},
 }
 
@@ -42,28 +69,62 @@ var rules = map[string]rule{
 // does not post, with the reason the inbox records. A test requires every
 // published type to be either in rules or here, so that a new type is a
 // decision, not an oversight.
-var ignored = map[string]string{
-	"payment.authorized": "holds are kept by the ledger's holds",
-	"payment.captured":   "holds are kept by the ledger's holds",
-	"payment.canceled":   "holds are kept by the ledger's holds",
-}
+var ignored = map[string]string{}
 
 // rule is how the ledger posts one event type.
 type rule struct {
 	// kind names the business fact the event posts. It is part of the
 	// business key, and reconciliation compares the facts of each kind.
 	kind ledger.Kind
-	// direction is the posting rule: which party pays the other.
+	// effect is what applying it writes: a transfer, a hold, or both.
+	effect effect
+	// direction is the posting rule of the transfer, when the effect posts
+	// one: which party pays the other.
 	direction ledger.Direction
 	// decode holds one decoder per data version accepted. A producer that
 	// bumps the version ships the new one; add its decoder beside the old.
 	decode map[string]decoder
 }
 
+// effect is what applying an event writes.
+type effect int
+
+const (
+	// effectTransfer posts a transfer and checks nothing of the payment: a
+	// kind whose facts need no other (a fork's new kind starts here).
+	effectTransfer effect = iota + 1
+	// effectPayment posts a payment captured at once and records what it
+	// captured, the limit of its refunds.
+	effectPayment
+	// effectRefund posts a refund, within what the payment captured.
+	effectRefund
+	// effectPlaceHold places the authorization's hold: the merchant's
+	// pending balance rises; nothing is posted.
+	effectPlaceHold
+	// effectCapture posts the captured amount and releases the whole hold,
+	// in one transaction.
+	effectCapture
+	// effectReleaseHold releases the hold: a cancellation.
+	effectReleaseHold
+)
+
+// posts reports whether the effect posts a ledger transaction.
+func (e effect) posts() bool {
+	return e == effectTransfer || e == effectPayment || e == effectRefund || e == effectCapture
+}
+
 // decoder parses and checks one version of an event's data into the parts of
 // a posting the data carries: payment id, fact id, parties, amount and
-// currency. The envelope supplies the rest.
-type decoder func(data []byte) (ledger.Posting, error)
+// currency, and for a capture the authorized amount it names. The envelope
+// supplies the rest.
+type decoder func(data []byte) (decoded, error)
+
+// decoded is what a decoder reads from an event's data.
+type decoded struct {
+	ledger.Posting
+	// authorized is a capture's amount_authorized: the hold it captures.
+	authorized int64
+}
 
 // AppliedTypes returns the event types the ledger posts, sorted: the inbox
 // processor claims only rows of these types, and the rest stay pending for a
@@ -72,12 +133,29 @@ func AppliedTypes() []string {
 	return slices.Sorted(maps.Keys(rules))
 }
 
-// Kinds returns every kind of fact the ledger posts, so that the payments
-// side of a reconciliation can be checked against it.
+// Kinds returns every kind of fact the ledger applies, the holds' included,
+// so that the payments side of a reconciliation can be checked against it:
+// a hold placed is an authorization fact, and one released without a
+// capture a cancellation fact, as a posted transaction is a fact of its
+// kind.
 func Kinds() []ledger.Kind {
 	var kinds []ledger.Kind
 	for _, r := range rules {
 		if !slices.Contains(kinds, r.kind) {
+			kinds = append(kinds, r.kind)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// PostedKinds returns the kinds whose facts post a ledger transaction, sorted:
+// the kinds GET /payments/{id}/entries can answer. An authorization and a
+// cancellation post none: they move a hold.
+func PostedKinds() []ledger.Kind {
+	var kinds []ledger.Kind
+	for _, r := range rules {
+		if r.effect.posts() && !slices.Contains(kinds, r.kind) {
 			kinds = append(kinds, r.kind)
 		}
 	}
@@ -94,19 +172,19 @@ type paymentCreatedV1 struct {
 	MerchantID string `json:"merchant_id"`
 }
 
-func decodeCreatedV1(data []byte) (ledger.Posting, error) {
+func decodeCreatedV1(data []byte) (decoded, error) {
 	var d paymentCreatedV1
 	if err := json.Unmarshal(data, &d); err != nil {
-		return ledger.Posting{}, err
+		return decoded{}, err
 	}
 	paymentID, err := parseID("payment_id", d.PaymentID)
 	if err != nil {
-		return ledger.Posting{}, err
+		return decoded{}, err
 	}
 	if d.Amount == nil {
-		return ledger.Posting{}, errors.New("no amount")
+		return decoded{}, errors.New("no amount")
 	}
-	return ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}, nil
+	return decoded{Posting: ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}}, nil
 }
 
 // paymentRefundedV1 is the data of payment.refunded, dataversion 1.
@@ -120,30 +198,124 @@ type paymentRefundedV1 struct {
 	RefundedAmount *int64 `json:"refunded_amount"`
 }
 
-func decodeRefundedV1(data []byte) (ledger.Posting, error) {
+func decodeRefundedV1(data []byte) (decoded, error) {
 	var d paymentRefundedV1
 	if err := json.Unmarshal(data, &d); err != nil {
-		return ledger.Posting{}, err
+		return decoded{}, err
 	}
 	paymentID, err := parseID("payment_id", d.PaymentID)
 	if err != nil {
-		return ledger.Posting{}, err
+		return decoded{}, err
 	}
 	// A payment has many refunds: the refund id tells them apart.
 	refundID, err := parseID("refund_id", d.RefundID)
 	if err != nil {
-		return ledger.Posting{}, err
+		return decoded{}, err
 	}
 	if d.Amount == nil {
-		return ledger.Posting{}, errors.New("no amount")
+		return decoded{}, errors.New("no amount")
 	}
 	// refunded_amount is the running total after this refund: it can never be
 	// less than this refund. The ledger does not need it otherwise — each
 	// refund posts its own amount, whatever order refunds arrive in.
 	if d.RefundedAmount != nil && *d.RefundedAmount < *d.Amount {
-		return ledger.Posting{}, fmt.Errorf("refunded_amount %d is less than amount %d", *d.RefundedAmount, *d.Amount)
+		return decoded{}, fmt.Errorf("refunded_amount %d is less than amount %d", *d.RefundedAmount, *d.Amount)
 	}
-	return ledger.Posting{PaymentID: paymentID, FactID: refundID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}, nil
+	return decoded{Posting: ledger.Posting{PaymentID: paymentID, FactID: refundID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}}, nil
+}
+
+// paymentAuthorizedV1 is the data of payment.authorized, dataversion 1.
+// capture_before is the payments service's business: when it passes, the
+// payments service cancels the payment through its outbox, and the ledger
+// releases the hold on that payment.canceled.
+type paymentAuthorizedV1 struct {
+	PaymentID     string `json:"payment_id"`
+	Amount        *int64 `json:"amount"`
+	Currency      string `json:"currency"`
+	PayerID       string `json:"payer_id"`
+	MerchantID    string `json:"merchant_id"`
+	CaptureBefore string `json:"capture_before"`
+}
+
+func decodeAuthorizedV1(data []byte) (decoded, error) {
+	var d paymentAuthorizedV1
+	if err := json.Unmarshal(data, &d); err != nil {
+		return decoded{}, err
+	}
+	paymentID, err := parseID("payment_id", d.PaymentID)
+	if err != nil {
+		return decoded{}, err
+	}
+	if d.Amount == nil {
+		return decoded{}, errors.New("no amount")
+	}
+	return decoded{Posting: ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}}, nil
+}
+
+// paymentCapturedV1 is the data of payment.captured, dataversion 1.
+type paymentCapturedV1 struct {
+	PaymentID        string `json:"payment_id"`
+	Amount           *int64 `json:"amount"`
+	Currency         string `json:"currency"`
+	PayerID          string `json:"payer_id"`
+	MerchantID       string `json:"merchant_id"`
+	AmountAuthorized *int64 `json:"amount_authorized"`
+	AmountReleased   *int64 `json:"amount_released"`
+}
+
+func decodeCapturedV1(data []byte) (decoded, error) {
+	var d paymentCapturedV1
+	if err := json.Unmarshal(data, &d); err != nil {
+		return decoded{}, err
+	}
+	paymentID, err := parseID("payment_id", d.PaymentID)
+	if err != nil {
+		return decoded{}, err
+	}
+	if d.Amount == nil || d.AmountAuthorized == nil || d.AmountReleased == nil {
+		return decoded{}, errors.New("amount, amount_authorized and amount_released are required")
+	}
+	// The event's own arithmetic: what it captured and what it released
+	// make up what was authorized. Whether that is the hold the ledger
+	// placed is Apply's question.
+	if *d.Amount > *d.AmountAuthorized || *d.AmountReleased != *d.AmountAuthorized-*d.Amount {
+		return decoded{}, fmt.Errorf("amount %d and amount_released %d do not make amount_authorized %d", *d.Amount, *d.AmountReleased, *d.AmountAuthorized)
+	}
+	return decoded{
+		Posting:    ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency},
+		authorized: *d.AmountAuthorized,
+	}, nil
+}
+
+// paymentCanceledV1 is the data of payment.canceled, dataversion 1. The
+// reason is the payments service's; the ledger releases the hold whatever
+// it is.
+type paymentCanceledV1 struct {
+	PaymentID          string `json:"payment_id"`
+	Amount             *int64 `json:"amount"`
+	Currency           string `json:"currency"`
+	PayerID            string `json:"payer_id"`
+	MerchantID         string `json:"merchant_id"`
+	CancellationReason string `json:"cancellation_reason"`
+}
+
+func decodeCanceledV1(data []byte) (decoded, error) {
+	var d paymentCanceledV1
+	if err := json.Unmarshal(data, &d); err != nil {
+		return decoded{}, err
+	}
+	paymentID, err := parseID("payment_id", d.PaymentID)
+	if err != nil {
+		return decoded{}, err
+	}
+	if d.Amount == nil {
+		return decoded{}, errors.New("no amount")
+	}
+	// amount is the hold released: the authorized amount.
+	return decoded{
+		Posting:    ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency},
+		authorized: *d.Amount,
+	}, nil
 }
 
 // parseID returns the data's field as a canonical lower-case UUID.

@@ -13,6 +13,6 @@ import (
 // must not run in parallel with others.
 func LearnType(t *testing.T, typ string, kind ledger.Kind) {
 	saved := maps.Clone(rules)
-	rules[typ] = rule{kind: kind, direction: ledger.MerchantToPayer, decode: map[string]decoder{"1": decodeCreatedV1}}
+	rules[typ] = rule{kind: kind, effect: effectTransfer, direction: ledger.MerchantToPayer, decode: map[string]decoder{"1": decodeCreatedV1}}
 	t.Cleanup(func() { rules = saved })
 }

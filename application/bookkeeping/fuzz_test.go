@@ -7,8 +7,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // FuzzApply feeds arbitrary message bodies through the inbox's decode and
@@ -16,7 +18,8 @@ import (
 // Its seeds run with every `go test`; `go test -fuzz FuzzApply
 // ./application/bookkeeping` explores further.
 // For any body: no panic; a refusal is ErrMalformed or ErrInvalidEvent (so
-// the message goes to the DLQ) and leaves nothing behind; an accepted body
+// the message goes to the DLQ), or ledger.ErrOutOfOrder for an event ahead
+// of the one it depends on (left for redelivery), and leaves nothing behind; an accepted body
 // posts at most one balanced transaction with a positive amount, and its
 // redelivery changes nothing.
 func FuzzApply(f *testing.F) {
@@ -49,7 +52,7 @@ func FuzzApply(f *testing.F) {
 		ctx := context.Background()
 		res, err := svc.Apply(ctx, body)
 		if err != nil {
-			if !errors.Is(err, inbox.ErrMalformed) && !errors.Is(err, inbox.ErrInvalidEvent) {
+			if !errors.Is(err, inbox.ErrMalformed) && !errors.Is(err, inbox.ErrInvalidEvent) && !errors.Is(err, ledger.ErrOutOfOrder) {
 				t.Fatalf("refused with %v: neither malformed nor invalid, so it would be retried forever instead of reaching the DLQ", err)
 			}
 			if len(store.Inbox()) != 0 || len(store.Transactions()) != 0 {
@@ -62,6 +65,12 @@ func FuzzApply(f *testing.F) {
 		}
 		switch res.Disposition {
 		case inbox.Applied:
+			if res.Type == bookkeeping.TypePaymentAuthorized {
+				if len(store.Transactions()) != 0 {
+					t.Fatalf("an authorization posted %d transactions, want none: it places a hold", len(store.Transactions()))
+				}
+				break
+			}
 			if len(store.Transactions()) != 1 {
 				t.Fatalf("applied, but %d transactions posted", len(store.Transactions()))
 			}
@@ -78,6 +87,12 @@ func FuzzApply(f *testing.F) {
 			}
 			if tx.MessageID() != res.MessageID {
 				t.Fatalf("posted under message %s, applied %s", tx.MessageID(), res.MessageID)
+			}
+		case inbox.Parked:
+			// Refused for good (an unknown currency, say): recorded parked,
+			// nothing posted.
+			if len(store.Transactions()) != 0 {
+				t.Fatalf("a parked message posted %d transactions", len(store.Transactions()))
 			}
 		case inbox.Ignored:
 			if len(store.Transactions()) != 0 {

@@ -3,6 +3,7 @@ package bookkeeping
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,14 +13,54 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// Handler is the ledger's handler of the shared inbox: it posts each event
-// of a type in the registry (events.go) as the balanced transaction of its
-// posting rule. Its zero value is ready to use.
-type Handler struct{}
+// Handler is the ledger's handler of the shared inbox: it applies each
+// event of a type in the registry (events.go) by its rule — a balanced
+// transaction, a hold, or both — after checking the event against what the
+// ledger knows of the payment. Its zero value is ready to use.
+type Handler struct {
+	// Metrics, when set, counts the events the ledger refuses to post.
+	Metrics HandlerMetrics
+}
 
-var _ inbox.Handler[Ledger, ledger.Transaction] = Handler{}
+// HandlerMetrics is what the handler reports. The binary exports it
+// (adapters/metrics).
+type HandlerMetrics interface {
+	// Refused counts an event the ledger refused for good (it is parked):
+	// kind is its registry kind, reason a short name of the rule it broke
+	// (Reason).
+	Refused(kind ledger.Kind, reason string)
+}
+
+var _ inbox.Handler[Ledger, Instruction] = Handler{}
+
+// Instruction is one checked event: what applying it does to the ledger —
+// the transfer it posts (a payment, a refund, a capture) and the hold it
+// places, captures or releases.
+type Instruction struct {
+	kind    ledger.Kind
+	effect  effect
+	posting ledger.Posting
+	// authorized is the hold the event says it captures or releases.
+	authorized int64
+	// tx is the transfer the instruction posts, when its effect posts one.
+	tx ledger.Transaction
+}
+
+// Kind returns the registry kind of the event.
+func (in Instruction) Kind() ledger.Kind { return in.kind }
+
+// MessageID returns the id of the event's message.
+func (in Instruction) MessageID() string { return in.posting.MessageID }
+
+// PaymentID returns the payment the event is about.
+func (in Instruction) PaymentID() string { return in.posting.PaymentID }
+
+// Transaction returns the transfer the instruction posts; false when it
+// posts none (an authorization, a cancellation).
+func (in Instruction) Transaction() (ledger.Transaction, bool) { return in.tx, in.effect.posts() }
 
 // Types implements inbox.Handler: the registry's types, each with the data
 // versions it decodes.
@@ -36,26 +77,45 @@ func (Handler) Types() map[string][]string {
 func (Handler) Ignored() map[string]string { return maps.Clone(ignored) }
 
 // Check implements inbox.Handler: it decodes ev's data at version with its
-// rule's decoder into the ledger transaction it posts. The envelope's
+// rule's decoder into the instruction Apply applies: the transfer it posts
+// is built (and balanced) here, and so is a hold, so that an event that
+// could never apply is refused before anything is written. The envelope's
 // subject, when present, must name the payment the data is about.
-func (Handler) Check(ev inbox.Event, version string) (ledger.Transaction, error) {
+func (Handler) Check(ev inbox.Event, version string) (Instruction, error) {
 	r, ok := rules[ev.Type]
 	if !ok {
-		return ledger.Transaction{}, fmt.Errorf("the ledger does not post %s", ev.Type)
+		return Instruction{}, fmt.Errorf("the ledger does not post %s", ev.Type)
 	}
 	decode, ok := r.decode[version]
 	if !ok {
-		return ledger.Transaction{}, fmt.Errorf("the ledger does not decode %s data version %q", ev.Type, version)
+		return Instruction{}, fmt.Errorf("the ledger does not decode %s data version %q", ev.Type, version)
 	}
-	p, err := decode(ev.Data)
+	d, err := decode(ev.Data)
 	if err != nil {
-		return ledger.Transaction{}, err
+		return Instruction{}, err
 	}
-	if err := checkSubject(ev.Subject, p.PaymentID); err != nil {
-		return ledger.Transaction{}, err
+	if err := checkSubject(ev.Subject, d.PaymentID); err != nil {
+		return Instruction{}, err
 	}
-	p.MessageID, p.Kind, p.OccurredAt = ev.ID, r.kind, ev.Time
-	return ledger.NewTransfer(p, r.direction)
+	d.MessageID, d.Kind, d.OccurredAt = ev.ID, r.kind, ev.Time
+	in := Instruction{kind: r.kind, effect: r.effect, posting: d.Posting, authorized: d.authorized}
+	if r.effect.posts() {
+		if in.tx, err = ledger.NewTransfer(d.Posting, r.direction); err != nil {
+			return Instruction{}, err
+		}
+		return in, nil
+	}
+	// A hold posts no transfer: the same checks of its parties and amount.
+	if _, err := ledger.Authorize(d.PaymentID, d.Merchant, d.Currency, d.Amount, time.Unix(0, 0)); err != nil {
+		return Instruction{}, err
+	}
+	if _, err := ledger.PayerAccount(d.Merchant, d.Payer); err != nil {
+		return Instruction{}, fmt.Errorf("%w: %w", ledger.ErrInvalidTransaction, err)
+	}
+	if d.MessageID == "" {
+		return Instruction{}, fmt.Errorf("%w: message id is required", ledger.ErrInvalidTransaction)
+	}
+	return in, nil
 }
 
 // checkSubject checks that the envelope's subject, when present, names the
@@ -70,34 +130,223 @@ func checkSubject(subject, paymentID string) error {
 	return nil
 }
 
-// Compare implements inbox.Handler: the lock order of a batch's postings.
-// The database adds a transaction's postings to their balances at commit,
-// in the order they were posted, each posting's merchant row before its
-// payer's; posted by merchant, then currency, then payer, every commit — a
-// batch's, or a single posting's in the sync mode — takes the rows it shares
-// with another in the same order, and none waits for another that waits for
-// it.
-func (Handler) Compare(a, b ledger.Transaction) int {
-	ka, kb := lockKey(a), lockKey(b)
-	return cmp.Or(cmp.Compare(ka[0], kb[0]), cmp.Compare(ka[1], kb[1]), cmp.Compare(ka[2], kb[2]))
+// Compare implements inbox.Handler: the lock order of a batch's
+// instructions. The database adds a transaction's postings and holds to
+// their balances at commit, in the order they were written, each posting's
+// merchant row before its payer's, a hold moving its merchant's row alone;
+// applied by merchant, then currency, then payer (then payment), every commit — a batch's,
+// or a single event's in the sync mode — takes the rows it shares with
+// another in the same order, and none waits for another that waits for it.
+func (Handler) Compare(a, b Instruction) int {
+	pa, pb := a.posting, b.posting
+	return cmp.Or(cmp.Compare(pa.Merchant, pb.Merchant), cmp.Compare(pa.Currency, pb.Currency), cmp.Compare(pa.Payer, pb.Payer),
+		// Last the payment, whose row in ledger_payments an instruction
+		// locks when it applies: two batches lock theirs in one order too.
+		cmp.Compare(pa.PaymentID, pb.PaymentID))
 }
 
-// lockKey is (merchant, currency, payer) of a transfer's accounts.
-func lockKey(tx ledger.Transaction) [3]string {
-	var k [3]string
-	k[1] = tx.Currency()
-	for _, e := range tx.Entries() {
-		k[0] = e.Account().Merchant()
-		if payer := e.Account().Payer(); payer != "" {
-			k[2] = payer
+// Apply implements inbox.Handler: it applies in in the inbox's transaction,
+// at the time the inbox records the message applied. false means its fact
+// was already applied under another message id.
+//
+// It checks what it is told against what the ledger knows of the payment
+// (ledger.Payment), locked for the transaction. A capture or cancellation
+// of a payment with no hold yet, or a refund of a payment not posted (or
+// not captured) yet, may be ahead of the event it depends on (delivery is
+// unordered): it returns ledger.ErrOutOfOrder, which the inbox retries, and
+// parks only when the attempts run out. What contradicts the ledger — a
+// capture past the hold, a second capture, a refund past what was
+// captured, an unknown currency — is inbox.ErrPermanent: never posted,
+// parked at once with the reason, and counted (Metrics).
+func (h Handler) Apply(ctx context.Context, l Ledger, in Instruction, at time.Time) (bool, error) {
+	ok, err := h.apply(ctx, l, in, at)
+	if reason := Reason(err); reason != "" {
+		if h.Metrics != nil {
+			h.Metrics.Refused(in.kind, reason)
+		}
+		return false, fmt.Errorf("%w: %s %s refused: %w", inbox.ErrPermanent, in.kind, in.posting.MessageID, err)
+	}
+	return ok, err
+}
+
+func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Time) (bool, error) {
+	p := in.posting
+	if _, err := payment.ParseCurrency(p.Currency); err != nil {
+		return false, fmt.Errorf("%w: %q is no active ISO 4217 currency", ledger.ErrUnknownCurrency, p.Currency)
+	}
+	switch in.effect {
+	case effectTransfer:
+		return l.Post(ctx, in.tx, at)
+
+	case effectPayment:
+		if posted, err := l.Post(ctx, in.tx, at); err != nil || !posted {
+			return posted, err
+		}
+		pay, err := ledger.CapturedAtOnce(p.PaymentID, p.Merchant, p.Currency, p.Amount)
+		if err != nil {
+			return false, err
+		}
+		// The posting's business key let it through, so no payment.created
+		// of this payment was posted before: a record of it is an
+		// authorization's.
+		added, err := l.AddPayment(ctx, pay, at)
+		if err == nil && !added {
+			err = fmt.Errorf("%w: payment %s captured at once, which the ledger holds as authorized", ledger.ErrPaymentConflict, p.PaymentID)
+		}
+		return err == nil, err
+
+	case effectRefund:
+		// Posted first: a refund already posted under another message id
+		// is a duplicate, whatever the limit says now.
+		if posted, err := l.Post(ctx, in.tx, at); err != nil || !posted {
+			return posted, err
+		}
+		pay, err := l.Payment(ctx, p.PaymentID)
+		if err != nil {
+			return false, waiting(err, "refund of a payment the ledger has not posted yet")
+		}
+		if err := sameMerchant(pay, p); err != nil {
+			return false, err
+		}
+		if pay.Authorized() > 0 && pay.ReleasedAt().IsZero() {
+			// Authorized, its capture not applied yet: the refund of what it
+			// will capture waits for it.
+			return false, fmt.Errorf("%w: refund of payment %s, whose capture the ledger has not applied yet: retried until it is", ledger.ErrOutOfOrder, p.PaymentID)
+		}
+		if err := pay.Refund(p.Amount, p.Currency); err != nil {
+			return false, err
+		}
+		return true, l.SavePayment(ctx, pay, at)
+
+	case effectPlaceHold:
+		pay, err := l.Payment(ctx, p.PaymentID)
+		switch {
+		case err == nil && pay.Authorized() == p.Amount && pay.Currency() == p.Currency && pay.Merchant().Merchant() == p.Merchant:
+			return false, nil // the same authorization under another message id
+		case err == nil:
+			return false, fmt.Errorf("%w: authorization of %d %s for payment %s, which the ledger holds as %d %s authorized, %d captured",
+				ledger.ErrPaymentConflict, p.Amount, p.Currency, p.PaymentID, pay.Authorized(), pay.Currency(), pay.Captured())
+		case !errors.Is(err, ledger.ErrPaymentNotFound):
+			return false, err
+		}
+		hold, err := ledger.Authorize(p.PaymentID, p.Merchant, p.Currency, p.Amount, at)
+		if err != nil {
+			return false, err
+		}
+		return true, h.add(ctx, l, hold, at)
+
+	case effectCapture:
+		pay, err := l.Payment(ctx, p.PaymentID)
+		if err != nil {
+			return false, waiting(err, "capture of a payment with no hold yet")
+		}
+		if err := sameMerchant(pay, p); err != nil {
+			return false, err
+		}
+		if pay.Authorized() != in.authorized && pay.Authorized() != 0 {
+			return false, fmt.Errorf("%w: capture of payment %s names %d authorized, the hold is %d",
+				ledger.ErrPaymentConflict, p.PaymentID, in.authorized, pay.Authorized())
+		}
+		if err := pay.Capture(p.Amount, p.Currency, at); err != nil {
+			if errors.Is(err, ledger.ErrHoldReleased) && pay.Captured() == p.Amount {
+				// This capture again, under another message id: its
+				// business key finds it posted.
+				return l.Post(ctx, in.tx, at)
+			}
+			return false, err
+		}
+		if posted, err := l.Post(ctx, in.tx, at); err != nil || !posted {
+			return posted, err
+		}
+		return true, l.SavePayment(ctx, pay, at)
+
+	case effectReleaseHold:
+		pay, err := l.Payment(ctx, p.PaymentID)
+		if err != nil {
+			return false, waiting(err, "cancellation of a payment with no hold yet")
+		}
+		if err := sameMerchant(pay, p); err != nil {
+			return false, err
+		}
+		if pay.Authorized() != 0 && in.authorized != pay.Authorized() {
+			return false, fmt.Errorf("%w: cancellation of payment %s releases %d, the hold is %d",
+				ledger.ErrPaymentConflict, p.PaymentID, in.authorized, pay.Authorized())
+		}
+		if err := pay.Release(p.Currency, at); err != nil {
+			if errors.Is(err, ledger.ErrHoldReleased) && pay.Captured() == 0 {
+				return false, nil // already canceled: this cancellation again
+			}
+			return false, err
+		}
+		return true, l.SavePayment(ctx, pay, at)
+	}
+	return false, fmt.Errorf("%w: kind %q has no effect", ledger.ErrInvalidTransaction, in.kind)
+}
+
+// sameMerchant refuses an event that names another merchant than the
+// payment's: its transfer would move that merchant's money, and the hold it
+// releases is another's.
+func sameMerchant(pay ledger.Payment, p ledger.Posting) error {
+	if pay.Merchant().Merchant() != p.Merchant {
+		return fmt.Errorf("%w: payment %s is merchant %q's, the event names %q", ledger.ErrPaymentConflict, p.PaymentID, pay.Merchant().Merchant(), p.Merchant)
+	}
+	return nil
+}
+
+// add stores a payment the ledger did not know. Another transaction that
+// stored it first (the same authorization under two message ids, applied
+// side by side) makes this one retry, and find it.
+func (h Handler) add(ctx context.Context, l Ledger, p ledger.Payment, at time.Time) error {
+	added, err := l.AddPayment(ctx, p, at)
+	if err != nil {
+		return err
+	}
+	if !added {
+		return fmt.Errorf("payment %s was recorded by another transaction meanwhile: retry to compare", p.ID())
+	}
+	return nil
+}
+
+// waiting says why an event waits for the one ahead of it: the inbox
+// retries it with backoff until its attempts run out.
+func waiting(err error, what string) error {
+	if errors.Is(err, ledger.ErrPaymentNotFound) {
+		return fmt.Errorf("%w: %s: retried until its authorization or payment is applied: %w", ledger.ErrOutOfOrder, what, err)
+	}
+	return err
+}
+
+// refusals names each refusal for the metric's reason label.
+var refusals = []struct {
+	err    error
+	reason string
+}{
+	{ledger.ErrUnknownCurrency, "unknown_currency"},
+	{ledger.ErrCaptureExceedsHold, "capture_exceeds_hold"},
+	{ledger.ErrHoldReleased, "hold_released"},
+	{ledger.ErrNoHold, "no_hold"},
+	{ledger.ErrRefundExceedsCaptured, "refund_exceeds_captured"},
+	{ledger.ErrCurrencyMismatch, "currency_mismatch"},
+	{ledger.ErrPaymentConflict, "payment_conflict"},
+}
+
+// Reason returns the short name of the rule err says an event broke
+// ("capture_exceeds_hold"), or "" when err is no refusal (nil, an outage,
+// an event waiting for the one ahead of it).
+func Reason(err error) string {
+	for _, r := range refusals {
+		if errors.Is(err, r.err) {
+			return r.reason
 		}
 	}
-	return k
+	return ""
 }
 
-// Apply implements inbox.Handler: it posts tx in the inbox's transaction,
-// at the time the inbox records the message applied. false means the fact
-// was already posted under another message id.
-func (Handler) Apply(ctx context.Context, l Ledger, tx ledger.Transaction, at time.Time) (bool, error) {
-	return l.Post(ctx, tx, at)
+// Reasons returns every reason Reason names, for the metric's labels.
+func Reasons() []string {
+	out := make([]string, len(refusals))
+	for i, r := range refusals {
+		out[i] = r.reason
+	}
+	return out
 }

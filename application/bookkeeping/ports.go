@@ -18,6 +18,20 @@ type Ledger interface {
 	// a commit that would take a balance past what int64 holds fails with
 	// ledger.ErrBalanceLimit, which is inbox.ErrPermanent too.
 	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
+	// Payment returns what the ledger knows of payment id (its hold, what
+	// was captured and refunded), locked until the transaction ends, or
+	// ledger.ErrPaymentNotFound when it knows nothing of it yet.
+	Payment(ctx context.Context, id string) (ledger.Payment, error)
+	// AddPayment stores a payment the ledger did not know and reports
+	// whether it did: false (nothing stored) means one with its id is
+	// already stored. A hold placed moves its merchant's pending balance at
+	// commit.
+	AddPayment(ctx context.Context, p ledger.Payment, at time.Time) (bool, error)
+	// SavePayment stores p, read with Payment in this transaction. The
+	// database refuses a hold below zero, a capture past the authorization
+	// and refunds past the capture, whatever the domain let through; a
+	// change of the hold moves the merchant's pending balance at commit.
+	SavePayment(ctx context.Context, p ledger.Payment, at time.Time) error
 }
 
 // Reader answers the ledger's read queries, outside any write transaction.
@@ -27,6 +41,13 @@ type Reader interface {
 	// the balances the postings keep, never the entries: its cost does not
 	// grow with the account's history. Errors: dependency.ErrUnavailable.
 	Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error)
+	// BalancesAsOf returns the account's balances as the ledger held them at
+	// asOf: the current balance less what was posted, and the holds placed
+	// or released, after asOf. Its cost grows with what the ledger wrote
+	// since asOf, not with the account's history. A currency with nothing
+	// posted nor held at asOf is left out; none at all is
+	// ledger.ErrAccountNotFound. Errors: dependency.ErrUnavailable.
+	BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error)
 	// PaymentTransactions returns the payment's ledger transactions, oldest
 	// first, or ledger.ErrPaymentNotFound when there are none.
 	// Errors: dependency.ErrUnavailable.

@@ -16,7 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-func step(t *testing.T, p *inbox.Processor[bookkeeping.Ledger, ledger.Transaction]) int {
+func step(t *testing.T, p *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]) int {
 	t.Helper()
 	n, err := p.Step(context.Background())
 	if err != nil {

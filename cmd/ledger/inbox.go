@@ -149,7 +149,11 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
+	ledgerMetrics, err := metrics.NewLedger(reg)
+	if err != nil {
+		return err
+	}
+	proc := inbox.NewProcessor(store, bookkeeping.Handler{Metrics: ledgerMetrics}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
 	servers, err := lifecycle.ListenOps(cfg.OpsAddr, httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	}), log)

@@ -277,22 +277,26 @@ func ValidCurrency(code string) bool {
 	return true
 }
 
-// Balance is what an account holds in one currency: the sum of its entries,
-// positive when the account has received more than it paid (a merchant),
-// negative for a payer. Storage keeps it per account and currency, updated by
-// the database in every posting's transaction, so a read costs the same
-// however long the account's history; a posting that would take it past
-// what int64 holds is refused (ErrBalanceLimit).
+// Balance is what an account holds in one currency. Posted is the sum of
+// its entries, positive when the account has received more than it paid (a
+// merchant), negative for a payer; it is what the account has available.
+// Pending is the sum of the open holds of the merchant's authorized
+// payments: money that a capture may still post, never counted in
+// available. Storage keeps both per account and currency, updated by the
+// database in every posting's transaction, so a read costs the same however
+// long the account's history; a posting that would take either past what
+// int64 holds is refused (ErrBalanceLimit).
 type Balance struct {
 	account  AccountID
 	currency string
-	amount   int64
+	posted   int64
+	pending  int64
 }
 
 // RehydrateBalance rebuilds a Balance that storage kept. It trusts its
-// input: the entries were validated when they were posted.
-func RehydrateBalance(account AccountID, currency string, amount int64) Balance {
-	return Balance{account: account, currency: currency, amount: amount}
+// input: the entries and holds were validated when they were written.
+func RehydrateBalance(account AccountID, currency string, posted, pending int64) Balance {
+	return Balance{account: account, currency: currency, posted: posted, pending: pending}
 }
 
 // Account returns the account the balance belongs to.
@@ -301,5 +305,15 @@ func (b Balance) Account() AccountID { return b.account }
 // Currency returns the ISO 4217 code of the balance.
 func (b Balance) Currency() string { return b.currency }
 
-// Amount returns the signed balance in minor units.
-func (b Balance) Amount() int64 { return b.amount }
+// Amount returns the signed posted balance in minor units: Posted.
+func (b Balance) Amount() int64 { return b.posted }
+
+// Posted returns the sum of the account's entries in minor units.
+func (b Balance) Posted() int64 { return b.posted }
+
+// Available returns what the account can pay out: what was posted. Held
+// money is not available until it is captured.
+func (b Balance) Available() int64 { return b.posted }
+
+// Pending returns the sum of the merchant's open holds (0 for a payer).
+func (b Balance) Pending() int64 { return b.pending }

@@ -20,4 +20,38 @@ var (
 	// what int64 holds. Storage refuses it, and it would be refused again on
 	// every retry: the message is parked with the reason for an operator.
 	ErrBalanceLimit = errors.New("balance limit")
+
+	// ErrOutOfOrder means an event came ahead of one it depends on: a
+	// capture or cancellation before the authorization that placed its
+	// hold, a refund before its payment or its capture. Delivery is
+	// unordered, so the other may still be on its way: the inbox retries
+	// it, and parks it only when its attempts run out.
+	ErrOutOfOrder = errors.New("ahead of the event it depends on")
+
+	// The refusals below mean the ledger was told something that contradicts
+	// what it knows of the payment. Retrying would repeat them: the message
+	// is parked, with the reason, for an operator.
+
+	// ErrNoHold means a capture or cancellation names a payment captured at
+	// once, which never had a hold.
+	ErrNoHold = errors.New("payment has no hold")
+	// ErrHoldReleased means the hold was already captured or canceled: a
+	// second capture, a capture after a cancellation, a cancellation after
+	// a capture.
+	ErrHoldReleased = errors.New("hold already released")
+	// ErrCaptureExceedsHold means a capture of more than the open hold.
+	ErrCaptureExceedsHold = errors.New("capture exceeds the hold")
+	// ErrRefundExceedsCaptured means the payment's refunds would pass what
+	// was captured (posted) for it.
+	ErrRefundExceedsCaptured = errors.New("refund exceeds what was captured")
+	// ErrCurrencyMismatch means an event names another currency than the
+	// payment's.
+	ErrCurrencyMismatch = errors.New("currency differs from the payment's")
+	// ErrUnknownCurrency means an amount's currency is no active ISO 4217
+	// currency: the ledger never posts it.
+	ErrUnknownCurrency = errors.New("unknown currency")
+	// ErrPaymentConflict means an event would start a payment the ledger
+	// already knows otherwise: an authorization of a payment captured at
+	// once, or of another amount.
+	ErrPaymentConflict = errors.New("payment already known otherwise")
 )

@@ -109,50 +109,72 @@ func TestBalancesAreKeptByTheDatabase(t *testing.T) {
 }
 
 // TestProcessorsSharingMerchantsNeverDeadlock: four claim loops drain a
-// shuffled backlog of payments and refunds on few merchants, payers and
-// currencies, so that every batch's commit updates balance rows the others
-// update too. No row is ever charged an attempt (a deadlock would be), and
-// every balance is the sum of its entries.
+// shuffled backlog of payments, authorizations, captures, cancellations and
+// refunds on few merchants, payers and currencies, so that every batch's
+// commit updates balance rows (posted and pending) the others update too.
+// No row is ever charged an attempt (a deadlock would be), and every
+// balance is the sum of its entries and of its open holds. A refund or a
+// capture comes in a second backlog, after what it depends on is applied:
+// ahead of it, it would wait, an attempt charged by design.
 func TestProcessorsSharingMerchantsNeverDeadlock(t *testing.T) {
 	t.Parallel()
 	svc, store, pool := newService(t)
 	ctx := context.Background()
 	currencies := []string{"BRL", "USD"}
-	var bodies [][]byte
+	in := func(e event, cur string) []byte {
+		return []byte(strings.Replace(string(e.body()), `"BRL"`, `"`+cur+`"`, 1))
+	}
+	var first, second [][]byte
 	for i := range 600 {
 		p := newPayment(int64(100+i), fmt.Sprintf("cus_%d", i%5), fmt.Sprintf("mer_%d", i%3))
 		cur := currencies[rand.IntN(len(currencies))]
-		bodies = append(bodies, []byte(strings.Replace(string(p.body()), `"BRL"`, `"`+cur+`"`, 1)))
-		if i%4 == 0 {
-			bodies = append(bodies, []byte(strings.Replace(string(p.refund(50, 50).body()), `"BRL"`, `"`+cur+`"`, 1)))
+		switch i % 4 {
+		case 0:
+			first = append(first, in(p, cur))
+			second = append(second, in(p.refund(50, 50), cur))
+		case 1:
+			first = append(first, in(p.authorization(), cur))
+			second = append(second, in(p.capture(p.amount-10), cur))
+		case 2:
+			first = append(first, in(p.authorization(), cur))
+			second = append(second, in(p.cancellation(), cur))
+		default:
+			first = append(first, in(p, cur))
 		}
 	}
-	rand.Shuffle(len(bodies), func(i, j int) { bodies[i], bodies[j] = bodies[j], bodies[i] })
-	record(t, svc, bodies...)
-
 	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{BatchSize: 50, Workers: 4})
-	var g errgroup.Group
-	for range 4 {
-		g.Go(func() error {
-			for {
-				n, err := proc.Step(ctx)
-				if err != nil || n == 0 {
-					return err
+	for _, bodies := range [][][]byte{first, second} {
+		rand.Shuffle(len(bodies), func(i, j int) { bodies[i], bodies[j] = bodies[j], bodies[i] })
+		record(t, svc, bodies...)
+		var g errgroup.Group
+		for range 4 {
+			g.Go(func() error {
+				for {
+					n, err := proc.Step(ctx)
+					if err != nil || n == 0 {
+						return err
+					}
 				}
-			}
-		})
+			})
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
+	// Postings: every payment, refund and capture; holds post nothing.
+	postings := 150*2 + 150 + 150
 	drain(t, proc) // rows a failed attempt left due again, if any
 	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE attempts > 0 OR processed_at IS NULL`); n != 0 {
-		var first string
-		_ = pool.QueryRow(ctx, `SELECT coalesce(error, '') FROM inbox_messages WHERE attempts > 0 LIMIT 1`).Scan(&first)
-		t.Errorf("%d rows failed an attempt or are not processed (first error: %s), want none", n, first)
+		var firstErr string
+		_ = pool.QueryRow(ctx, `SELECT coalesce(error, '') FROM inbox_messages WHERE attempts > 0 LIMIT 1`).Scan(&firstErr)
+		t.Errorf("%d rows failed an attempt or are not processed (first error: %s), want none", n, firstErr)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != len(bodies) {
-		t.Errorf("ledger transactions: got %d, want %d", n, len(bodies))
+	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != postings {
+		t.Errorf("ledger transactions: got %d, want %d", n, postings)
+	}
+	// Every hold was captured or canceled: nothing is pending.
+	if n := count(t, pool, `SELECT count(*) FROM ledger_balances WHERE pending <> 0`); n != 0 {
+		t.Errorf("%d balances still pending after every hold was released", n)
 	}
 	if n := count(t, pool, `
 		SELECT count(*) FROM ledger_balances b FULL JOIN

@@ -18,6 +18,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -413,5 +414,61 @@ func TestFactIDMigration(t *testing.T) {
 	}
 	if got := factIDs(t, pool, false); len(got) != 5 || got[4] != "refund "+refund3 {
 		t.Errorf("after up again: %q", got)
+	}
+}
+
+// TestHoldsMigration: 00008 gives every payment posted before it its record
+// of what was captured and refunded, so that a refund after the upgrade is
+// held to the same limit; a history that broke the rule keeps its entries
+// and its payment starts at the limit. Down and up again keeps the ledger.
+func TestHoldsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, provider := ledgerAt(t, 7)
+	store := ledgerstore.New(pool)
+	post := func(kind string, paymentID, factID string, amount int64, d ledger.Direction) {
+		t.Helper()
+		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: paymentID, Kind: ledger.Kind(kind), FactID: factID,
+			Merchant: "mer_u", Payer: "cus_u", Amount: amount, Currency: "BRL", OccurredAt: time.Now()}, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := inbox.Message{ID: tx.MessageID(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now(), ProcessedAt: time.Now()}
+		if _, err := store.Record(ctx, msg, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			_, err := l.Post(ctx, tx, time.Now())
+			return "", err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paid, early := uuid.NewString(), uuid.NewString()
+	post("payment", paid, "", 1000, ledger.PayerToMerchant)
+	post("refund", paid, uuid.NewString(), 300, ledger.MerchantToPayer)
+	post("refund", early, uuid.NewString(), 50, ledger.MerchantToPayer) // before its payment, as refunds once posted
+	if _, err := provider.UpTo(ctx, 8); err != nil {
+		t.Fatalf("migrate to 00008: %v", err)
+	}
+	for id, want := range map[string][2]int64{paid: {1000, 300}, early: {0, 0}} {
+		var captured, refunded int64
+		if err := pool.QueryRow(ctx, `SELECT amount_captured, amount_refunded FROM ledger_payments WHERE payment_id = $1`, id).Scan(&captured, &refunded); err != nil {
+			t.Fatalf("payment %s: %v", id, err)
+		}
+		if captured != want[0] || refunded != want[1] {
+			t.Errorf("payment %s: got captured %d refunded %d, want %d and %d", id, captured, refunded, want[0], want[1])
+		}
+	}
+	svc := newBooks(t, store)
+	over := event{id: uuid.NewString(), paymentID: paid, refundID: uuid.NewString(), amount: 701, total: 1001, payer: "cus_u", merchant: "mer_u", at: time.Now()}
+	if res, err := svc.Apply(ctx, over.body()); err != nil || res.Disposition != inbox.Parked {
+		t.Errorf("a refund past the payment posted before the upgrade: got %v, %v; want parked", res.Disposition, err)
+	}
+	if _, err := provider.DownTo(ctx, 7); err != nil {
+		t.Fatalf("down to 00007: %v", err)
+	}
+	if _, err := provider.Up(ctx); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM ledger_payments`); n != 2 {
+		t.Errorf("payments after down and up: got %d, want 2", n)
 	}
 }

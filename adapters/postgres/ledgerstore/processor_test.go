@@ -18,13 +18,12 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
-	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // ledgerProcessor is the inbox's processor with the ledger's handler.
-type ledgerProcessor = inbox.Processor[bookkeeping.Ledger, ledger.Transaction]
+type ledgerProcessor = inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
 
 // newProcessor returns the ledger's processor on b, checking events against
 // s (the published schemas when nil).

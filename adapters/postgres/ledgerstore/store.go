@@ -126,29 +126,191 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	return tag.RowsAffected() > 0, nil
 }
 
+// paymentSQL reads what the ledger knows of a payment, locking its row for
+// the transaction: a capture and a refund of one payment applied side by
+// side take turns.
+const paymentSQL = `
+SELECT merchant_account, currency, coalesce(amount_authorized, 0), held, amount_captured, amount_refunded,
+       coalesce(placed_at, 'epoch'), coalesce(released_at, 'epoch')
+FROM ledger_payments WHERE payment_id = $1 FOR UPDATE`
+
+// Payment implements bookkeeping.Ledger.Payment.
+func (l ledgerRepo) Payment(ctx context.Context, id string) (ledger.Payment, error) {
+	var (
+		merchant                             string
+		currency                             string
+		authorized, held, captured, refunded int64
+		placedAt, releasedAt                 time.Time
+	)
+	// A batch of one: the way both kinds of inboxstore.Tx read a row (the
+	// pipelined one sends its BEGIN with it).
+	var b pgx.Batch
+	b.Queue(paymentSQL, id)
+	br := l.tx.SendBatch(ctx, &b)
+	err := br.QueryRow().Scan(&merchant, &currency, &authorized, &held, &captured, &refunded, &placedAt, &releasedAt)
+	if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ledger.Payment{}, fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, id)
+	}
+	if err != nil {
+		return ledger.Payment{}, fmt.Errorf("read ledger payment: %w", err)
+	}
+	acc, err := ledger.ParseAccountID(merchant)
+	if err != nil {
+		return ledger.Payment{}, fmt.Errorf("stored payment %s: %w", id, err)
+	}
+	return ledger.RehydratePayment(id, acc, currency, authorized, held, captured, refunded, unepoch(placedAt), unepoch(releasedAt)), nil
+}
+
+func unepoch(t time.Time) time.Time {
+	if t.Equal(time.Unix(0, 0)) {
+		return time.Time{}
+	}
+	return t
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// AddPayment implements bookkeeping.Ledger.AddPayment.
+func (l ledgerRepo) AddPayment(ctx context.Context, p ledger.Payment, at time.Time) (bool, error) {
+	var authorized *int64
+	if a := p.Authorized(); a > 0 {
+		authorized = &a
+	}
+	var capturedAt *time.Time
+	if p.Captured() > 0 {
+		capturedAt = &at
+	}
+	tag, err := l.tx.Exec(ctx, `
+		INSERT INTO ledger_payments (payment_id, merchant_account, currency, amount_authorized, held, amount_captured,
+		                             amount_refunded, placed_at, captured_at, released_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (payment_id) DO NOTHING`,
+		p.ID(), p.Merchant().String(), p.Currency(), authorized, p.Held(), p.Captured(), p.Refunded(),
+		nullTime(p.PlacedAt()), capturedAt, nullTime(p.ReleasedAt()), at)
+	if err != nil {
+		return false, paymentLimit(fmt.Errorf("add ledger payment: %w", err))
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// SavePayment implements bookkeeping.Ledger.SavePayment.
+func (l ledgerRepo) SavePayment(ctx context.Context, p ledger.Payment, at time.Time) error {
+	tag, err := l.tx.Exec(ctx, `
+		UPDATE ledger_payments
+		SET held = $2, amount_captured = $3, amount_refunded = $4, released_at = $5, updated_at = $6,
+		    captured_at = CASE WHEN amount_captured <> $3 THEN $6 ELSE captured_at END
+		WHERE payment_id = $1`,
+		p.ID(), p.Held(), p.Captured(), p.Refunded(), nullTime(p.ReleasedAt()), at)
+	if err != nil {
+		return paymentLimit(fmt.Errorf("save ledger payment: %w", err))
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, p.ID())
+	}
+	return nil
+}
+
+// paymentLimits maps each CHECK of ledger_payments to the refusal it is:
+// the database holds the domain's limits, and a write the domain let
+// through past one is refused for good, as the domain would have.
+var paymentLimits = map[string]error{
+	"ledger_payments_held_check":     ledger.ErrCaptureExceedsHold,
+	"ledger_payments_captured_check": ledger.ErrCaptureExceedsHold,
+	"ledger_payments_refunded_check": ledger.ErrRefundExceedsCaptured,
+	"ledger_payments_hold_check":     ledger.ErrHoldReleased,
+}
+
+func paymentLimit(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" {
+		if limit, ok := paymentLimits[pgErr.ConstraintName]; ok {
+			return fmt.Errorf("%w: %w", limit, err)
+		}
+	}
+	return err
+}
+
 // Balances reads the account's balances, one row per currency, from
 // ledger_balances, which every posting's transaction keeps: one index
 // lookup, however long the account's history.
 func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT currency, posted FROM ledger_balances
+		SELECT currency, posted, pending FROM ledger_balances
 		WHERE account_id = $1 ORDER BY currency`, account.String())
 	if err != nil {
 		return nil, readErr(fmt.Errorf("query balances: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
 		var (
-			currency string
-			amount   int64
+			currency        string
+			posted, pending int64
 		)
-		err := r.Scan(&currency, &amount)
-		return ledger.RehydrateBalance(account, currency, amount), err
+		err := r.Scan(&currency, &posted, &pending)
+		return ledger.RehydrateBalance(account, currency, posted, pending), err
 	})
 	if err != nil {
 		return nil, readErr(fmt.Errorf("query balances: %w", err))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
+	}
+	return out, nil
+}
+
+// balancesAsOfSQL is the account's balances at $2: the current row less the
+// entries posted after $2 (the BRIN index on posted_at finds them) and,
+// for a merchant, its pending less the holds placed after $2 that are
+// still open, plus those placed by $2 and released after it.
+const balancesAsOfSQL = `
+WITH later AS (
+	SELECT e.currency, sum(e.amount) AS amount
+	FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+	WHERE t.posted_at > $2 AND e.account_id = $1
+	GROUP BY e.currency
+), holds AS (
+	SELECT currency, sum(CASE WHEN placed_at > $2 THEN CASE WHEN released_at IS NULL THEN -amount_authorized ELSE 0 END
+	                          ELSE amount_authorized END) AS amount
+	FROM ledger_payments
+	WHERE merchant_account = $1 AND (placed_at > $2 OR released_at > $2)
+	GROUP BY currency
+), at AS (
+	SELECT b.currency, b.posted - coalesce(l.amount, 0) AS posted, b.pending + coalesce(h.amount, 0) AS pending
+	FROM ledger_balances b LEFT JOIN later l USING (currency) LEFT JOIN holds h USING (currency)
+	WHERE b.account_id = $1
+)
+SELECT currency, posted::bigint, pending::bigint FROM at
+WHERE posted <> 0 OR pending <> 0
+ORDER BY currency`
+
+// BalancesAsOf implements bookkeeping.Reader.BalancesAsOf.
+func (s *Store) BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
+	rows, err := s.pool.Query(ctx, balancesAsOfSQL, account.String(), asOf)
+	if err != nil {
+		return nil, readErr(fmt.Errorf("query balances as of %s: %w", asOf, err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
+		var (
+			currency        string
+			posted, pending int64
+		)
+		err := r.Scan(&currency, &posted, &pending)
+		return ledger.RehydrateBalance(account, currency, posted, pending), err
+	})
+	if err != nil {
+		return nil, readErr(fmt.Errorf("query balances as of %s: %w", asOf, err))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s as of %s", ledger.ErrAccountNotFound, account, asOf.UTC().Format(time.RFC3339))
 	}
 	return out, nil
 }
@@ -217,11 +379,20 @@ func readErr(err error) error {
 	return err
 }
 
-// LedgerFacts returns every posted transaction for reconciliation.
+// LedgerFacts returns every posted transaction for reconciliation, and the
+// holds: an authorization fact per hold placed (its authorized amount), a
+// cancellation fact per hold released with nothing captured. It is one
+// statement, one snapshot.
 func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
-		FROM ledger_transactions`)
+		FROM ledger_transactions
+		UNION ALL
+		SELECT payment_id::text, 'authorization', '', amount_authorized, currency, placed_at
+		FROM ledger_payments WHERE amount_authorized IS NOT NULL
+		UNION ALL
+		SELECT payment_id::text, 'cancellation', '', amount_authorized, currency, released_at
+		FROM ledger_payments WHERE released_at IS NOT NULL AND amount_captured = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("query ledger transactions: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,10 +35,26 @@ type event struct {
 	amount, total           int64
 	payer, merchant         string
 	at                      time.Time
+	// typ is payment.authorized, payment.captured or payment.canceled; ""
+	// for payment.created or payment.refunded (with a refund id).
+	typ string
+	// authorized is a capture's amount_authorized.
+	authorized int64
 }
 
 func (e event) body() []byte {
 	ts := e.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	const envelope = `{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q`
+	switch e.typ {
+	case bookkeeping.TypePaymentAuthorized:
+		return []byte(fmt.Sprintf(envelope+`,"capture_before":%q}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant,
+			e.at.Add(7*24*time.Hour).UTC().Format(time.RFC3339)))
+	case bookkeeping.TypePaymentCaptured:
+		return []byte(fmt.Sprintf(envelope+`,"amount_authorized":%d,"amount_released":%d}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant,
+			e.authorized, e.authorized-e.amount))
+	case bookkeeping.TypePaymentCanceled:
+		return []byte(fmt.Sprintf(envelope+`,"cancellation_reason":"requested_by_customer"}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
+	}
 	if e.refundID == "" {
 		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
 			e.id, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
@@ -50,6 +67,25 @@ func newPayment(amount int64, payer, merchant string) event {
 	return event{id: uuid.NewString(), paymentID: uuid.NewString(), amount: amount, payer: payer, merchant: merchant, at: time.Now().Add(-time.Hour)}
 }
 
+// authorization returns the payment.authorized of a manual payment of
+// e's amount (e itself is then never sent).
+func (e event) authorization() event {
+	e.id, e.typ = uuid.NewString(), bookkeeping.TypePaymentAuthorized
+	return e
+}
+
+// capture returns the payment.captured of amount of e's authorization.
+func (e event) capture(amount int64) event {
+	return event{id: uuid.NewString(), paymentID: e.paymentID, amount: amount, authorized: e.amount, payer: e.payer, merchant: e.merchant,
+		at: e.at.Add(time.Second), typ: bookkeeping.TypePaymentCaptured}
+}
+
+// cancellation returns the payment.canceled of e's authorization.
+func (e event) cancellation() event {
+	return event{id: uuid.NewString(), paymentID: e.paymentID, amount: e.amount, payer: e.payer, merchant: e.merchant,
+		at: e.at.Add(time.Second), typ: bookkeeping.TypePaymentCanceled}
+}
+
 func (e event) refund(amount, total int64) event {
 	return event{id: uuid.NewString(), paymentID: e.paymentID, refundID: uuid.NewString(), amount: amount, total: total,
 		payer: e.payer, merchant: e.merchant, at: e.at.Add(time.Second)}
@@ -59,7 +95,7 @@ func (e event) refund(amount, total int64) event {
 // with the ledger's handler, in each mode, and the ledger's queries.
 type books struct {
 	*bookkeeping.Service
-	sync, async *inbox.Service[bookkeeping.Ledger, ledger.Transaction]
+	sync, async *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
 }
 
 // Apply receives body in the sync mode, as the consumer does.
@@ -138,6 +174,9 @@ func TestSameEventThreeTimesPostsOnce(t *testing.T) {
 	}
 }
 
+// TestRefundBeforePaymentEndsTheSame: refunds that arrive before their
+// payment wait — refused with ledger.ErrOutOfOrder, nothing written, left
+// for redelivery — and apply once it has; the balances end as in order.
 func TestRefundBeforePaymentEndsTheSame(t *testing.T) {
 	t.Parallel()
 	for _, refundFirst := range []bool{false, true} {
@@ -150,9 +189,22 @@ func TestRefundBeforePaymentEndsTheSame(t *testing.T) {
 			if refundFirst {
 				order = []event{r2, r1, p}
 			}
+			var waiting []event
 			for _, e := range order {
-				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Disposition != inbox.Applied {
+				res, err := svc.Apply(context.Background(), e.body())
+				switch {
+				case refundFirst && e.refundID != "":
+					if !errors.Is(err, ledger.ErrOutOfOrder) || errors.Is(err, inbox.ErrPermanent) {
+						t.Fatalf("a refund before its payment: got %v, %v; want ErrOutOfOrder, to be redelivered", res.Disposition, err)
+					}
+					waiting = append(waiting, e)
+				case err != nil || res.Disposition != inbox.Applied:
 					t.Fatalf("Apply: got %v, %v; want applied", res.Disposition, err)
+				}
+			}
+			for _, e := range waiting {
+				if res, err := svc.Apply(context.Background(), e.body()); err != nil || res.Disposition != inbox.Applied {
+					t.Fatalf("the refund redelivered: got %v, %v; want applied", res.Disposition, err)
 				}
 			}
 			if b := balance(t, svc, "payer:mer_r:cus_r"); b != 0 {
@@ -342,6 +394,10 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 
 	var applied, dups atomic.Int64
 	var next atomic.Int64
+	var (
+		mu      sync.Mutex
+		waiting []event // refunds ahead of their payment: redelivered after
+	)
 	g, gctx := errgroup.WithContext(ctx)
 	for range 8 {
 		g.Go(func() error {
@@ -351,6 +407,12 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 					return nil
 				}
 				res, err := svc.Apply(gctx, msgs[i].body())
+				if errors.Is(err, ledger.ErrOutOfOrder) {
+					mu.Lock()
+					waiting = append(waiting, msgs[i])
+					mu.Unlock()
+					continue
+				}
 				if err != nil {
 					return err
 				}
@@ -365,6 +427,18 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 	}
 	if err := g.Wait(); err != nil {
 		t.Fatalf("worker: %v", err)
+	}
+	for _, e := range waiting {
+		res, err := svc.Apply(ctx, e.body())
+		if err != nil {
+			t.Fatalf("redelivery: %v", err)
+		}
+		switch res.Disposition {
+		case inbox.Applied:
+			applied.Add(1)
+		case inbox.Duplicate:
+			dups.Add(1)
+		}
 	}
 	if applied.Load() != int64(unique) || dups.Load() != int64(len(msgs)-unique) {
 		t.Errorf("got %d applied and %d duplicates, want %d and %d", applied.Load(), dups.Load(), unique, len(msgs)-unique)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,6 +275,135 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("holds: placed, captured and released, with pending beside posted", func(t *testing.T) {
+		s := open(t)
+		apply := applier(t, s)
+		must := mustApply(t, apply)
+		merchant, _ := ledger.MerchantAccount("mer_h")
+		balances := func(asOf time.Time) (posted, pending int64) {
+			t.Helper()
+			var bs []ledger.Balance
+			var err error
+			if asOf.IsZero() {
+				bs, err = s.Balances(ctx, merchant)
+			} else {
+				bs, err = s.BalancesAsOf(ctx, merchant, asOf)
+			}
+			if err != nil || len(bs) != 1 || bs[0].Currency() != "BRL" {
+				t.Fatalf("balances of %s as of %v: got %v, %v; want one in BRL", merchant, asOf, bs, err)
+			}
+			return bs[0].Posted(), bs[0].Pending()
+		}
+		p1, p2 := holdID(1), holdID(2)
+		must(authorized(msgID(1), p1, 2500), at)
+		must(authorized(msgID(2), p2, 4000), at)
+		if posted, pending := balances(time.Time{}); posted != 0 || pending != 6500 {
+			t.Errorf("two holds: got posted %d pending %d, want 0 and 6500", posted, pending)
+		}
+		must(captured(msgID(3), p1, 2000, 2500), at.Add(time.Minute))
+		must(canceled(msgID(4), p2, 4000), at.Add(2*time.Minute))
+		if posted, pending := balances(time.Time{}); posted != 2000 || pending != 0 {
+			t.Errorf("captured 2000 of 2500, the other canceled: got posted %d pending %d, want 2000 and 0", posted, pending)
+		}
+		if posted, pending := balances(at.Add(time.Minute - time.Second)); posted != 0 || pending != 6500 {
+			t.Errorf("as of before the capture: got posted %d pending %d, want 0 and 6500", posted, pending)
+		}
+		if posted, pending := balances(at.Add(time.Minute)); posted != 2000 || pending != 4000 {
+			t.Errorf("as of the capture: got posted %d pending %d, want 2000 and 4000", posted, pending)
+		}
+		if _, err := s.BalancesAsOf(ctx, merchant, at.Add(-time.Second)); !errors.Is(err, ledger.ErrAccountNotFound) {
+			t.Errorf("as of before anything: got %v, want ErrAccountNotFound", err)
+		}
+		txs, err := s.PaymentTransactions(ctx, p1)
+		if err != nil || len(txs) != 1 || txs[0].Kind() != "capture" || txs[0].Amount() != 2000 {
+			t.Errorf("the capture's transaction: got %v, %v; want one capture of 2000", txs, err)
+		}
+		if _, err := s.PaymentTransactions(ctx, p2); !errors.Is(err, ledger.ErrPaymentNotFound) {
+			t.Errorf("a canceled payment posted: got %v, want nothing", err)
+		}
+	})
+
+	t.Run("what the ledger is told is checked against the payment", func(t *testing.T) {
+		s := open(t)
+		apply := applier(t, s)
+		must := mustApply(t, apply)
+		p1 := holdID(1)
+		// Ahead of its authorization: retried, not refused.
+		for _, ev := range []inbox.Event{captured(msgID(1), p1, 100, 2500), canceled(msgID(2), p1, 2500), refunded(msgID(3), p1, refundID(1), 100)} {
+			if _, err := apply(ev, at); !errors.Is(err, ledger.ErrOutOfOrder) || errors.Is(err, inbox.ErrPermanent) {
+				t.Errorf("%s before the authorization: got %v, want ErrOutOfOrder and not ErrPermanent", ev.Type, err)
+			}
+		}
+		must(authorized(msgID(4), p1, 2500), at)
+		if _, err := apply(refunded(msgID(5), p1, refundID(1), 100), at); !errors.Is(err, ledger.ErrOutOfOrder) || errors.Is(err, inbox.ErrPermanent) {
+			t.Errorf("a refund before the capture: got %v, want ErrOutOfOrder", err)
+		}
+		refused := func(what string, ev inbox.Event, want error) {
+			t.Helper()
+			if _, err := apply(ev, at); !errors.Is(err, want) || !errors.Is(err, inbox.ErrPermanent) {
+				t.Errorf("%s: got %v, want %v and inbox.ErrPermanent", what, err, want)
+			}
+		}
+		refused("a capture past the hold", captured(msgID(6), p1, 2501, 2501), ledger.ErrPaymentConflict)
+		refused("a capture past the hold it names", captured(msgID(7), p1, 3000, 3000), ledger.ErrPaymentConflict)
+		refused("a capture in another currency", withCurrency(captured(msgID(8), p1, 100, 2500), "USD"), ledger.ErrCurrencyMismatch)
+		refused("a capture in no currency", withCurrency(captured(msgID(9), p1, 100, 2500), "XYZ"), ledger.ErrUnknownCurrency)
+		refused("a second authorization of another amount", authorized(msgID(10), p1, 9), ledger.ErrPaymentConflict)
+		if ok, err := apply(authorized(msgID(11), p1, 2500), at); err != nil || ok {
+			t.Errorf("the authorization again, under another message id: got %v, %v; want a duplicate", ok, err)
+		}
+		must(captured(msgID(12), p1, 1000, 2500), at)
+		if ok, err := apply(captured(msgID(13), p1, 1000, 2500), at); err != nil || ok {
+			t.Errorf("the capture again, under another message id: got %v, %v; want a duplicate", ok, err)
+		}
+		refused("a second capture", captured(msgID(14), p1, 500, 2500), ledger.ErrHoldReleased)
+		refused("a cancellation after the capture", canceled(msgID(15), p1, 2500), ledger.ErrHoldReleased)
+		must(refunded(msgID(16), p1, refundID(1), 600), at)
+		refused("refunds past what was captured", refunded(msgID(17), p1, refundID(2), 401), ledger.ErrRefundExceedsCaptured)
+		must(refunded(msgID(18), p1, refundID(3), 400), at)
+		if ok, err := apply(refunded(msgID(19), p1, refundID(3), 400), at); err != nil || ok {
+			t.Errorf("a refund again, under another message id, at the limit: got %v, %v; want a duplicate", ok, err)
+		}
+
+		// A payment captured at once has no hold, and refunds of it are held
+		// to its amount.
+		p2 := holdID(2)
+		must(created(msgID(20), p2, 1000), at)
+		refused("a capture of a payment captured at once", captured(msgID(21), p2, 100, 1000), ledger.ErrNoHold)
+		refused("an authorization of a payment captured at once", authorized(msgID(22), p2, 1000), ledger.ErrPaymentConflict)
+		refused("a refund past an automatic payment", refunded(msgID(23), p2, refundID(4), 1001), ledger.ErrRefundExceedsCaptured)
+
+		// An event naming another merchant, or another hold.
+		p5 := holdID(5)
+		must(authorized(msgID(31), p5, 500), at)
+		refused("a capture naming another merchant", withMerchant(captured(msgID(32), p5, 500, 500), "mer_x"), ledger.ErrPaymentConflict)
+		refused("a cancellation naming another merchant", withMerchant(canceled(msgID(33), p5, 500), "mer_x"), ledger.ErrPaymentConflict)
+		refused("a cancellation of another hold", canceled(msgID(34), p5, 499), ledger.ErrPaymentConflict)
+		refused("a refund naming another merchant", withMerchant(refunded(msgID(35), p2, refundID(6), 1), "mer_x"), ledger.ErrPaymentConflict)
+		must(canceled(msgID(36), p5, 500), at)
+
+		// A payment.created of an authorized payment contradicts it.
+		p4 := holdID(4)
+		must(authorized(msgID(29), p4, 300), at)
+		refused("a payment captured at once that the ledger holds as authorized", created(msgID(30), p4, 300), ledger.ErrPaymentConflict)
+
+		// A canceled hold: nothing to capture, nothing to refund.
+		p3 := holdID(3)
+		must(authorized(msgID(24), p3, 700), at)
+		must(canceled(msgID(25), p3, 700), at)
+		if ok, err := apply(canceled(msgID(26), p3, 700), at); err != nil || ok {
+			t.Errorf("the cancellation again: got %v, %v; want a duplicate", ok, err)
+		}
+		refused("a capture after the cancellation", captured(msgID(27), p3, 700, 700), ledger.ErrHoldReleased)
+		refused("a refund of a canceled payment", refunded(msgID(28), p3, refundID(5), 1), ledger.ErrRefundExceedsCaptured)
+
+		merchant, _ := ledger.MerchantAccount("mer_h")
+		bs, err := s.Balances(ctx, merchant)
+		if err != nil || len(bs) != 1 || bs[0].Posted() != 1000+1000-1000 || bs[0].Pending() != 300 {
+			t.Errorf("after it all: got %v, %v; want posted 1000 (a capture and a payment of 1000, refunds of 1000), 300 pending (the one open hold)", bs, err)
+		}
+	})
+
 	t.Run("a failed apply rolls back its savepoint only; a failed batch rolls back all", func(t *testing.T) {
 		s := open(t)
 		insert(t, s, pendingMsg(msg1, at), pendingMsg(msg2, at.Add(time.Second)))
@@ -325,6 +455,75 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 
 // claimIDs claims with c and returns the ids claimed, writing out whatever
 // fn makes of them.
+// applier applies events to s as the sync inbox does: the handler's check,
+// then its apply in the transaction that records the message.
+func applier(t *testing.T, s Store) func(ev inbox.Event, at time.Time) (bool, error) {
+	return func(ev inbox.Event, at time.Time) (bool, error) {
+		t.Helper()
+		in, err := bookkeeping.Handler{}.Check(ev, "1")
+		if err != nil {
+			t.Fatalf("check %s: %v", ev.Type, err)
+		}
+		var applied bool
+		msg := inbox.Message{ID: ev.ID, Type: ev.Type, Payload: []byte(`{}`), ReceivedAt: at, ProcessedAt: at}
+		_, err = s.Record(context.Background(), msg, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			var err error
+			applied, err = bookkeeping.Handler{}.Apply(ctx, l, in, at)
+			return "", err
+		})
+		return applied, err
+	}
+}
+
+func mustApply(t *testing.T, apply func(inbox.Event, time.Time) (bool, error)) func(inbox.Event, time.Time) {
+	return func(ev inbox.Event, at time.Time) {
+		t.Helper()
+		if applied, err := apply(ev, at); err != nil || !applied {
+			t.Fatalf("apply %s %s: got %v, %v; want applied", ev.Type, ev.ID, applied, err)
+		}
+	}
+}
+
+func msgID(n int) string    { return fmt.Sprintf("0190e7a0-0000-7000-8000-%012d", 100+n) }
+func holdID(n int) string   { return fmt.Sprintf("0190e7a0-0000-7000-8000-0000000001%02d", n) }
+func refundID(n int) string { return fmt.Sprintf("0190e7a0-0000-7000-8000-0000000002%02d", n) }
+
+func holdEvent(typ, id, paymentID, data string) inbox.Event {
+	return inbox.Event{ID: id, Type: typ, Subject: paymentID, Time: at,
+		Data: []byte(`{"payment_id":"` + paymentID + `","currency":"BRL","payer_id":"cus_h","merchant_id":"mer_h",` + data + `}`)}
+}
+
+func authorized(id, paymentID string, amount int64) inbox.Event {
+	return holdEvent(bookkeeping.TypePaymentAuthorized, id, paymentID, fmt.Sprintf(`"amount":%d,"capture_before":"2026-12-06T12:00:00Z"`, amount))
+}
+
+func captured(id, paymentID string, amount, authorized int64) inbox.Event {
+	return holdEvent(bookkeeping.TypePaymentCaptured, id, paymentID,
+		fmt.Sprintf(`"amount":%d,"amount_authorized":%d,"amount_released":%d`, amount, authorized, authorized-amount))
+}
+
+func canceled(id, paymentID string, amount int64) inbox.Event {
+	return holdEvent(bookkeeping.TypePaymentCanceled, id, paymentID, fmt.Sprintf(`"amount":%d,"cancellation_reason":"requested_by_customer"`, amount))
+}
+
+func created(id, paymentID string, amount int64) inbox.Event {
+	return holdEvent(bookkeeping.TypePaymentCreated, id, paymentID, fmt.Sprintf(`"amount":%d`, amount))
+}
+
+func refunded(id, paymentID, refundID string, amount int64) inbox.Event {
+	return holdEvent(bookkeeping.TypePaymentRefunded, id, paymentID, fmt.Sprintf(`"refund_id":%q,"amount":%d`, refundID, amount))
+}
+
+func withMerchant(ev inbox.Event, merchant string) inbox.Event {
+	ev.Data = []byte(strings.Replace(string(ev.Data), `"mer_h"`, `"`+merchant+`"`, 1))
+	return ev
+}
+
+func withCurrency(ev inbox.Event, currency string) inbox.Event {
+	ev.Data = []byte(strings.Replace(string(ev.Data), `"BRL"`, `"`+currency+`"`, 1))
+	return ev
+}
+
 func claimIDs(t *testing.T, s Store, c inbox.Claim, fn func([]inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) inbox.BatchResult) []string {
 	t.Helper()
 	var ids []string

@@ -30,7 +30,7 @@ type FakeStore struct {
 
 // NewFakeStore returns an empty FakeStore.
 func NewFakeStore() *FakeStore {
-	l := &fakeLedger{balances: map[balanceKey]int64{}, failCommitOf: map[string]error{}}
+	l := &fakeLedger{balances: map[balanceKey]int64{}, pending: map[balanceKey]int64{}, payments: map[string]ledger.Payment{}, failCommitOf: map[string]error{}}
 	return &FakeStore{FakeStore: inboxtest.NewFakeStore(l), ledger: l}
 }
 
@@ -62,15 +62,58 @@ func (s *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]led
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []ledger.Balance
+	seen := map[string]bool{}
 	for k, amount := range l.balances {
 		if k.account == account {
-			out = append(out, ledger.RehydrateBalance(account, k.currency, amount))
+			seen[k.currency] = true
+			out = append(out, ledger.RehydrateBalance(account, k.currency, amount, l.pending[k]))
+		}
+	}
+	for k, pending := range l.pending {
+		if k.account == account && !seen[k.currency] {
+			out = append(out, ledger.RehydrateBalance(account, k.currency, 0, pending))
 		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
 	}
 	slices.SortFunc(out, func(a, b ledger.Balance) int { return strings.Compare(a.Currency(), b.Currency()) })
+	return out, nil
+}
+
+// BalancesAsOf implements bookkeeping.Reader: the committed entries and
+// hold changes written by asOf, summed (the fake keeps its history whole).
+func (s *FakeStore) BalancesAsOf(_ context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
+	l := s.ledger
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	posted, pending := map[string]int64{}, map[string]int64{}
+	for i, tx := range l.txs[:l.committed] {
+		if l.postedAt[i].After(asOf) {
+			continue
+		}
+		for _, e := range tx.Entries() {
+			if e.Account() == account {
+				posted[e.Currency()] += e.Amount()
+			}
+		}
+	}
+	for _, h := range l.history {
+		if h.key.account == account && !h.at.After(asOf) {
+			pending[h.key.currency] += h.delta
+		}
+	}
+	var out []ledger.Balance
+	currencies := maps.Clone(posted)
+	maps.Copy(currencies, pending)
+	for _, c := range slices.Sorted(maps.Keys(currencies)) {
+		if posted[c] != 0 || pending[c] != 0 {
+			out = append(out, ledger.RehydrateBalance(account, c, posted[c], pending[c]))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s as of %s", ledger.ErrAccountNotFound, account, asOf)
+	}
 	return out, nil
 }
 
@@ -94,13 +137,29 @@ func (s *FakeStore) PaymentTransactions(_ context.Context, paymentID string) ([]
 type fakeLedger struct {
 	mu        sync.Mutex
 	txs       []ledger.Transaction // posted, the uncommitted ones last
+	postedAt  []time.Time          // when each of txs was posted
 	committed int                  // txs[:committed] are committed
 	// balances is what ledger_balances holds: the sum of the committed
 	// entries per account and currency.
 	balances map[balanceKey]int64
+	// pending is ledger_balances.pending: the committed holds per merchant
+	// and currency; holds is the transaction's changes of them, added at
+	// commit as the database's deferred trigger adds them.
+	pending map[balanceKey]int64
+	holds   []holdChange
+	// history is every committed hold change, with when it was written.
+	history []holdChange
+	// payments is ledger_payments.
+	payments map[string]ledger.Payment
 	// failCommitOf makes a commit fail while it would commit a posting of
 	// this message id: a deferred check failing at COMMIT.
 	failCommitOf map[string]error
+}
+
+type holdChange struct {
+	key   balanceKey
+	delta int64
+	at    time.Time
 }
 
 type balanceKey struct {
@@ -113,11 +172,13 @@ func (l *fakeLedger) Repos() bookkeeping.Ledger { return memLedger{l} }
 func (l *fakeLedger) Snapshot() func() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	txs, committed, balances := slices.Clone(l.txs), l.committed, maps.Clone(l.balances)
+	txs, postedAt, committed, balances := slices.Clone(l.txs), slices.Clone(l.postedAt), l.committed, maps.Clone(l.balances)
+	pending, holds, payments, history := maps.Clone(l.pending), slices.Clone(l.holds), maps.Clone(l.payments), slices.Clone(l.history)
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.txs, l.committed, l.balances = txs, committed, balances
+		l.txs, l.postedAt, l.committed, l.balances = txs, postedAt, committed, balances
+		l.pending, l.holds, l.payments, l.history = pending, holds, payments, history
 	}
 }
 
@@ -143,13 +204,23 @@ func (l *fakeLedger) Commit() error {
 			next[k] = sum
 		}
 	}
-	l.balances, l.committed = next, len(l.txs)
+	pending := maps.Clone(l.pending)
+	for _, h := range l.holds {
+		cur := pending[h.key]
+		if h.delta > 0 && cur+h.delta < cur {
+			return fmt.Errorf("%w: %w: the %s pending balance of %s would pass what int64 holds",
+				inbox.ErrPermanent, ledger.ErrBalanceLimit, h.key.currency, h.key.account)
+		}
+		pending[h.key] = cur + h.delta
+	}
+	l.history = append(l.history, l.holds...)
+	l.balances, l.pending, l.holds, l.committed = next, pending, nil, len(l.txs)
 	return nil
 }
 
 type memLedger struct{ l *fakeLedger }
 
-func (m memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (bool, error) {
+func (m memLedger) Post(_ context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error) {
 	l := m.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -162,6 +233,67 @@ func (m memLedger) Post(_ context.Context, tx ledger.Transaction, _ time.Time) (
 			return false, nil
 		}
 	}
-	l.txs = append(l.txs, tx)
+	l.txs, l.postedAt = append(l.txs, tx), append(l.postedAt, postedAt)
 	return true, nil
+}
+
+func (m memLedger) Payment(_ context.Context, id string) (ledger.Payment, error) {
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.payments[id]
+	if !ok {
+		return ledger.Payment{}, fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, id)
+	}
+	return p, nil
+}
+
+func (m memLedger) AddPayment(_ context.Context, p ledger.Payment, at time.Time) (bool, error) {
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.payments[p.ID()]; ok {
+		return false, nil
+	}
+	if err := limits(p); err != nil {
+		return false, err
+	}
+	l.payments[p.ID()] = p
+	l.moveHold(p, p.Held(), at)
+	return true, nil
+}
+
+func (m memLedger) SavePayment(_ context.Context, p ledger.Payment, at time.Time) error {
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.payments[p.ID()]
+	if !ok {
+		return fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, p.ID())
+	}
+	if err := limits(p); err != nil {
+		return err
+	}
+	l.payments[p.ID()] = p
+	l.moveHold(p, p.Held()-old.Held(), at)
+	return nil
+}
+
+func (l *fakeLedger) moveHold(p ledger.Payment, delta int64, at time.Time) {
+	if delta != 0 {
+		l.holds = append(l.holds, holdChange{balanceKey{p.Merchant(), p.Currency()}, delta, at})
+	}
+}
+
+// limits are the CHECKs of ledger_payments, as ledgerstore reports them.
+func limits(p ledger.Payment) error {
+	switch {
+	case p.Held() < 0 || p.Held() > p.Authorized():
+		return fmt.Errorf("%w: ledger_payments_held_check", ledger.ErrCaptureExceedsHold)
+	case p.Captured() < 0 || (p.Authorized() > 0 && p.Captured() > p.Authorized()):
+		return fmt.Errorf("%w: ledger_payments_captured_check", ledger.ErrCaptureExceedsHold)
+	case p.Refunded() < 0 || p.Refunded() > p.Captured():
+		return fmt.Errorf("%w: ledger_payments_refunded_check", ledger.ErrRefundExceedsCaptured)
+	}
+	return nil
 }

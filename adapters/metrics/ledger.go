@@ -1,0 +1,41 @@
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/domain/ledger"
+)
+
+var _ bookkeeping.HandlerMetrics = (*Ledger)(nil)
+
+// Ledger is the ledger handler's series: the events it refused to post
+// because they contradict what it knows of their payment. Each such event
+// is parked too (inbox_parked_rows), but this says why, and it is never a
+// dependency's fault: a producer sent what it should not have.
+type Ledger struct {
+	refused *prometheus.CounterVec
+}
+
+// NewLedger creates the handler's series and registers them on reg. It
+// fails if reg already holds series of the same names.
+func NewLedger(reg prometheus.Registerer) (*Ledger, error) {
+	m := &Ledger{refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ledger_events_refused_total",
+		Help: "Events the ledger refused to post, parked at once: a capture past its hold, a second capture, a refund past what was captured, an unknown currency… by kind and reason.",
+	}, []string{"kind", "reason"})}
+	for _, k := range bookkeeping.Kinds() {
+		for _, r := range bookkeeping.Reasons() {
+			m.refused.WithLabelValues(string(k), r)
+		}
+	}
+	if err := reg.Register(m.refused); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Refused implements bookkeeping.HandlerMetrics.
+func (m *Ledger) Refused(kind ledger.Kind, reason string) {
+	m.refused.WithLabelValues(string(kind), reason).Inc()
+}
