@@ -78,6 +78,8 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 
 const createBody = `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "description": "coffee"}`
 
+const authorizeBody = `{"amount": 2000, "currency": "BRL", "payer_id": "cus_1", "description": "hotel", "capture_method": "manual"}`
+
 // The ledger accounts the walkthrough's payment moves: mer_1's, and payer
 // cus_1's as mer_1 knows it (docs/LEDGER.md).
 const (
@@ -93,6 +95,10 @@ func (w *walk) run(ctx context.Context) error {
 		return err
 	}
 	cusBefore, err := w.balance(ctx, payerAccount)
+	if err != nil {
+		return err
+	}
+	_, pendingBefore, err := w.merchantBalance(ctx)
 	if err != nil {
 		return err
 	}
@@ -150,6 +156,30 @@ func (w *walk) run(ctx context.Context) error {
 
 	w.say("Refunding more than is left is refused, as problem+json:")
 	if _, err := w.curl(ctx, "POST", w.payments, "/payments/"+p.ID+"/refunds", `{"amount": 800}`, "", http.StatusConflict); err != nil {
+		return err
+	}
+
+	w.say("Authorize only: with `capture_method` `manual` the payment holds the money and waits for its capture (before `capture_before`, `PAYMENTS_AUTHORIZATION_TTL` after it was made, or it is canceled):")
+	auth, err := w.curl(ctx, "POST", w.payments, "/payments", authorizeBody, w.key+"-hotel", http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	var held struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(auth.body, &held); err != nil || held.ID == "" {
+		return fmt.Errorf("authorize answered %s", auth.body)
+	}
+	w.say("The relay published `payment.authorized`; the ledger placed a hold: the merchant's `pending` balance rises, its `available` one does not:")
+	if err := w.waitMerchant(ctx, merBefore+750, pendingBefore+2000); err != nil {
+		return err
+	}
+	w.say("Capture part of it; the rest of the hold is released (one capture per payment, as a card's):")
+	if _, err := w.curl(ctx, "POST", w.payments, "/payments/"+held.ID+"/capture", `{"amount": 1500}`, w.key+"-hotel-capture", http.StatusOK); err != nil {
+		return err
+	}
+	w.say("The captured amount moved from pending to available; the 500 not captured is held no more:")
+	if err := w.waitMerchant(ctx, merBefore+750+1500, pendingBefore); err != nil {
 		return err
 	}
 
@@ -302,6 +332,61 @@ func (w *walk) waitBalance(ctx context.Context, account string, want int64) erro
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("balance of %s is %d after %s, want %d: is the relay publishing and the ledger consuming?", account, got, w.wait, want)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// merchantBalance returns mer_1's BRL available and pending balances, 0 for
+// a merchant never posted to nor held for.
+func (w *walk) merchantBalance(ctx context.Context) (available, pending int64, err error) {
+	res, err := w.request(ctx, "GET", w.ledger+"/merchants/mer_1/balance", "", "", w.auth(w.ledger))
+	if err != nil {
+		return 0, 0, err
+	}
+	if res.code == http.StatusNotFound {
+		return 0, 0, nil
+	}
+	if res.code != http.StatusOK {
+		return 0, 0, fmt.Errorf("ledger balance of mer_1: %s: %s", res.status, res.body)
+	}
+	var b struct {
+		Balances []struct {
+			Currency  string `json:"currency"`
+			Available int64  `json:"available"`
+			Pending   int64  `json:"pending"`
+		} `json:"balances"`
+	}
+	if err := json.Unmarshal(res.body, &b); err != nil {
+		return 0, 0, fmt.Errorf("ledger balance of mer_1: %w", err)
+	}
+	for _, c := range b.Balances {
+		if c.Currency == "BRL" {
+			return c.Available, c.Pending, nil
+		}
+	}
+	return 0, 0, nil
+}
+
+// waitMerchant polls until mer_1's balances are available and pending,
+// then prints the request and the answer.
+func (w *walk) waitMerchant(ctx context.Context, available, pending int64) error {
+	deadline := time.Now().Add(w.wait)
+	for {
+		a, p, err := w.merchantBalance(ctx)
+		if err != nil {
+			return err
+		}
+		if a == available && p == pending {
+			_, err := w.curl(ctx, "GET", w.ledger, "/merchants/mer_1/balance", "", "", http.StatusOK)
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mer_1's balance is %d available, %d pending after %s, want %d and %d: is the relay publishing and the ledger consuming?", a, p, w.wait, available, pending)
 		}
 		select {
 		case <-ctx.Done():
