@@ -5,14 +5,19 @@
 // Each run builds the real payments and ledger binaries, starts two replicas
 // of each on fresh databases and a fresh topic, queue and DLQ, puts a TCP
 // proxy in front of Postgres and of the SNS/SQS endpoint, sends a steady
-// stream of payments and refunds with idempotency keys and client retries,
+// stream of payments — automatic ones, and manual ones then captured whole
+// or in part, canceled or left to expire — and refunds, with idempotency
+// keys and client retries,
 // and injects one fault after another: the broker unreachable, SIGKILL of a
 // payments replica between publish and mark and at a random moment, a
 // ledger handler slower than the visibility timeout, SIGKILL of a ledger
 // replica mid-batch, Postgres unreachable, poison messages. Then it drains
 // and asserts: `ledger reconcile` is clean, every 2xx has exactly one ledger
-// transaction of its amount, no outbox row is left PENDING or DEAD, the DLQ
-// holds exactly the poison, and each currency's entries sum to zero.
+// transaction of its amount, every hold was placed once and released once
+// (open only while its payment is authorized), each merchant's available and
+// pending balances are what the payments database's payments add up to, no
+// outbox row is left PENDING or DEAD, the DLQ holds exactly the poison, and
+// each currency's entries sum to zero.
 //
 //	go -C tools run ./faultsuite -runs 5
 //
@@ -103,14 +108,14 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 // printTable prints one line per run; docs/RELIABILITY.md explains the columns.
 func printTable(out io.Writer, reps []*report) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "run\tpayments sent/accepted\trefunds sent/accepted\tfaults\t503s\tevents\tpublished\tdup suppressed\tmax oldest pending\tdrain\ttotal\tresult\t")
+	fmt.Fprintln(w, "run\tpayments sent/accepted\tmanual captured/canceled/expired\trefunds sent/accepted\tfaults\t503s\tevents\tpublished\tdup suppressed\tmax oldest pending\tdrain\ttotal\tresult\t")
 	for i, r := range reps {
 		result := "ok"
 		if len(r.Failures) > 0 {
 			result = fmt.Sprintf("%d FAILURES", len(r.Failures))
 		}
-		fmt.Fprintf(w, "%d\t%d/%d\t%d/%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1fs\t%.1fs\t%.0fs\t%s\t\n", i+1,
-			r.Sent, r.Accepted, r.RefundsSent, r.RefundsAccepted, len(r.Faults), r.Unavailable,
+		fmt.Fprintf(w, "%d\t%d/%d\t%d: %d/%d/%d\t%d/%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1fs\t%.1fs\t%.0fs\t%s\t\n", i+1,
+			r.Sent, r.Accepted, r.Manual, r.Captured, r.Canceled, r.Expired, r.RefundsSent, r.RefundsAccepted, len(r.Faults), r.Unavailable,
 			r.Events, r.Published, r.Duplicates, r.MaxOldestAge, r.Drain.Seconds(), r.Total.Seconds(), result)
 	}
 	_ = w.Flush()

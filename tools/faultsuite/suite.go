@@ -56,6 +56,8 @@ const awsCallTimeout = 15 * time.Second
 type report struct {
 	Sent, Accepted               int // payments
 	RefundsSent, RefundsAccepted int
+	Manual, Captured, Canceled   int // manual payments authorized, and captured or canceled by a request
+	Expired                      int // manual payments the payments service expired
 	GaveUp                       int
 	Faults                       []string
 	Events                       int     // outbox rows: events the payments service committed
@@ -134,6 +136,10 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		env["AWS_ENDPOINT_URL"] = "http://" + sns.Addr()
 		env["PAYMENTS_TOPIC_ARN"] = tq.TopicARN
 		env["OUTBOX_POLL_INTERVAL"] = "500ms"
+		// Authorizations left uncaptured expire within the run, through
+		// the same outbox and the same faults.
+		env["PAYMENTS_AUTHORIZATION_TTL"] = "2s"
+		env["PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL"] = "500ms"
 		pr, err := newReplica(fmt.Sprintf("payments-%d", i+1), bins.payments, logDir, env)
 		if err != nil {
 			t.Fatalf("%v", err)
@@ -195,7 +201,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	// Traffic.
 	key := platformKey(ctx, t, payDB)
 	cl := newClient([]string{pays[0].Addr(), pays[1].Addr()}, key)
-	acc := &accepted{payments: map[string]int64{}, refunds: map[string]int64{}, balances: map[string]int64{}}
+	acc := newAccepted()
 	trafficDone, faultsDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		sendTraffic(ctx, cl, name, p.Payments, p.Rate, faultsDone, acc)
@@ -204,7 +210,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	acceptedCount := func() int {
 		acc.mu.Lock()
 		defer acc.mu.Unlock()
-		return len(acc.payments)
+		return len(acc.payments) + acc.manual
 	}
 
 	var poison []string
@@ -320,7 +326,8 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	close(faultsDone)
 
 	<-trafficDone
-	logf("traffic done: %d/%d payments and %d/%d refunds accepted", len(acc.payments), acc.sent, len(acc.refunds), acc.refSent)
+	logf("traffic done: %d/%d payments (%d manual: %d captured, %d canceled) and %d/%d refunds accepted",
+		len(acc.payments)+acc.manual, acc.sent, acc.manual, len(acc.captures), len(acc.canceled), len(acc.refunds), acc.refSent)
 
 	// Drain: everything committed is published, applied, and the poison is
 	// in the DLQ.
@@ -339,7 +346,8 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	scr.scrapeAll(ctx)
 	logf("drained in %s: %+v", rep.Drain.Round(100*time.Millisecond), state)
 
-	rep.Sent, rep.Accepted = acc.sent, len(acc.payments)
+	rep.Sent, rep.Accepted = acc.sent, len(acc.payments)+acc.manual
+	rep.Manual, rep.Captured, rep.Canceled = acc.manual, len(acc.captures), len(acc.canceled)
 	rep.RefundsSent, rep.RefundsAccepted = acc.refSent, len(acc.refunds)
 	rep.GaveUp = acc.gaveUp
 	rep.Events = state.events
@@ -497,33 +505,45 @@ func inFlight(ctx context.Context, client *awssqs.Client, queueURL string) int {
 }
 
 type drainState struct {
-	events, notPublished  int // outbox rows, and those not PUBLISHED
-	facts, posted         int // payments + refunds in the payments database; ledger transactions
-	queued, inflight, dlq int
-	err                   error
+	events, notPublished int // outbox rows, and those not PUBLISHED
+	facts, posted        int // money-moving ledger_facts (payment, capture, refund); ledger transactions
+	// Manual payments in the payments database, and those no longer
+	// authorized; holds the ledger placed, and released.
+	manual, settled, held, released int
+	authorized                      int // manual payments still waiting for a capture or their expiry
+	queued, inflight, dlq           int
+	err                             error
 }
 
 // String shows the error's text: fmt prints an unexported error field as a
 // pointer.
 func (s drainState) String() string {
-	return fmt.Sprintf("{events:%d notPublished:%d facts:%d posted:%d queued:%d inflight:%d dlq:%d err:%v}",
-		s.events, s.notPublished, s.facts, s.posted, s.queued, s.inflight, s.dlq, s.err)
+	return fmt.Sprintf("{events:%d notPublished:%d facts:%d posted:%d manual:%d settled:%d held:%d released:%d authorized:%d queued:%d inflight:%d dlq:%d err:%v}",
+		s.events, s.notPublished, s.facts, s.posted, s.manual, s.settled, s.held, s.released, s.authorized, s.queued, s.inflight, s.dlq, s.err)
 }
 
-// drained says whether nothing is left to do. The DLQ holding more than the
+// drained says whether nothing is left to do: every authorization expired
+// or settled, and the ledger holds as many holds, and released as many, as
+// the payments database has manual payments and settled ones. The DLQ holding more than the
 // poison does not keep the run waiting: with the queue empty nothing more can
 // reach it, and the DLQ's contents are judged message by message afterwards.
 func (s drainState) drained(poison int) bool {
 	return s.err == nil && s.notPublished == 0 && s.facts == s.posted &&
+		s.authorized == 0 && s.manual == s.held && s.settled == s.released &&
 		s.queued == 0 && s.inflight == 0 && s.dlq >= poison
 }
 
 func readState(ctx context.Context, pay, led *pgx.Conn, client *awssqs.Client, queueURL, dlqURL string) (s drainState) {
 	if s.err = pay.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status <> 'PUBLISHED'),
-		(SELECT count(*) FROM payments) + (SELECT count(*) FROM refunds) FROM outbox`).Scan(&s.events, &s.notPublished, &s.facts); s.err != nil {
+		(SELECT count(*) FROM ledger_facts WHERE kind IN ('payment', 'capture', 'refund')) FROM outbox`).Scan(&s.events, &s.notPublished, &s.facts); s.err != nil {
 		return s
 	}
-	if s.err = led.QueryRow(ctx, `SELECT count(*) FROM ledger_transactions`).Scan(&s.posted); s.err != nil {
+	if s.err = pay.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status <> 'authorized'), count(*) FILTER (WHERE status = 'authorized')
+		FROM payments WHERE capture_method = 'manual'`).Scan(&s.manual, &s.settled, &s.authorized); s.err != nil {
+		return s
+	}
+	if s.err = led.QueryRow(ctx, `SELECT (SELECT count(*) FROM ledger_transactions),
+		count(*) FILTER (WHERE placed_at IS NOT NULL), count(*) FILTER (WHERE released_at IS NOT NULL) FROM ledger_payments`).Scan(&s.posted, &s.held, &s.released); s.err != nil {
 		return s
 	}
 	if s.queued, s.inflight, s.err = queueCounts(ctx, client, queueURL); s.err != nil {
@@ -574,7 +594,7 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 	if err := rows.Err(); err != nil {
 		t.Fatalf("read ledger: %v", err)
 	}
-	for what, pair := range map[string][2]any{"payment": {acc.payments, pays}, "refund": {acc.refunds, refs}} {
+	for what, pair := range map[string][2]any{"payment": {acc.payments, pays}, "capture": {acc.captures, pays}, "refund": {acc.refunds, refs}} {
 		want, got := pair[0].(map[string]int64), pair[1].(map[string]*posted)
 		bad := 0
 		for id, amount := range want {
@@ -627,13 +647,13 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 		t.Fatalf("read entries: %v", err)
 	}
 
-	// Every account's balance is what the accepted payments and refunds
-	// add up to on it, named by the chart of accounts (the merchant's
+	// Every account's balance is what the accepted payments, captures and
+	// refunds add up to on it (a balance row only a hold made has posted 0), named by the chart of accounts (the merchant's
 	// account, and the payer's as that merchant knows it), and is the sum
 	// of its entries: the balance rows the postings keep lost nothing and
 	// counted nothing twice, whatever the faults did to the postings.
 	rows, err = led.Query(ctx, `
-		SELECT coalesce(b.account_id, e.account_id) || ' ' || coalesce(b.currency, e.currency), coalesce(b.posted, 0), e.total IS NOT NULL AND b.posted = e.total
+		SELECT coalesce(b.account_id, e.account_id) || ' ' || coalesce(b.currency, e.currency), coalesce(b.posted, 0), coalesce(b.posted, 0) = coalesce(e.total, 0)
 		FROM ledger_balances b FULL JOIN
 		     (SELECT account_id, currency, sum(amount) AS total FROM ledger_entries GROUP BY account_id, currency) e
 		     USING (account_id, currency)`)
@@ -665,8 +685,8 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 			}
 		}
 	}
-	for key := range balances {
-		if _, ok := acc.balances[key]; !ok {
+	for key, got := range balances {
+		if _, ok := acc.balances[key]; !ok && got != 0 {
 			if bad++; bad <= 5 {
 				rep.fail("balance %s: no accepted request moved this account", key)
 			}
@@ -676,6 +696,8 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 	if bad > 5 {
 		rep.fail("… %d balances wrong in all", bad)
 	}
+
+	checkHolds(ctx, t, rep, acc, pay, led)
 
 	// The clients: never a hang, never a 5xx but 503, never a refusal of a
 	// correct request, nothing given up.
@@ -689,6 +711,149 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 	}
 	if acc.gaveUp > 0 {
 		rep.fail("%d requests never got a 201", acc.gaveUp)
+	}
+}
+
+// checkHolds compares the payments database's payments with what the
+// ledger holds of each, and each merchant's balances with what its
+// payments add up to: every hold placed once and released once (open, of
+// the whole amount, only while the payment is authorized), captured never
+// above authorized, and per merchant and currency available = the sum of
+// amount_captured − refunded_amount and pending = the sum of the authorized
+// payments' amounts. A capture or cancel refused with 409 must have met a
+// payment its expiry canceled.
+func checkHolds(ctx context.Context, t testing.TB, rep *report, acc *accepted, pay, led *pgx.Conn) {
+	type ledgerPayment struct {
+		authorized                 *int64
+		held, captured, refunded   int64
+		placed, released, merchant string
+		currency                   string
+	}
+	ledgerPays := map[string]ledgerPayment{}
+	rows, err := led.Query(ctx, `SELECT payment_id::text, amount_authorized, held, amount_captured, amount_refunded,
+		coalesce(placed_at::text, ''), coalesce(released_at::text, ''), merchant_account, currency FROM ledger_payments`)
+	if err != nil {
+		t.Fatalf("read ledger payments: %v", err)
+	}
+	for rows.Next() {
+		var id string
+		var p ledgerPayment
+		if err := rows.Scan(&id, &p.authorized, &p.held, &p.captured, &p.refunded, &p.placed, &p.released, &p.merchant, &p.currency); err != nil {
+			t.Fatalf("read ledger payments: %v", err)
+		}
+		ledgerPays[id] = p
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read ledger payments: %v", err)
+	}
+
+	type sums struct{ available, pending int64 }
+	want := map[string]*sums{} // merchant account + " " + currency
+	bad := 0
+	failf := func(format string, args ...any) {
+		if bad++; bad <= 10 {
+			rep.fail(format, args...)
+		}
+	}
+	rows, err = pay.Query(ctx, `SELECT id::text, capture_method, status, amount, amount_captured, refunded_amount,
+		currency, merchant_id, payer_id, coalesce(cancellation_reason, '') FROM payments`)
+	if err != nil {
+		t.Fatalf("read payments: %v", err)
+	}
+	seen := map[string]bool{}
+	for rows.Next() {
+		var id, method, status, currency, merchantID, payerID, reason string
+		var amount, captured, refunded int64
+		if err := rows.Scan(&id, &method, &status, &amount, &captured, &refunded, &currency, &merchantID, &payerID, &reason); err != nil {
+			t.Fatalf("read payments: %v", err)
+		}
+		seen[id] = true
+		merchant, _ := accountNames(paymentView{MerchantID: merchantID, PayerID: payerID, Currency: currency})
+		if want[merchant] == nil {
+			want[merchant] = &sums{}
+		}
+		want[merchant].available += captured - refunded
+		if status == "authorized" {
+			want[merchant].pending += amount
+		}
+		if reason == "expired" {
+			rep.Expired++
+		}
+		acc.mu.Lock()
+		refused, canceled := acc.refused[id], acc.canceled[id]
+		acc.mu.Unlock()
+		if refused && reason != "expired" {
+			failf("payment %s: its capture or cancel was refused with 409, and it is %s (cancellation reason %q), not expired", id, status, reason)
+		}
+		if canceled && status != "canceled" {
+			failf("payment %s: canceled by a request, and it is %s", id, status)
+		}
+
+		l, ok := ledgerPays[id]
+		switch {
+		case !ok:
+			failf("payment %s (%s, %s): the ledger has no record of it", id, method, status)
+			continue
+		case l.merchant+" "+l.currency != merchant:
+			failf("payment %s: the ledger holds it for %s %s, the payments database for %s", id, l.merchant, l.currency, merchant)
+		case l.captured != captured || l.refunded != refunded:
+			failf("payment %s: captured %d refunded %d, the ledger has captured %d refunded %d", id, captured, refunded, l.captured, l.refunded)
+		}
+		if method == "automatic" {
+			if l.authorized != nil || l.held != 0 || l.placed != "" {
+				failf("payment %s: automatic, and the ledger holds %d of it (authorized %v)", id, l.held, l.authorized)
+			}
+			continue
+		}
+		switch {
+		case l.authorized == nil || *l.authorized != amount:
+			failf("payment %s: authorized %d, the ledger's hold was placed for %v", id, amount, l.authorized)
+		case l.captured > *l.authorized:
+			failf("payment %s: the ledger captured %d of %d authorized", id, l.captured, *l.authorized)
+		case status == "authorized" && (l.held != amount || l.released != ""):
+			failf("payment %s: authorized %d, the ledger holds %d (released %q)", id, amount, l.held, l.released)
+		case status != "authorized" && (l.held != 0 || l.released == ""):
+			failf("payment %s: %s, and the ledger still holds %d of it (released %q)", id, status, l.held, l.released)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read payments: %v", err)
+	}
+	for id := range ledgerPays {
+		if !seen[id] {
+			failf("ledger payment %s: no such payment in the payments database", id)
+		}
+	}
+
+	// The merchants' balances the postings and the holds keep.
+	rows, err = led.Query(ctx, `SELECT account_id || ' ' || currency, posted, pending FROM ledger_balances WHERE account_id LIKE 'merchant:%'`)
+	if err != nil {
+		t.Fatalf("read balances: %v", err)
+	}
+	got := map[string]sums{}
+	for rows.Next() {
+		var key string
+		var s sums
+		if err := rows.Scan(&key, &s.available, &s.pending); err != nil {
+			t.Fatalf("read balances: %v", err)
+		}
+		got[key] = s
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read balances: %v", err)
+	}
+	for key, w := range want {
+		if g := got[key]; g != *w {
+			failf("merchant %s: available %d pending %d, the payments database adds up to available %d pending %d", key, g.available, g.pending, w.available, w.pending)
+		}
+	}
+	for key, g := range got {
+		if want[key] == nil && g != (sums{}) {
+			failf("merchant %s: available %d pending %d, and no payment of it in the payments database", key, g.available, g.pending)
+		}
+	}
+	if bad > 10 {
+		rep.fail("… %d payments and balances wrong in all", bad)
 	}
 }
 

@@ -59,20 +59,36 @@ func (c *client) problem(format string, args ...any) {
 }
 
 type paymentView struct {
-	ID         string `json:"id"`
-	Amount     int64  `json:"amount"`
-	Currency   string `json:"currency"`
-	PayerID    string `json:"payer_id"`
-	MerchantID string `json:"merchant_id"`
-	Refund     *struct {
+	ID             string `json:"id"`
+	Status         string `json:"status"`
+	Amount         int64  `json:"amount"`
+	AmountCaptured int64  `json:"amount_captured"`
+	Currency       string `json:"currency"`
+	PayerID        string `json:"payer_id"`
+	MerchantID     string `json:"merchant_id"`
+	Refund         *struct {
 		ID     string `json:"id"`
 		Amount int64  `json:"amount"`
 	} `json:"refund"`
 }
 
-// post sends body to path with key until it is answered 201; ok is false if
-// it gave up or got a refusal.
+// post sends body to path with key until it is answered 201 (a creation)
+// or 200 (a transition: capture, cancel); ok is false if it gave up or got
+// a refusal.
 func (c *client) post(ctx context.Context, seq int, path, key string, body []byte) (paymentView, bool) {
+	v, ok, refused := c.transition(ctx, seq, path, key, body)
+	if refused {
+		c.unexpected.Add(1)
+		c.problem("%s: 409", path)
+	}
+	return v, ok
+}
+
+// transition is post for a transition that a correct client can see
+// refused with 409: the capture or cancellation of a manual payment that
+// the payments service expired first, while the request was being retried
+// through a fault. refused says it was; the caller checks why.
+func (c *client) transition(ctx context.Context, seq int, path, key string, body []byte) (v paymentView, ok, refused bool) {
 	deadline := time.Now().Add(c.giveUp)
 	backoff := 100 * time.Millisecond
 	for try := 0; time.Now().Before(deadline) && ctx.Err() == nil; try++ {
@@ -86,13 +102,12 @@ func (c *client) post(ctx context.Context, seq int, path, key string, body []byt
 				c.hangs.Add(1)
 				c.problem("%s %s: no answer within %s", addr, path, clientTimeout)
 			}
-		case status == http.StatusCreated:
-			var v paymentView
+		case status == http.StatusCreated || status == http.StatusOK:
 			if err := json.Unmarshal(resBody, &v); err != nil {
-				c.problem("%s: 201 with body %q", path, resBody)
-				return v, false
+				c.problem("%s: %d with body %q", path, status, resBody)
+				return v, false, false
 			}
-			return v, true
+			return v, true, false
 		case status == http.StatusServiceUnavailable:
 			c.unavail.Add(1)
 			if header.Get("Retry-After") == "" {
@@ -101,13 +116,15 @@ func (c *client) post(ctx context.Context, seq int, path, key string, body []byt
 			}
 		case status == http.StatusConflict && header.Get("Retry-After") != "":
 			// The first attempt with this key is still running: retry.
+		case status == http.StatusConflict:
+			return paymentView{}, false, true
 		case status >= 500:
 			c.serverErrs.Add(1)
 			c.problem("%s: %d %s", path, status, resBody)
 		default:
 			c.unexpected.Add(1)
 			c.problem("%s: %d %s", path, status, resBody)
-			return paymentView{}, false
+			return paymentView{}, false, false
 		}
 		select {
 		case <-ctx.Done():
@@ -115,7 +132,7 @@ func (c *client) post(ctx context.Context, seq int, path, key string, body []byt
 		}
 		backoff = min(2*backoff, time.Second)
 	}
-	return paymentView{}, false
+	return paymentView{}, false, false
 }
 
 func (c *client) do(ctx context.Context, addr, path, key string, body []byte) (int, http.Header, []byte, error) {
@@ -138,8 +155,15 @@ func (c *client) do(ctx context.Context, addr, path, key string, body []byte) (i
 // accepted is what the clients were told was done.
 type accepted struct {
 	mu       sync.Mutex
-	payments map[string]int64 // payment id → amount
+	payments map[string]int64 // automatic payment id → amount
+	captures map[string]int64 // manual payment id → amount captured
 	refunds  map[string]int64 // refund id → amount
+	// canceled holds the manual payments a cancel request canceled;
+	// refused, those whose capture or cancel was refused with 409, which
+	// only an expiry that came first may cause.
+	canceled map[string]bool
+	refused  map[string]bool
+	manual   int // manual payments authorized
 	// balances is what the accepted payments and refunds add up to on each
 	// ledger account, by account name and currency ("merchant:mer_1 BRL").
 	balances map[string]int64
@@ -148,10 +172,18 @@ type accepted struct {
 	gaveUp   int
 }
 
+func newAccepted() *accepted {
+	return &accepted{payments: map[string]int64{}, captures: map[string]int64{}, refunds: map[string]int64{},
+		canceled: map[string]bool{}, refused: map[string]bool{}, balances: map[string]int64{}}
+}
+
 var currencies = []string{"BRL", "USD", "EUR", "JPY"}
 
 // sendTraffic creates payments at rate per second, each on its own
-// goroutine, and refunds about 40% of the accepted ones (some twice): at
+// goroutine, and refunds about 40% of the accepted ones (some twice). Three
+// in ten are manual (capture_method manual): each is then captured whole,
+// captured in part, canceled, or left to expire, and a captured one is
+// refunded as an automatic one is: at
 // least n payments, and on until stop closes, so the stream covers every
 // fault. It returns when every request was answered or given up.
 func sendTraffic(ctx context.Context, c *client, run string, n int, rate float64, stop <-chan struct{}, acc *accepted) {
@@ -179,11 +211,16 @@ func sendTraffic(ctx context.Context, c *client, run string, n int, rate float64
 
 func onePayment(ctx context.Context, c *client, run string, i int, acc *accepted) {
 	amount := 1 + rand.Int64N(100_000)
-	body, _ := json.Marshal(map[string]any{
+	manual := i%10 == 1 || i%10 == 4 || i%10 == 7
+	req := map[string]any{
 		"amount": amount, "currency": currencies[i%len(currencies)],
 		"payer_id": fmt.Sprintf("cus_%d", i%23), "merchant_id": fmt.Sprintf("mer_%d", i%7),
 		"description": fmt.Sprintf("fault suite %s #%d", run, i),
-	})
+	}
+	if manual {
+		req["capture_method"] = "manual"
+	}
+	body, _ := json.Marshal(req)
 	acc.mu.Lock()
 	acc.sent++
 	acc.mu.Unlock()
@@ -195,13 +232,22 @@ func onePayment(ctx context.Context, c *client, run string, i int, acc *accepted
 		return
 	}
 	merchant, payer := accountNames(p)
-	acc.mu.Lock()
-	acc.payments[p.ID] = p.Amount
-	acc.balances[merchant] += p.Amount
-	acc.balances[payer] -= p.Amount
-	acc.mu.Unlock()
-
 	left := p.Amount
+	if manual {
+		acc.mu.Lock()
+		acc.manual++
+		acc.mu.Unlock()
+		if left = capture(ctx, c, run, i, p, acc); left == 0 {
+			return
+		}
+	} else {
+		acc.mu.Lock()
+		acc.payments[p.ID] = p.Amount
+		acc.balances[merchant] += p.Amount
+		acc.balances[payer] -= p.Amount
+		acc.mu.Unlock()
+	}
+
 	for r := 0; r < 2 && left > 0 && rand.IntN(10) < 4; r++ {
 		refund := 1 + rand.Int64N(left)
 		left -= refund
@@ -223,6 +269,45 @@ func onePayment(ctx context.Context, c *client, run string, i int, acc *accepted
 			return
 		}
 	}
+}
+
+// capture captures the authorized payment p whole (four in ten), in part
+// (three in ten), cancels it (two in ten) or leaves it to expire, and
+// returns what it captured.
+func capture(ctx context.Context, c *client, run string, i int, p paymentView, acc *accepted) int64 {
+	var verb string
+	var body []byte
+	switch n := rand.IntN(10); {
+	case n < 4:
+		verb = "capture"
+	case n < 7:
+		verb = "capture"
+		body = fmt.Appendf(nil, `{"amount": %d}`, 1+rand.Int64N(p.Amount))
+	case n < 9:
+		verb = "cancel"
+		body = []byte(`{"cancellation_reason": "abandoned"}`)
+	default:
+		return 0 // the payments service expires it
+	}
+	got, ok, refused := c.transition(ctx, i+1, "/payments/"+p.ID+"/"+verb, fmt.Sprintf("%s-%s-%d", run, verb, i), body)
+	acc.mu.Lock()
+	defer acc.mu.Unlock()
+	switch {
+	case refused:
+		acc.refused[p.ID] = true
+		return 0
+	case !ok:
+		acc.gaveUp++
+		return 0
+	case got.Status == "canceled":
+		acc.canceled[p.ID] = true
+		return 0
+	}
+	merchant, payer := accountNames(got)
+	acc.captures[got.ID] = got.AmountCaptured
+	acc.balances[merchant] += got.AmountCaptured
+	acc.balances[payer] -= got.AmountCaptured
+	return got.AmountCaptured
 }
 
 // accountNames names the ledger accounts payment p moves, each with the

@@ -150,8 +150,9 @@ func readOutbox(ctx context.Context, pay *pgx.Conn) (map[string]outboxEvent, err
 	return events, rows.Err()
 }
 
-// unposted follows each payment and refund that has no ledger transaction
-// to where its event is, and returns one line each (at most limit).
+// unposted follows each fact that moved money (an automatic payment, a
+// capture, a refund) and has no ledger transaction to where its event is
+// (check compares the holds), and returns one line each (at most limit).
 func unposted(ctx context.Context, pay, led *pgx.Conn, events map[string]outboxEvent, dlq []dlqMessage, delivered *deliveries, state drainState, limit int) ([]string, error) {
 	posted := map[string]bool{} // payment id + "/" + refund id
 	rows, err := led.Query(ctx, `SELECT payment_id::text, coalesce(refund_id::text, '') FROM ledger_transactions`)
@@ -171,7 +172,8 @@ func unposted(ctx context.Context, pay, led *pgx.Conn, events map[string]outboxE
 
 	type fact struct{ kind, paymentID, refundID string }
 	var missing []fact
-	rows, err = pay.Query(ctx, `SELECT kind, payment_id::text, coalesce(fact_id::text, '') FROM ledger_facts ORDER BY occurred_at`)
+	rows, err = pay.Query(ctx, `SELECT kind, payment_id::text, coalesce(fact_id::text, '') FROM ledger_facts
+		WHERE kind IN ('payment', 'capture', 'refund') ORDER BY occurred_at`)
 	if err != nil {
 		return nil, fmt.Errorf("read facts: %w", err)
 	}
