@@ -163,8 +163,10 @@ func PostedKinds() []ledger.Kind {
 	return kinds
 }
 
-// paymentCreatedV1 is the data of payment.created, dataversion 1.
-type paymentCreatedV1 struct {
+// paymentData is what every payment event's data carries, each version of
+// each type embedding it: the payment and its parties, an amount and its
+// currency.
+type paymentData struct {
 	PaymentID  string `json:"payment_id"`
 	Amount     *int64 `json:"amount"`
 	Currency   string `json:"currency"`
@@ -172,56 +174,60 @@ type paymentCreatedV1 struct {
 	MerchantID string `json:"merchant_id"`
 }
 
-func decodeCreatedV1(data []byte) (decoded, error) {
-	var d paymentCreatedV1
-	if err := json.Unmarshal(data, &d); err != nil {
-		return decoded{}, err
-	}
+// posting checks the common part and returns it as a posting.
+func (d paymentData) posting() (ledger.Posting, error) {
 	paymentID, err := parseID("payment_id", d.PaymentID)
 	if err != nil {
-		return decoded{}, err
+		return ledger.Posting{}, err
 	}
 	if d.Amount == nil {
-		return decoded{}, errors.New("no amount")
+		return ledger.Posting{}, errors.New("no amount")
 	}
-	return decoded{Posting: ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}}, nil
+	return ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}, nil
+}
+
+// decodeData parses data into d, whose common part is common, and returns
+// that part checked, as a posting.
+func decodeData(data []byte, d any, common *paymentData) (ledger.Posting, error) {
+	if err := json.Unmarshal(data, d); err != nil {
+		return ledger.Posting{}, err
+	}
+	return common.posting()
+}
+
+// paymentCreatedV1 is the data of payment.created, dataversion 1.
+type paymentCreatedV1 struct{ paymentData }
+
+func decodeCreatedV1(data []byte) (decoded, error) {
+	var d paymentCreatedV1
+	posting, err := decodeData(data, &d, &d.paymentData)
+	return decoded{Posting: posting}, err
 }
 
 // paymentRefundedV1 is the data of payment.refunded, dataversion 1.
 type paymentRefundedV1 struct {
-	PaymentID      string `json:"payment_id"`
+	paymentData
 	RefundID       string `json:"refund_id"`
-	Amount         *int64 `json:"amount"`
-	Currency       string `json:"currency"`
-	PayerID        string `json:"payer_id"`
-	MerchantID     string `json:"merchant_id"`
 	RefundedAmount *int64 `json:"refunded_amount"`
 }
 
 func decodeRefundedV1(data []byte) (decoded, error) {
 	var d paymentRefundedV1
-	if err := json.Unmarshal(data, &d); err != nil {
-		return decoded{}, err
-	}
-	paymentID, err := parseID("payment_id", d.PaymentID)
+	posting, err := decodeData(data, &d, &d.paymentData)
 	if err != nil {
 		return decoded{}, err
 	}
 	// A payment has many refunds: the refund id tells them apart.
-	refundID, err := parseID("refund_id", d.RefundID)
-	if err != nil {
+	if posting.FactID, err = parseID("refund_id", d.RefundID); err != nil {
 		return decoded{}, err
-	}
-	if d.Amount == nil {
-		return decoded{}, errors.New("no amount")
 	}
 	// refunded_amount is the running total after this refund: it can never be
 	// less than this refund. The ledger does not need it otherwise — each
 	// refund posts its own amount, whatever order refunds arrive in.
-	if d.RefundedAmount != nil && *d.RefundedAmount < *d.Amount {
-		return decoded{}, fmt.Errorf("refunded_amount %d is less than amount %d", *d.RefundedAmount, *d.Amount)
+	if d.RefundedAmount != nil && *d.RefundedAmount < posting.Amount {
+		return decoded{}, fmt.Errorf("refunded_amount %d is less than amount %d", *d.RefundedAmount, posting.Amount)
 	}
-	return decoded{Posting: ledger.Posting{PaymentID: paymentID, FactID: refundID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}}, nil
+	return decoded{Posting: posting}, nil
 }
 
 // paymentAuthorizedV1 is the data of payment.authorized, dataversion 1.
@@ -229,93 +235,57 @@ func decodeRefundedV1(data []byte) (decoded, error) {
 // payments service cancels the payment through its outbox, and the ledger
 // releases the hold on that payment.canceled.
 type paymentAuthorizedV1 struct {
-	PaymentID     string `json:"payment_id"`
-	Amount        *int64 `json:"amount"`
-	Currency      string `json:"currency"`
-	PayerID       string `json:"payer_id"`
-	MerchantID    string `json:"merchant_id"`
+	paymentData
 	CaptureBefore string `json:"capture_before"`
 }
 
 func decodeAuthorizedV1(data []byte) (decoded, error) {
 	var d paymentAuthorizedV1
-	if err := json.Unmarshal(data, &d); err != nil {
-		return decoded{}, err
-	}
-	paymentID, err := parseID("payment_id", d.PaymentID)
-	if err != nil {
-		return decoded{}, err
-	}
-	if d.Amount == nil {
-		return decoded{}, errors.New("no amount")
-	}
-	return decoded{Posting: ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency}}, nil
+	posting, err := decodeData(data, &d, &d.paymentData)
+	return decoded{Posting: posting}, err
 }
 
 // paymentCapturedV1 is the data of payment.captured, dataversion 1.
 type paymentCapturedV1 struct {
-	PaymentID        string `json:"payment_id"`
-	Amount           *int64 `json:"amount"`
-	Currency         string `json:"currency"`
-	PayerID          string `json:"payer_id"`
-	MerchantID       string `json:"merchant_id"`
+	paymentData
 	AmountAuthorized *int64 `json:"amount_authorized"`
 	AmountReleased   *int64 `json:"amount_released"`
 }
 
 func decodeCapturedV1(data []byte) (decoded, error) {
 	var d paymentCapturedV1
-	if err := json.Unmarshal(data, &d); err != nil {
-		return decoded{}, err
-	}
-	paymentID, err := parseID("payment_id", d.PaymentID)
+	posting, err := decodeData(data, &d, &d.paymentData)
 	if err != nil {
 		return decoded{}, err
 	}
-	if d.Amount == nil || d.AmountAuthorized == nil || d.AmountReleased == nil {
+	if d.AmountAuthorized == nil || d.AmountReleased == nil {
 		return decoded{}, errors.New("amount, amount_authorized and amount_released are required")
 	}
 	// The event's own arithmetic: what it captured and what it released
 	// make up what was authorized. Whether that is the hold the ledger
 	// placed is Apply's question.
-	if *d.Amount > *d.AmountAuthorized || *d.AmountReleased != *d.AmountAuthorized-*d.Amount {
-		return decoded{}, fmt.Errorf("amount %d and amount_released %d do not make amount_authorized %d", *d.Amount, *d.AmountReleased, *d.AmountAuthorized)
+	if posting.Amount > *d.AmountAuthorized || *d.AmountReleased != *d.AmountAuthorized-posting.Amount {
+		return decoded{}, fmt.Errorf("amount %d and amount_released %d do not make amount_authorized %d", posting.Amount, *d.AmountReleased, *d.AmountAuthorized)
 	}
-	return decoded{
-		Posting:    ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency},
-		authorized: *d.AmountAuthorized,
-	}, nil
+	return decoded{Posting: posting, authorized: *d.AmountAuthorized}, nil
 }
 
 // paymentCanceledV1 is the data of payment.canceled, dataversion 1. The
 // reason is the payments service's; the ledger releases the hold whatever
 // it is.
 type paymentCanceledV1 struct {
-	PaymentID          string `json:"payment_id"`
-	Amount             *int64 `json:"amount"`
-	Currency           string `json:"currency"`
-	PayerID            string `json:"payer_id"`
-	MerchantID         string `json:"merchant_id"`
+	paymentData
 	CancellationReason string `json:"cancellation_reason"`
 }
 
 func decodeCanceledV1(data []byte) (decoded, error) {
 	var d paymentCanceledV1
-	if err := json.Unmarshal(data, &d); err != nil {
-		return decoded{}, err
-	}
-	paymentID, err := parseID("payment_id", d.PaymentID)
+	posting, err := decodeData(data, &d, &d.paymentData)
 	if err != nil {
 		return decoded{}, err
 	}
-	if d.Amount == nil {
-		return decoded{}, errors.New("no amount")
-	}
 	// amount is the hold released: the authorized amount.
-	return decoded{
-		Posting:    ledger.Posting{PaymentID: paymentID, Payer: d.PayerID, Merchant: d.MerchantID, Amount: *d.Amount, Currency: d.Currency},
-		authorized: *d.Amount,
-	}, nil
+	return decoded{Posting: posting, authorized: posting.Amount}, nil
 }
 
 // parseID returns the data's field as a canonical lower-case UUID.
