@@ -93,7 +93,7 @@ func TestDocLinksResolve(t *testing.T) {
 // TestDocsCiteNothingOutside keeps the documents to what a fork has: the
 // repository itself. A fork has no issue tracker or specification of ours,
 // so a document names the file that states a contract, never an issue
-// number or SPEC.md.
+// number or a document outside the repository.
 func TestDocsCiteNothingOutside(t *testing.T) {
 	forbidden := []*regexp.Regexp{
 		regexp.MustCompile(`\bSPEC(\.md)?\b`),

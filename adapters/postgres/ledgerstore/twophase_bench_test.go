@@ -1,14 +1,8 @@
 package ledgerstore_test
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
-
-	"golang.org/x/sync/errgroup"
-
-	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 // BenchmarkTwoPhase measures the ledger's cost of a two-phase payment — a
@@ -33,32 +27,7 @@ func BenchmarkTwoPhase(b *testing.B) {
 							payments[i] = [][]byte{p.authorization().body(), p.capture(p.amount).body()}
 						}
 					}
-					svc := newBooks(b, benchStore(b, workers+1))
-					var next atomic.Int64
-					b.ResetTimer()
-					g, ctx := errgroup.WithContext(context.Background())
-					for range workers {
-						g.Go(func() error {
-							for {
-								i := int(next.Add(1)) - 1
-								if i >= len(payments) {
-									return nil
-								}
-								for _, body := range payments[i] {
-									res, err := svc.Apply(ctx, body)
-									if err != nil {
-										return err
-									}
-									if res.Disposition != inbox.Applied {
-										return fmt.Errorf("outcome %s", res.Disposition)
-									}
-								}
-							}
-						})
-					}
-					if err := g.Wait(); err != nil {
-						b.Fatal(err)
-					}
+					benchSync(b, newBooks(b, benchStore(b, workers+1)), payments, workers)
 					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "payments/s")
 				})
 			}
