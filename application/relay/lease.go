@@ -15,10 +15,14 @@ import (
 // over rows another holds.
 //
 // Leases keep the replicas apart; they are not what keeps events in order.
-// A replica that lost a lease without knowing (paused past the expiry) may
-// still claim from the partition while the new owner does: unordered, SKIP
-// LOCKED keeps their batches apart; ordered, the second claim waits on the
-// rows the first one locked, so nothing overtakes a row still at the broker.
+// A claim names its owner (Claim.Owner) and reads only the partitions whose
+// lease that owner holds by the database's clock, so a replica whose idea of
+// its leases went stale (paused past the expiry, or a heartbeat's answer
+// lost) claims nothing from a partition another took. Only a claim already
+// running when its lease expired can overlap the new owner's: unordered,
+// SKIP LOCKED keeps their batches apart; ordered, the second claim waits on
+// the rows the first one locked, so nothing overtakes a row still at the
+// broker.
 
 // Assignment is what a lease heartbeat leaves a replica with.
 type Assignment struct {

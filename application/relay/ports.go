@@ -75,6 +75,10 @@ type Claim struct {
 	// Owned are the partitions to claim from, ascending; nil claims from all
 	// of them (tests and tools that run a single relay; never a replica).
 	Owned []int
+	// Owner is the relay whose leases Owned are: a claim reads only the
+	// partitions of Owned whose lease Owner still holds by the store's
+	// clock, so a stale Owned never reads a partition another replica took.
+	Owner string
 	// Ordered asks for ordered mode: rows in write order per partition, at
 	// most one row per aggregate, none of an aggregate whose earliest
 	// PENDING row is waiting for its retry, and no row skipped because

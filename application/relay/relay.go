@@ -144,7 +144,7 @@ func (r *Relay) step(ctx context.Context, partitions int, parts []int) (int, err
 	defer turn.pass()
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
-	c := Claim{Limit: r.cfg.BatchSize, Partitions: partitions, Owned: parts, Ordered: r.cfg.Ordered}
+	c := Claim{Limit: r.cfg.BatchSize, Partitions: partitions, Owned: parts, Owner: r.cfg.Owner, Ordered: r.cfg.Ordered}
 	n, err := r.store.ClaimBatch(bctx, c, func(msgs []Message) (BatchResult, error) {
 		defer turn.passWhilePublishing()()
 		return r.publish(bctx, msgs), nil

@@ -29,8 +29,22 @@ ORDER BY next_attempt_at, created_at
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
 
-// claimDueInPartitionsSQL is claimDueSQL in the partitions $2 names, the
-// claim of a relay that holds their leases. The partition count is written
+// leasedOfSQL is, of the partitions $2 names, the ones whose lease the
+// claiming relay ($3) holds by the database's clock. Every partitioned claim
+// reads only those: the relay names the partitions its last heartbeat left
+// it, and a claim made from that list after it went stale — the heartbeat
+// that gave a partition up committed, but its answer was lost, or the
+// process paused past the expiry — still never reads a partition another
+// replica has taken. It reads at most the partition count's rows of
+// outbox_leases, once per claim (an InitPlan).
+const leasedOfSQL = `SELECT partition FROM outbox_leases WHERE partition = ANY($2::int[]) AND owner = $3 AND expires_at > now()`
+
+// leaseHeldSQL is leasedOfSQL for the one partition $2 of the
+// single-partition claims: a row when the relay $3 holds its lease.
+const leaseHeldSQL = `SELECT FROM outbox_leases WHERE partition = $2 AND owner = $3 AND expires_at > now()`
+
+// claimDueInPartitionsSQL is claimDueSQL in the partitions $2 names whose
+// leases the relay $3 holds (leasedOfSQL): the claim of a replica. The partition count is written
 // into the statement (%[1]d), a constant, because that is what the pending
 // index is built on (outbox_pending_p<N>_idx): with it the planner scans
 // each named partition's range of the index in index order, and no claim
@@ -38,7 +52,7 @@ FOR UPDATE SKIP LOCKED`
 const claimDueInPartitionsSQL = `
 SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
 FROM outbox
-WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING' AND next_attempt_at <= now()
+WHERE outbox_partition(aggregate_id, %[1]d) = ANY(ARRAY(` + leasedOfSQL + `)) AND status = 'PENDING' AND next_attempt_at <= now()
 ORDER BY outbox_partition(aggregate_id, %[1]d), next_attempt_at, created_at
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
@@ -52,6 +66,7 @@ const claimDueInPartitionSQL = `
 SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
 FROM outbox
 WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING' AND next_attempt_at <= now()
+    AND EXISTS (` + leaseHeldSQL + `)
 ORDER BY next_attempt_at, created_at
 LIMIT $1
 FOR UPDATE SKIP LOCKED`
@@ -83,7 +98,7 @@ WITH blocked AS (
     WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING' AND next_attempt_at > now())
 SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, next_attempt_at <= now()
 FROM outbox
-WHERE outbox_partition(aggregate_id, %[1]d) = ANY($2) AND status = 'PENDING'
+WHERE outbox_partition(aggregate_id, %[1]d) = ANY(ARRAY(` + leasedOfSQL + `)) AND status = 'PENDING'
     AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
 ORDER BY outbox_partition(aggregate_id, %[1]d), seq
 LIMIT $1
@@ -99,6 +114,7 @@ SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, trace
 FROM outbox
 WHERE outbox_partition(aggregate_id, %[1]d) = $2 AND status = 'PENDING'
     AND aggregate_id NOT IN (SELECT aggregate_id FROM blocked)
+    AND EXISTS (` + leaseHeldSQL + `)
 ORDER BY seq
 LIMIT $1
 FOR UPDATE OF outbox`
@@ -112,13 +128,13 @@ func claimStatement(c relay.Claim) (string, []any) {
 	case c.Owned == nil:
 		return claimInOrderSQL, []any{c.Limit}
 	case len(c.Owned) == 1 && !c.Ordered:
-		return fmt.Sprintf(claimDueInPartitionSQL, c.Partitions), []any{c.Limit, int32(c.Owned[0])}
+		return fmt.Sprintf(claimDueInPartitionSQL, c.Partitions), []any{c.Limit, int32(c.Owned[0]), c.Owner}
 	case len(c.Owned) == 1:
-		return fmt.Sprintf(claimInOrderInPartitionSQL, c.Partitions), []any{c.Limit, int32(c.Owned[0])}
+		return fmt.Sprintf(claimInOrderInPartitionSQL, c.Partitions), []any{c.Limit, int32(c.Owned[0]), c.Owner}
 	case !c.Ordered:
-		return fmt.Sprintf(claimDueInPartitionsSQL, c.Partitions), []any{c.Limit, int32s(c.Owned)}
+		return fmt.Sprintf(claimDueInPartitionsSQL, c.Partitions), []any{c.Limit, int32s(c.Owned), c.Owner}
 	default:
-		return fmt.Sprintf(claimInOrderInPartitionsSQL, c.Partitions), []any{c.Limit, int32s(c.Owned)}
+		return fmt.Sprintf(claimInOrderInPartitionsSQL, c.Partitions), []any{c.Limit, int32s(c.Owned), c.Owner}
 	}
 }
 

@@ -161,7 +161,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		}
 		p := relay.PartitionOf(aggs[0], a.Partitions)
 		var got []relay.Message
-		_, err = h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 100, Partitions: a.Partitions, Owned: []int{p}},
+		_, err = h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 100, Partitions: a.Partitions, Owned: []int{p}, Owner: "contract"},
 			func(msgs []relay.Message) (relay.BatchResult, error) {
 				got = msgs
 				return relay.BatchResult{}, nil
@@ -181,6 +181,44 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		for _, m := range got {
 			if q := relay.PartitionOf(m.AggregateID, a.Partitions); q != p {
 				t.Errorf("row %s of partition %d claimed from partition %d", m.ID, q, p)
+			}
+		}
+	})
+
+	t.Run("claims nothing from a named partition whose lease the owner does not hold", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t)
+		a, err := h.Store.Heartbeat(context.Background(), "holder", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		agg := uuid.New()
+		h.InsertFor(t, agg, 1)
+		p := relay.PartitionOf(agg, a.Partitions)
+		// "holder" has every partition: a claim in another's name, as a
+		// replica whose assignment went stale would make, and one in no
+		// one's, read nothing; the holder's reads the row.
+		for _, owner := range []string{"stale", "holder"} {
+			for _, ordered := range []bool{false, true} {
+				for _, owned := range [][]int{{p}, {p, (p + 1) % a.Partitions}} {
+					slices.Sort(owned)
+					var got int
+					_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Partitions: a.Partitions, Owned: owned, Owner: owner, Ordered: ordered},
+						func(msgs []relay.Message) (relay.BatchResult, error) {
+							got = len(msgs)
+							return relay.BatchResult{}, nil
+						})
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := 0
+					if owner == "holder" {
+						want = 1
+					}
+					if got != want {
+						t.Errorf("claim as %q (ordered %v, partitions %v) read %d rows, want %d", owner, ordered, owned, got, want)
+					}
+				}
 			}
 		}
 	})

@@ -183,13 +183,17 @@ func (s *FakeStore) unlock(rows []*FakeRow) {
 	s.unlocked.Broadcast()
 }
 
-// inClaim reports whether r is in one of the partitions c names.
+// inClaim reports whether r is in one of the partitions c names whose
+// lease c.Owner holds.
 func (s *FakeStore) inClaim(r *FakeRow, c relay.Claim) bool {
 	if c.Owned == nil {
 		return true
 	}
-	_, found := slices.BinarySearch(c.Owned, relay.PartitionOf(r.Message.AggregateID, c.Partitions))
-	return found
+	p := relay.PartitionOf(r.Message.AggregateID, c.Partitions)
+	if _, found := slices.BinarySearch(c.Owned, p); !found {
+		return false
+	}
+	return p < len(s.leases) && s.leases[p].owner == c.Owner && s.leases[p].expires.After(time.Now())
 }
 
 func (s *FakeStore) dueRows(c relay.Claim) []*FakeRow {
