@@ -23,7 +23,7 @@ const (
 	MaxListLimit     = 100
 )
 
-// AllEvents, alone in EnabledEvents, subscribes an endpoint to every event
+// AllEvents alone in EnabledEvents subscribes an endpoint to every event
 // type, the ones added later included.
 const AllEvents = "*"
 
