@@ -87,7 +87,7 @@ func (p *Payment) Capture(amount int64, currency string, at time.Time) error {
 	if amount <= 0 || amount > p.held {
 		return fmt.Errorf("%w: capture of %d %s, hold of payment %s is %d", ErrCaptureExceedsHold, amount, currency, p.id, p.held)
 	}
-	p.captured, p.held, p.releasedAt = amount, 0, at
+	p.captured, p.held, p.releasedAt = amount, 0, p.notBeforePlaced(at)
 	return nil
 }
 
@@ -97,8 +97,23 @@ func (p *Payment) Release(currency string, at time.Time) error {
 	if err := p.open(currency); err != nil {
 		return err
 	}
-	p.held, p.releasedAt = 0, at
+	p.held, p.releasedAt = 0, p.notBeforePlaced(at)
 	return nil
+}
+
+// notBeforePlaced is at, or the hold's placement when at is earlier. Times
+// are when each event was applied, read by whichever consumer applied it:
+// a capture whose consumer read the clock before the authorization's did,
+// and whose transaction then waited (slow round trips) until that
+// authorization committed, would otherwise record a release before its
+// placement — which the database refuses (ledger_payments_hold_check), and
+// which would make a balance as of a time between the two count the hold
+// released but never placed.
+func (p *Payment) notBeforePlaced(at time.Time) time.Time {
+	if at.Before(p.placedAt) {
+		return p.placedAt
+	}
+	return at
 }
 
 func (p *Payment) open(currency string) error {

@@ -110,3 +110,23 @@ func TestInvalidHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestReleaseNeverPrecedesItsPlacement: a capture or cancellation applied
+// with an earlier clock reading than its authorization's (two consumers, one
+// whose transaction waited for the other's commit) records the release at
+// the placement, never before it.
+func TestReleaseNeverPrecedesItsPlacement(t *testing.T) {
+	early := holdAt.Add(-time.Second)
+	for name, release := range map[string]func(p *ledger.Payment) error{
+		"capture": func(p *ledger.Payment) error { return p.Capture(100, "BRL", early) },
+		"cancel":  func(p *ledger.Payment) error { return p.Release("BRL", early) },
+	} {
+		p := authorized(t, 100)
+		if err := release(&p); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !p.ReleasedAt().Equal(holdAt) {
+			t.Errorf("%s applied at %v: released at %v, want the placement %v", name, early, p.ReleasedAt(), holdAt)
+		}
+	}
+}

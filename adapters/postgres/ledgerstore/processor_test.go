@@ -330,6 +330,15 @@ func TestProcessorCrashMidBatch(t *testing.T) {
 	if n := count(t, pool, `SELECT count(*) FROM inbox_messages WHERE processed_at IS NULL AND attempts = 0 AND parked_at IS NULL`); n != len(events) {
 		t.Fatalf("after the crash: %d rows pending as before, want %d", n, len(events))
 	}
+	// pg_terminate_backend only signals: the dead transaction's row locks
+	// go when its backend has exited, and until then a claim skips the rows
+	// (SKIP LOCKED) as it would any other processor's.
+	for deadline := time.Now().Add(30 * time.Second); count(t, pool, `SELECT count(*) FROM (SELECT 1 FROM inbox_messages FOR UPDATE SKIP LOCKED) unlocked`) != len(events); {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed processor's row locks outlived its backend by 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))
 	if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != len(events) {
 		t.Errorf("ledger transactions: got %d, want %d, one per message", n, len(events))
