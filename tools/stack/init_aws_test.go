@@ -11,11 +11,11 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 )
 
 // initAWSEndpoint returns the SNS/SQS endpoint localstack/init-aws.sh is run
@@ -100,19 +100,15 @@ func TestInitAWSGivesEachConsumerItsQueue(t *testing.T) {
 					}
 				}
 			}
-			checkConsumerQueues(t, endpoint, first, fifo)
+			checkConsumerQueues(t, first, fifo)
 		})
 	}
 }
 
-func checkConsumerQueues(t *testing.T, endpoint string, exports map[string]string, fifo bool) {
+func checkConsumerQueues(t *testing.T, exports map[string]string, fifo bool) {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion("us-east-1"), config.WithBaseEndpoint(endpoint),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := awstest.Config(t) // aimed at AWS_ENDPOINT_URL, as the script was
 	sqsc, snsc := sqs.NewFromConfig(cfg), sns.NewFromConfig(cfg)
 	topic := exports["PAYMENTS_TOPIC_ARN"]
 	subs, err := snsc.ListSubscriptionsByTopic(ctx, &sns.ListSubscriptionsByTopicInput{TopicArn: aws.String(topic)})
