@@ -16,6 +16,7 @@ POSTGRES_HOST_PORT   ?= 5432
 LOCALSTACK_HOST_PORT ?= 4566
 PAYMENTS_HOST_PORT   ?= 8080
 LEDGER_HOST_PORT     ?= 8081
+WEBHOOKS_HOST_PORT   ?= 8082
 PAYMENTS_OPS_HOST_PORT ?= 9090
 GRAFANA_HOST_PORT    ?= 3000
 # Linters, pinned and built by go run: nothing to install, and they stay out
@@ -30,7 +31,7 @@ help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: up
-up: ## docker compose up: Postgres, LocalStack, payments (:8080, ops :9090), ledger (:8081, ops :9091), on 127.0.0.1
+up: ## docker compose up: Postgres, LocalStack, payments (:8080, ops :9090), ledger (:8081, ops :9091), webhooks (:8082, ops :9092), the demo webhook receiver (:8083), on 127.0.0.1
 	docker compose up --build -d --wait
 
 .PHONY: up-observability
@@ -44,7 +45,7 @@ down: ## stop everything, the observability profile too, and remove its volumes
 
 .PHONY: logs
 logs: ## follow the services' logs
-	docker compose logs -f payments ledger
+	docker compose logs -f payments ledger webhooks webhook-receiver
 
 .PHONY: demo
 demo: ## run the README walkthrough against the running services
@@ -57,6 +58,10 @@ run-payments: ## run the payments service from source (needs DATABASE_URL, PAYME
 .PHONY: run-ledger
 run-ledger: ## run the ledger service from source (needs DATABASE_URL, LEDGER_QUEUE_URL, LEDGER_DLQ_URL)
 	$(GO) run ./cmd/ledger
+
+.PHONY: run-webhooks
+run-webhooks: ## run the webhooks service from source (needs DATABASE_URL, WEBHOOKS_QUEUE_URL, WEBHOOKS_DLQ_URL, WEBHOOKS_PAYMENTS_URL, WEBHOOKS_SECRETS_KEY)
+	$(GO) run ./cmd/webhooks
 
 .PHONY: test
 test: ## the whole suite, both modules (DATABASE_URL / AWS_ENDPOINT_URL, else one container of each); reports every skip

@@ -121,16 +121,17 @@ func TestLocalStackHealthcheckNeedsASuccessfulHook(t *testing.T) {
 
 // The Postgres healthcheck connects over TCP to 127.0.0.1, so that it cannot
 // pass while the image's init scripts run on a socket-only server, and passes
-// only once both databases exist. It runs here against the test server, with
-// two databases of this test standing in for payments and ledger.
-func TestPostgresHealthcheckNeedsTCPAndBothDatabases(t *testing.T) {
+// only once every service's database exists. It runs here against the test
+// server, with databases of this test standing in for payments, ledger and
+// webhooks.
+func TestPostgresHealthcheckNeedsTCPAndEveryDatabase(t *testing.T) {
 	needTools(t, "pg_isready", "psql")
 	command := healthcheckCommand(t, "postgres")
 	if n := strings.Count(command, "-h 127.0.0.1"); n != 2 {
 		t.Errorf("want pg_isready and psql both on -h 127.0.0.1 (TCP), found %d in:\n%s", n, command)
 	}
-	if !strings.Contains(command, "'payments'") || !strings.Contains(command, "'ledger'") {
-		t.Fatalf("the postgres healthcheck should name both databases:\n%s", command)
+	if !strings.Contains(command, "'payments'") || !strings.Contains(command, "'ledger'") || !strings.Contains(command, "'webhooks'") {
+		t.Fatalf("the postgres healthcheck should name every service's database:\n%s", command)
 	}
 	admin, err := url.Parse(pgtest.URL(t))
 	if err != nil {
@@ -152,16 +153,19 @@ func TestPostgresHealthcheckNeedsTCPAndBothDatabases(t *testing.T) {
 		}
 		return strings.TrimPrefix(u.Path, "/")
 	}
-	payments, ledger := dbName(pgtest.NewDatabase(t)), dbName(pgtest.NewDatabase(t))
-	withDatabases := func(p, l string) string {
-		return strings.NewReplacer("'payments'", "'"+p+"'", "'ledger'", "'"+l+"'").Replace(command)
+	payments, ledger, webhooks := dbName(pgtest.NewDatabase(t)), dbName(pgtest.NewDatabase(t)), dbName(pgtest.NewDatabase(t))
+	withDatabases := func(p, l, w string) string {
+		return strings.NewReplacer("'payments'", "'"+p+"'", "'ledger'", "'"+l+"'", "'webhooks'", "'"+w+"'").Replace(command)
 	}
 
-	if out, healthy := runShell(t, withDatabases(payments, ledger), env...); !healthy {
-		t.Errorf("both databases exist, yet unhealthy\noutput: %s", out)
+	if out, healthy := runShell(t, withDatabases(payments, ledger, webhooks), env...); !healthy {
+		t.Errorf("every database exists, yet unhealthy\noutput: %s", out)
 	}
-	if out, healthy := runShell(t, withDatabases(payments, ledger+"_missing"), env...); healthy {
+	if out, healthy := runShell(t, withDatabases(payments, ledger+"_missing", webhooks), env...); healthy {
 		t.Errorf("healthy with the ledger database missing\noutput: %s", out)
+	}
+	if out, healthy := runShell(t, withDatabases(payments, ledger, webhooks+"_missing"), env...); healthy {
+		t.Errorf("healthy with the webhooks database missing\noutput: %s", out)
 	}
 	conn, err := pgx.Connect(context.Background(), admin.String())
 	if err != nil {
@@ -171,10 +175,10 @@ func TestPostgresHealthcheckNeedsTCPAndBothDatabases(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), "DROP DATABASE "+payments+" WITH (FORCE)"); err != nil {
 		t.Fatal(err)
 	}
-	if out, healthy := runShell(t, withDatabases(payments, ledger), env...); healthy {
+	if out, healthy := runShell(t, withDatabases(payments, ledger, webhooks), env...); healthy {
 		t.Errorf("healthy after the payments database was dropped\noutput: %s", out)
 	}
-	if out, healthy := runShell(t, withDatabases(payments, ledger), "PGPORT=1", "PGCONNECT_TIMEOUT=5"); healthy {
+	if out, healthy := runShell(t, withDatabases(payments, ledger, webhooks), "PGPORT=1", "PGCONNECT_TIMEOUT=5"); healthy {
 		t.Errorf("healthy with nothing listening on TCP\noutput: %s", out)
 	}
 }

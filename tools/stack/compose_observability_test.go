@@ -108,7 +108,7 @@ func TestComposeTracingIsOffUnlessTheProfileAsks(t *testing.T) {
 	if u.Hostname() != "jaeger" || u.Port() != "4318" {
 		t.Errorf("make up-observability sends traces to %s, want Jaeger's OTLP/HTTP receiver, http://jaeger:4318", endpoint)
 	}
-	for _, name := range []string{"payments", "ledger"} {
+	for _, name := range []string{"payments", "ledger", "webhooks"} {
 		if got := composeEnv(loadCompose(t), name)["OTEL_EXPORTER_OTLP_ENDPOINT"]; got != "" {
 			t.Errorf("%s: OTEL_EXPORTER_OTLP_ENDPOINT = %q by default, want empty (tracing off)", name, got)
 		}
@@ -173,7 +173,7 @@ func TestObservabilityTargetsAreComposeServices(t *testing.T) {
 			}
 		}
 	}
-	for _, name := range []string{"payments", "ledger"} {
+	for _, name := range []string{"payments", "ledger", "webhooks"} {
 		if !scraped[name] {
 			t.Errorf("Prometheus does not scrape %s", name)
 		}

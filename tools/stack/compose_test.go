@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -56,7 +57,7 @@ func TestComposeServices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"postgres", "localstack", "payments", "ledger"} {
+	for _, name := range []string{"postgres", "localstack", "payments", "ledger", "webhooks", "webhook-receiver"} {
 		s, ok := p.Services[name]
 		if !ok {
 			t.Errorf("service %s is missing", name)
@@ -81,12 +82,28 @@ func TestComposeServices(t *testing.T) {
 	if img := p.Services["localstack"].Image; !strings.HasPrefix(img, "localstack/localstack:4.14.0@") {
 		t.Errorf("localstack image = %q, want localstack/localstack:4.14.0 (newer tags need an auth token)", img)
 	}
-	for _, app := range []string{"payments", "ledger"} {
+	// The webhooks service asks payments about every merchant's API key, so
+	// it starts once payments is healthy too.
+	for app, needs := range map[string][]string{
+		"payments": {"postgres", "localstack"},
+		"ledger":   {"postgres", "localstack"},
+		"webhooks": {"postgres", "localstack", "payments"},
+	} {
 		deps := p.Services[app].DependsOn
-		for _, need := range []string{"postgres", "localstack"} {
+		for _, need := range needs {
 			if d, ok := deps[need]; !ok || d.Condition != types.ServiceConditionHealthy {
 				t.Errorf("%s must depend on %s with condition service_healthy, got %+v", app, need, d)
 			}
+		}
+	}
+	if got := composeEnv(p, "webhooks")["WEBHOOKS_PAYMENTS_URL"]; got != "http://payments:8080" {
+		t.Errorf("webhooks: WEBHOOKS_PAYMENTS_URL = %q, want http://payments:8080, payments' HTTP_ADDR on the compose network", got)
+	}
+	// Each service's DATABASE_URL is its own database, one of those the
+	// Postgres init creates.
+	for app, db := range map[string]string{"payments": "payments", "ledger": "ledger", "webhooks": "webhooks"} {
+		if got := composeEnv(p, app)["DATABASE_URL"]; !strings.Contains(got, "@postgres:5432/"+db+"?") {
+			t.Errorf("%s: DATABASE_URL = %q, want the %s database", app, got, db)
 		}
 	}
 
@@ -114,10 +131,13 @@ func TestComposeServices(t *testing.T) {
 	if err != nil || !strings.Contains(string(ci), "localstack/init-aws.sh") {
 		t.Errorf(".ci/run must run localstack/init-aws.sh too")
 	}
+	if !regexp.MustCompile(`(?m)^for db in payments ledger webhooks; do$`).Match(ci) {
+		t.Errorf(".ci/run must create the payments, ledger and webhooks databases, as compose's Postgres does")
+	}
 	if sql, ok := mounts["/docker-entrypoint-initdb.d/create-databases.sql"]; !ok {
 		t.Error("postgres has no init script creating the databases")
-	} else if b, err := os.ReadFile(sql); err != nil || !strings.Contains(string(b), "CREATE DATABASE payments") || !strings.Contains(string(b), "CREATE DATABASE ledger") {
-		t.Errorf("%s must create the payments and ledger databases (%v)", sql, err)
+	} else if b, err := os.ReadFile(sql); err != nil || !strings.Contains(string(b), "CREATE DATABASE payments") || !strings.Contains(string(b), "CREATE DATABASE ledger") || !strings.Contains(string(b), "CREATE DATABASE webhooks") {
+		t.Errorf("%s must create the payments, ledger and webhooks databases (%v)", sql, err)
 	}
 }
 
@@ -155,7 +175,7 @@ type composeService struct {
 // rewrites it.
 func TestComposeTestdataIsTheComposeFile(t *testing.T) {
 	p := loadCompose(t)
-	for _, name := range []string{"payments", "ledger"} {
+	for _, name := range []string{"payments", "ledger", "webhooks"} {
 		s := p.Services[name]
 		c := composeService{Environment: map[string]string{}}
 		for k, v := range s.Environment {
@@ -263,6 +283,9 @@ var hostPorts = map[string][]hostPort{
 	"localstack": {{"LOCALSTACK_HOST_PORT", "4566"}},
 	"payments":   {{"PAYMENTS_HOST_PORT", "8080"}, {"PAYMENTS_OPS_HOST_PORT", "9090"}},
 	"ledger":     {{"LEDGER_HOST_PORT", "8081"}, {"LEDGER_OPS_HOST_PORT", "9091"}},
+	"webhooks":   {{"WEBHOOKS_HOST_PORT", "8082"}, {"WEBHOOKS_OPS_HOST_PORT", "9092"}},
+	// DEMO ONLY: the merchant endpoint the webhooks service delivers to.
+	"webhook-receiver": {{"RECEIVER_HOST_PORT", "8083"}},
 	// The observability profile's: Prometheus on 9095, not its own 9090,
 	// which payments' ops listener holds.
 	"prometheus": {{"PROMETHEUS_HOST_PORT", "9090"}},
@@ -328,7 +351,7 @@ func TestComposePortsAreLoopbackAndMovable(t *testing.T) {
 // publishes apart from the API's port.
 func TestComposeHealthchecksUseTheOpsListener(t *testing.T) {
 	p := loadCompose(t)
-	for name, port := range map[string]string{"payments": "9090", "ledger": "9091"} {
+	for name, port := range map[string]string{"payments": "9090", "ledger": "9091", "webhooks": "9092"} {
 		s := p.Services[name]
 		if got := s.Environment["OPS_ADDR"]; got == nil || *got != ":"+port {
 			t.Errorf("%s: OPS_ADDR = %v, want :%s", name, got, port)
@@ -519,5 +542,55 @@ func TestWorkflowRunsLintTestsAndTheStack(t *testing.T) {
 	last := wf.Jobs["compose"].Steps[len(wf.Jobs["compose"].Steps)-1]
 	if !strings.Contains(last.Run, "docker compose down") || last.If != "always()" {
 		t.Errorf("the compose job's last step should take the stack down always, got %+v", last)
+	}
+}
+
+// The webhooks service's demo settings: a secrets key of the form it
+// requires (base64 of 32 bytes, AES-256), private targets allowed so that
+// it can deliver to the receiver over the compose network, and a receiver
+// built from tools/webhookreceiver whose secrets file is a mounted
+// directory of the repository (so the README's walkthrough can write the
+// secret a registration answers, and the receiver reads it on the next
+// delivery).
+func TestComposeWebhooksDemo(t *testing.T) {
+	p := loadCompose(t)
+	env := composeEnv(p, "webhooks")
+	if key, err := base64.StdEncoding.DecodeString(env["WEBHOOKS_SECRETS_KEY"]); err != nil || len(key) != 32 {
+		t.Errorf("webhooks: WEBHOOKS_SECRETS_KEY decodes to %d bytes (%v), want base64 of 32", len(key), err)
+	}
+	if env["WEBHOOKS_ALLOW_PRIVATE_TARGETS"] != "true" {
+		t.Error("webhooks: WEBHOOKS_ALLOW_PRIVATE_TARGETS must be true, or it refuses to deliver to http://webhook-receiver")
+	}
+	for _, d := range strings.Split(env["WEBHOOKS_RETRY_SCHEDULE"], ",") {
+		if dur, err := time.ParseDuration(d); err != nil || dur > time.Minute {
+			t.Errorf("webhooks: WEBHOOKS_RETRY_SCHEDULE %q: %q, want short Go durations for the demo", env["WEBHOOKS_RETRY_SCHEDULE"], d)
+		}
+	}
+	r := p.Services["webhook-receiver"]
+	if r.Build == nil || r.Build.Target != "webhook-receiver" {
+		t.Fatalf("webhook-receiver builds %+v, want the Dockerfile's webhook-receiver target", r.Build)
+	}
+	if !regexp.MustCompile(`go -C tools build .* \./webhookreceiver`).MatchString(readDockerfile(t)) {
+		t.Error("the Dockerfile does not build tools/webhookreceiver")
+	}
+	if !slices.Equal(r.Command, []string{"-addr", ":8083"}) {
+		t.Errorf("webhook-receiver runs %v, want -addr :8083", r.Command)
+	}
+	file := composeEnv(p, "webhook-receiver")["WEBHOOKS_RECEIVER_SECRETS_FILE"]
+	var mounted bool
+	for _, v := range r.Volumes {
+		if v.Type == types.VolumeTypeBind && strings.HasPrefix(file, v.Target+"/") {
+			rel, _ := filepath.Rel(mustAbs(t, "../.."), v.Source)
+			if _, err := os.Stat(filepath.Join(v.Source, ".gitignore")); err != nil {
+				t.Errorf("webhook-receiver mounts %s, which the repository must hold (its .gitignore keeps the secret out of git): %v", rel, err)
+			}
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("webhook-receiver reads its secrets from %q, which no bind mount provides", file)
+	}
+	if hc := r.HealthCheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/usr/local/bin/webhook-receiver", "-healthcheck", "-addr", ":8083"}) {
+		t.Errorf("webhook-receiver: healthcheck %v, want the binary's -healthcheck on its -addr", hc)
 	}
 }

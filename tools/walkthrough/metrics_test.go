@@ -3,12 +3,19 @@ package main
 import (
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/payments-outbox/payments-outbox/tools/observability"
 )
+
+// webhooksPrefix is the webhooks service's metrics' prefix. The alerts and
+// dashboard read them before this test starts that service: until cmd/webhooks
+// exists they are logged here, not failed; once it does, a query of them that
+// no scraped service answers fails, saying to start it beside the others.
+const webhooksPrefix = "webhooks_"
 
 // runtimeFamilies are the Go runtime's and the process's series, and
 // promhttp's own: every Go service has them, the dashboard need not.
@@ -47,8 +54,16 @@ func checkQueries(t *testing.T, ops map[string]string) {
 			continue
 		}
 		for _, n := range names {
-			if !series[n] {
-				t.Errorf("%s reads %s, which neither service exposes", q.Where, n)
+			switch {
+			case series[n]:
+			case strings.HasPrefix(n, webhooksPrefix) && ops["webhooks"] == "":
+				if _, err := os.Stat("../../cmd/webhooks/main.go"); err != nil {
+					t.Logf("%s reads %s, a metric of the webhooks service, not checked: cmd/webhooks is not built yet", q.Where, n)
+				} else {
+					t.Errorf("%s reads %s, a metric of the webhooks service, which this test does not start: start cmd/webhooks in startServices and pass its ops address to checkQueries as \"webhooks\"", q.Where, n)
+				}
+			default:
+				t.Errorf("%s reads %s, which no scraped service (%v) exposes", q.Where, n, slices.Sorted(maps.Keys(ops)))
 			}
 			if !strings.HasPrefix(q.Where, "alerts.yml") {
 				onDashboard[observability.Family(n, families)] = true
