@@ -74,9 +74,9 @@ func TestEveryRuleFailsABadObject(t *testing.T) {
 	no := false
 	yes := true
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(o *Objects)
-		want  string
+		want   string
 	}{
 		{"no readiness probe", func(o *Objects) { container(*o).ReadinessProbe = nil }, "no readiness probe"},
 		{"readiness on the API port", func(o *Objects) { container(*o).ReadinessProbe.HTTPGet.Port = intstr.FromString("http") }, "no readiness probe"},
@@ -140,7 +140,7 @@ func TestEveryRuleFailsABadObject(t *testing.T) {
 
 func TestDecodeIsStrict(t *testing.T) {
 	for name, doc := range map[string]string{
-		"unknown field": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replicas: 1\n  replica: 2\n",
+		"unknown field":   "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec:\n  replicas: 1\n  replica: 2\n",
 		"duplicate field": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {A: b}\ndata: {A: c}\n",
 		"misplaced field": "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec:\n  ports:\n    - port: 80\n      containerPort: 80\n",
 		"unknown kind":    "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: x}\n",
