@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/payments-outbox/payments-outbox/internal/configdoc"
 )
 
 // TestConfigurationDocListsEveryVariable keeps docs/CONFIGURATION.md equal
@@ -323,44 +325,11 @@ func servicesOf(t *testing.T) []string {
 // configuration document list, the services it is listed for. A table
 // belongs to the "## " heading above it: a service's name, or one that says
 // "both services" (every service). Other sections (what only the SDK or
-// compose reads) are not the services' and are not checked.
+// compose reads) are not the services' and are not checked. The parse is
+// internal/configdoc's, which the Kubernetes manifests' policy test reads
+// the document with too.
 func configTables(doc string, services []string) map[string]map[string]bool {
-	out := map[string]map[string]bool{}
-	var current []string
-	inFence := false
-	for _, line := range strings.Split(doc, "\n") {
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if inFence {
-			continue
-		}
-		if h, ok := strings.CutPrefix(line, "## "); ok {
-			h = strings.TrimSpace(h)
-			switch {
-			case slices.Contains(services, h):
-				current = []string{h}
-			case strings.Contains(strings.ToLower(h), "both services"):
-				current = services
-			default:
-				current = nil
-			}
-			continue
-		}
-		if current == nil || !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		first := strings.Split(line, "|")[1]
-		for _, m := range regexp.MustCompile("`([A-Z][A-Z0-9_]*)`").FindAllStringSubmatch(first, -1) {
-			if out[m[1]] == nil {
-				out[m[1]] = map[string]bool{}
-			}
-			for _, s := range current {
-				out[m[1]][s] = true
-			}
-		}
-	}
-	return out
+	return configdoc.ServiceTables(doc, services)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

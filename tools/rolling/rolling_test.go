@@ -1,0 +1,315 @@
+package rolling
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
+)
+
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	awstest.Terminate()
+	os.Exit(code)
+}
+
+// root is the repository's root, from this package's directory.
+const root = "../.."
+
+// apiKey is a fixed test key for merchant mer_1 (`payments apikey create
+// --key`), valid in both releases.
+const apiKey = "pk_test_rollingrollingro_atestkeyoftherollingupdatetestneveruseditforrealxxxx"
+
+const ledgerToken = "rolling-update-test-operator-token-not-a-secret"
+
+// release is one build of the two services.
+type release struct {
+	name             string
+	payments, ledger string // binaries
+}
+
+// TestPreviousReleaseRunsOnTheNewSchema is a rolling update, step by step:
+//
+//  1. the previous release migrates an empty database and serves;
+//  2. this checkout's migrations run while it serves (the Job before the
+//     Deployment rolls) — and the old binaries go on creating, refunding and
+//     posting on the new schema;
+//  3. the new binaries start beside the old ones, on the same databases and
+//     queue, and each release reads what the other wrote;
+//  4. the old ones stop; the new ones carry on, and `ledger reconcile` finds
+//     the ledger equal to the payments.
+func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two releases and runs them against Postgres and SNS/SQS")
+	}
+	ctx := t.Context()
+	dir := t.TempDir()
+	oldRel := buildPrevious(t, dir)
+	newRel := release{name: "new"}
+	var err error
+	if newRel.payments, err = proc.Build(ctx, dir, "payments"); err != nil {
+		t.Fatal(err)
+	}
+	if newRel.ledger, err = proc.Build(ctx, dir, "ledger"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A standard queue delivers in no order: a refund that arrives before
+	// its payment is released and comes back after the visibility
+	// timeout, which a short one keeps short.
+	fixture := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(2*time.Second))
+	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+	common := map[string]string{
+		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": "us-east-1",
+		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+		"MIGRATE_ON_START": "false", "LOG_LEVEL": "warn",
+	}
+	paymentsEnv := with(common, map[string]string{"DATABASE_URL": paymentsDB, "PAYMENTS_TOPIC_ARN": fixture.TopicARN})
+	ledgerEnv := with(common, map[string]string{
+		"DATABASE_URL": ledgerDB, "LEDGER_QUEUE_URL": fixture.QueueURL, "LEDGER_DLQ_URL": fixture.DLQURL,
+		"LEDGER_API_TOKENS": ledgerToken, "LEDGER_WAIT_TIME": "1s", "PAYMENTS_DATABASE_URL": paymentsDB,
+	})
+
+	// 1. The previous release, alone.
+	run(t, oldRel.payments, paymentsEnv, "migrate")
+	run(t, oldRel.ledger, ledgerEnv, "migrate")
+	run(t, oldRel.payments, paymentsEnv, "apikey", "create", "--merchant", "mer_1", "--name", "rolling", "--key", apiKey)
+	oldPay := start(t, dir, "payments-old", oldRel.payments, paymentsEnv)
+	oldLed := start(t, dir, "ledger-old", oldRel.ledger, ledgerEnv)
+	first := payAndRefund(t, oldPay)
+	waitPosted(t, oldLed, first)
+
+	// 2. The new schema under the running old release.
+	run(t, newRel.payments, paymentsEnv, "migrate")
+	run(t, newRel.ledger, ledgerEnv, "migrate")
+	second := payAndRefund(t, oldPay)
+	waitPosted(t, oldLed, second)
+
+	// 3. Both releases at once, as while the Deployments roll.
+	newPay := start(t, dir, "payments-new", newRel.payments, paymentsEnv)
+	newLed := start(t, dir, "ledger-new", newRel.ledger, ledgerEnv)
+	third := payAndRefund(t, newPay)
+	fourth := payAndRefund(t, oldPay)
+	for _, id := range []string{first, second, third, fourth} {
+		for _, p := range []*proc.Process{oldPay, newPay} {
+			getPayment(t, p, id) // each release reads the other's payments
+		}
+		for _, l := range []*proc.Process{oldLed, newLed} {
+			waitPosted(t, l, id) // and the other's postings
+		}
+	}
+
+	// 4. The old release gone.
+	for _, p := range []*proc.Process{oldPay, oldLed} {
+		if err := p.Stop(); err != nil {
+			t.Fatalf("%s: %v", p.Name(), err)
+		}
+	}
+	fifth := payAndRefund(t, newPay)
+	waitPosted(t, newLed, fifth)
+	run(t, newRel.ledger, ledgerEnv, "reconcile", "--grace", "0s")
+}
+
+// buildPrevious builds the release deploy/PREVIOUS_RELEASE names from this
+// repository's history, its tree exported with git archive (no worktree to
+// clean up), each command in that tree's own module. Without the commit (a
+// shallow clone) the test skips, and fails under CI.
+func buildPrevious(t *testing.T, dir string) release {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy/PREVIOUS_RELEASE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := strings.TrimSpace(string(b))
+	if len(commit) != 40 {
+		t.Fatalf("deploy/PREVIOUS_RELEASE holds %q, want a full commit hash", commit)
+	}
+	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("the previous release %s is not in this clone (%v: %s); fetch the history", commit, err, out)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	src := filepath.Join(dir, "previous")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", root, commit, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
+	}
+	rel := release{name: "previous " + commit[:7]}
+	for _, name := range []string{"payments", "ledger"} {
+		bin := filepath.Join(dir, name+"-previous")
+		cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-o", bin, "./cmd/"+name)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s of %s: %v\n%s", name, rel.name, err, out)
+		}
+		if name == "payments" {
+			rel.payments = bin
+		} else {
+			rel.ledger = bin
+		}
+	}
+	return rel
+}
+
+func with(base, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range []map[string]string{base, more} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func environ(env map[string]string) []string {
+	vars := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	for k, v := range env {
+		vars = append(vars, k+"="+v)
+	}
+	return vars
+}
+
+// run runs a one-shot command of a binary and requires it to succeed.
+func run(t *testing.T, bin string, env map[string]string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = environ(env)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
+	}
+}
+
+// start runs a binary's server until the end of the test (or an earlier
+// Stop), requiring a clean exit on SIGTERM.
+func start(t *testing.T, dir, name, bin string, env map[string]string) *proc.Process {
+	t.Helper()
+	p, err := proc.New(name, bin, filepath.Join(dir, name+".log"), environ(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(t.Context()); err != nil {
+		t.Fatalf("%s: %v\n%s", name, err, p.Tail(30))
+	}
+	t.Cleanup(func() {
+		if p.Alive() {
+			if err := p.Stop(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if t.Failed() {
+			t.Logf("%s log (last lines):\n%s", name, p.Tail(40))
+		}
+	})
+	return p
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+func call(t *testing.T, method, u, auth, body string, want int) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+auth)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, u, resp.StatusCode, b, want)
+	}
+	return b
+}
+
+// payAndRefund creates a payment through p and refunds part of it, and
+// returns the payment's id.
+func payAndRefund(t *testing.T, p *proc.Process) string {
+	t.Helper()
+	base := "http://" + p.Addr()
+	b := call(t, "POST", base+"/payments", apiKey, `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "description": "rolling"}`, http.StatusCreated)
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &created); err != nil || created.ID == "" {
+		t.Fatalf("%s: POST /payments answered %s (%v)", p.Name(), b, err)
+	}
+	call(t, "POST", base+"/payments/"+url.PathEscape(created.ID)+"/refunds", apiKey, `{"amount": 300}`, http.StatusCreated)
+	return created.ID
+}
+
+func getPayment(t *testing.T, p *proc.Process, id string) {
+	t.Helper()
+	call(t, "GET", "http://"+p.Addr()+"/payments/"+url.PathEscape(id), apiKey, "", http.StatusOK)
+}
+
+// waitPosted polls ledger l until it shows payment id's payment and its
+// refund posted.
+func waitPosted(t *testing.T, l *proc.Process, id string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		b := entries(t.Context(), l, id)
+		var got struct {
+			Transactions []struct {
+				Kind string `json:"kind"`
+			} `json:"transactions"`
+		}
+		if json.Unmarshal(b, &got) == nil {
+			var kinds []string
+			for _, tx := range got.Transactions {
+				kinds = append(kinds, tx.Kind)
+			}
+			if slices.Contains(kinds, "payment") && slices.Contains(kinds, "refund") {
+				return
+			}
+		}
+		last = string(b)
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s: payment %s and its refund not posted within 60s; last answer %s", l.Name(), id, last)
+}
+
+func entries(ctx context.Context, l *proc.Process, id string) []byte {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+l.Addr()+"/payments/"+url.PathEscape(id)+"/entries", nil)
+	if err != nil {
+		return nil
+	}
+	req.Header.Set("Authorization", "Bearer "+ledgerToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return b
+}
