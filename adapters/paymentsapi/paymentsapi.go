@@ -1,5 +1,7 @@
 // Package paymentsapi is the payments service's HTTP API on chi: create (or
-// authorize), read, capture, cancel and refund a payment. Every route needs an API key (Authorization: Bearer);
+// authorize), read, capture, cancel and refund a payment, and read the key
+// presenting the request (GET /api_key, which the webhooks service verifies
+// its callers' keys by). Every route needs an API key (Authorization: Bearer);
 // the middleware reads it and asks the Authenticator who it is, and the
 // handlers pass that principal to the use cases, which scope what it may
 // touch. Requests are rate-limited per key. It decodes and validates
@@ -78,6 +80,7 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 		r.Post("/payments/{id}/refunds", a.refundPayment)
 		r.Post("/payments/{id}/capture", a.capturePayment)
 		r.Post("/payments/{id}/cancel", a.cancelPayment)
+		r.Get("/api_key", a.getAPIKey)
 	})
 	return r
 }
