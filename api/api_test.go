@@ -36,6 +36,8 @@ var documents = []struct {
 		// The ops listener's; payments rate-limits its keys, the ledger's
 		// tokens are operators'; the ledger takes no request body.
 		[]string{"not-ready", "rate-limited", "malformed-body", "unsupported-media-type", "body-too-large"}},
+	{api.WebhooksFile, api.Webhooks(), []string{"../adapters/httpserver", "../adapters/webhooksapi"},
+		[]string{"not-ready"}}, // the ops listener's
 	{api.OpsFile, api.Ops(), []string{"../adapters/httpserver"},
 		// The APIs' answers: the ops routes need no credentials, reach no
 		// store, take no body and list nothing.
