@@ -23,18 +23,20 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/webhooksapi"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
 // errorPackages are the packages whose errors can reach the HTTP APIs: the
 // domains and the application packages the APIs call.
-var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/payments", "application/access", "application/bookkeeping"}
+var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/payments", "application/access", "application/bookkeeping", "application/webhooks"}
 
 // route is a way an error reaches an API: the API's handler with a fake that
 // fails with err where the API calls out, and a request that makes the call.
@@ -56,6 +58,24 @@ var (
 	paymentsAuth = route{"the payments API's authenticator", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
 		h := paymentsapi.NewHandler(failingService{nil}, failingAuth{err}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
+	}}
+	webhooksUseCase = route{"the webhooks API's use cases", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+		req := httptest.NewRequest(http.MethodPost, "/webhook_endpoints", strings.NewReader(`{"url": "https://shop.example/hooks", "enabled_events": ["*"], "merchant_id": "mer_1"}`))
+		req.Header.Set("Content-Type", "application/json")
+		return h, authorized(req)
+	}}
+	webhooksList = route{"the webhooks API's list", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+		return h, authorized(httptest.NewRequest(http.MethodGet, "/webhook_endpoints?merchant_id=mer_1", nil))
+	}}
+	webhooksRedeliver = route{"the webhooks API's redelivery", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+		return h, authorized(httptest.NewRequest(http.MethodPost, "/webhook_endpoints/we_1/deliveries/evt_1/redeliver", nil))
+	}}
+	webhooksAuth = route{"the webhooks API's authenticator", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
+		h := webhooksapi.NewHandler(failingWebhooks{nil}, failingAuth{err}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+		return h, authorized(httptest.NewRequest(http.MethodGet, "/webhook_endpoints/we_1", nil))
 	}}
 	ledgerQueries = route{"the ledger API's queries", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
 		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, slog.New(slog.DiscardHandler), ledgerapi.Config{})
@@ -90,9 +110,9 @@ var answered = map[string]struct {
 	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
 	"payments.ErrInvalidKey":          {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
-	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries}},
-	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens}},
-	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens}},
+	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries, webhooksUseCase, webhooksAuth}},
+	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
+	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
 	"access.ErrKeyExists":             {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
 	"access.ErrUnauthenticated":       {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
 	"ledger.ErrInvalidAccount":        {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
@@ -108,6 +128,16 @@ var answered = map[string]struct {
 	"ledger.ErrCurrencyMismatch":      {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
 	"ledger.ErrUnknownCurrency":       {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
 	"ledger.ErrPaymentConflict":       {never: "only applying an event returns it, which the inbox retries or parks; the API only reads"},
+
+	// The webhooks API's.
+	"webhooks.ErrInvalidEndpoint":  {err: fmt.Errorf("%w: the url must be https", webhooks.ErrInvalidEndpoint), routes: []route{webhooksUseCase}},
+	"webhooks.ErrEndpointNotFound": {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointNotFound), routes: []route{webhooksUseCase, webhooksRedeliver}},
+	"webhooks.ErrEventNotFound":    {err: fmt.Errorf("%w: evt_1", webhooks.ErrEventNotFound), routes: []route{webhooksRedeliver}},
+	"webhooks.ErrEndpointDeleted":  {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointDeleted), routes: []route{webhooksRedeliver}},
+	"webhooks.ErrKeyReused":        {err: webhooks.ErrKeyReused, routes: []route{webhooksUseCase}},
+	"webhooks.ErrKeyInFlight":      {err: webhooks.ErrKeyInFlight, routes: []route{webhooksUseCase}},
+	"webhooks.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", webhooks.ErrInvalidListQuery), routes: []route{webhooksList}},
+	"webhooks.ErrUnknownCursor":    {err: fmt.Errorf("%w: we_1", webhooks.ErrUnknownCursor), routes: []route{webhooksList}},
 
 	// The lists' errors.
 	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
@@ -283,6 +313,29 @@ func (f failingAuth) Authenticate(context.Context, string) (access.Principal, er
 	}
 	return access.PlatformPrincipal("key"), nil
 }
+
+// failingWebhooks fails every use case of the webhooks API with err.
+type failingWebhooks struct{ err error }
+
+func (f failingWebhooks) Create(context.Context, webhooks.CreateEndpoint) (webhooks.Created, error) {
+	return webhooks.Created{}, f.err
+}
+func (f failingWebhooks) List(context.Context, webhooks.ListEndpoints) (webhooks.EndpointPage, error) {
+	return webhooks.EndpointPage{}, f.err
+}
+func (f failingWebhooks) Get(context.Context, access.Principal, string) (webhooks.Endpoint, error) {
+	return webhooks.Endpoint{}, f.err
+}
+func (f failingWebhooks) Delete(context.Context, access.Principal, string) (webhooks.Endpoint, error) {
+	return webhooks.Endpoint{}, f.err
+}
+func (f failingWebhooks) RotateSecret(context.Context, webhooks.RotateSecret) (webhooks.Created, error) {
+	return webhooks.Created{}, f.err
+}
+func (f failingWebhooks) Attempts(context.Context, webhooks.ListAttempts) (webhooks.AttemptPage, error) {
+	return webhooks.AttemptPage{}, f.err
+}
+func (f failingWebhooks) Redeliver(context.Context, webhooks.Redeliver) error { return f.err }
 
 type failingQueries struct{ err error }
 

@@ -33,11 +33,16 @@ var documents = []struct {
 	{api.PaymentsFile, api.Payments(), []string{"../adapters/httpserver", "../adapters/paymentsapi"},
 		[]string{"not-ready"}}, // the ops listener's
 	{api.LedgerFile, api.Ledger(), []string{"../adapters/httpserver", "../adapters/ledgerapi"},
-		[]string{"not-ready", "rate-limited"}}, // the ops listener's; payments rate-limits its keys, the ledger's tokens are operators'
+		// The ops listener's; payments rate-limits its keys, the ledger's
+		// tokens are operators'; the ledger takes no request body.
+		[]string{"not-ready", "rate-limited", "malformed-body", "unsupported-media-type", "body-too-large"}},
+	{api.WebhooksFile, api.Webhooks(), []string{"../adapters/httpserver", "../adapters/webhooksapi"},
+		[]string{"not-ready"}}, // the ops listener's
 	{api.OpsFile, api.Ops(), []string{"../adapters/httpserver"},
-		// The APIs' answers: the ops routes need no credentials and reach
-		// no store.
-		[]string{"authentication-required", "malformed-credentials", "invalid-credentials", "rate-limited", "unavailable", "client-closed-request"}},
+		// The APIs' answers: the ops routes need no credentials, reach no
+		// store, take no body and list nothing.
+		[]string{"authentication-required", "malformed-credentials", "invalid-credentials", "rate-limited", "unavailable", "client-closed-request",
+			"malformed-body", "unsupported-media-type", "body-too-large", "invalid-query-parameter"}},
 }
 
 // TestDocumentsAreValid: each document loads, is a valid OpenAPI 3.1
@@ -225,8 +230,8 @@ func responseTypes(doc *openapi3.T) map[string][]string {
 }
 
 // slugsIn returns the problem slugs the Go package in dir answers: the second
-// argument of each NewProblem call, and the second field of each
-// requestError literal (paymentsapi's refusals before the application).
+// argument of each NewProblem call (a refusal before the application, an
+// httpserver.RequestError, holds one too).
 func slugsIn(t *testing.T, dir string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -254,10 +259,6 @@ func slugsIn(t *testing.T, dir string) []string {
 			case *ast.CallExpr:
 				if name(n.Fun) == "NewProblem" && len(n.Args) > 1 {
 					str(n.Args[1])
-				}
-			case *ast.CompositeLit:
-				if name(n.Type) == "requestError" && len(n.Elts) > 1 {
-					str(n.Elts[1])
 				}
 			}
 			return true

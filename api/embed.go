@@ -1,7 +1,7 @@
 // Package api holds the machine-readable contracts of the services' HTTP
-// APIs: payments.openapi.yaml and ledger.openapi.yaml, OpenAPI 3.1 documents
-// a client generates code from, and ops.openapi.yaml, what both serve on
-// their operational listener. They are embedded so that each service serves
+// APIs: payments.openapi.yaml, ledger.openapi.yaml and webhooks.openapi.yaml,
+// OpenAPI 3.1 documents a client generates code from, and ops.openapi.yaml,
+// what every service serves on its operational listener. They are embedded so that each service serves
 // the very file its tests validate every exchange against (api/apitest), and
 // a change to an API that the document does not follow fails those tests.
 // The contract of the events the services exchange is here too (Events).
@@ -11,13 +11,14 @@ import "embed"
 
 // FS holds the OpenAPI documents, named <service>.openapi.yaml.
 //
-//go:embed payments.openapi.yaml ledger.openapi.yaml ops.openapi.yaml
+//go:embed payments.openapi.yaml ledger.openapi.yaml webhooks.openapi.yaml ops.openapi.yaml
 var FS embed.FS
 
 // The file names in FS of each service's document.
 const (
 	PaymentsFile = "payments.openapi.yaml"
 	LedgerFile   = "ledger.openapi.yaml"
+	WebhooksFile = "webhooks.openapi.yaml"
 	OpsFile      = "ops.openapi.yaml"
 )
 
@@ -26,6 +27,9 @@ func Payments() []byte { return mustRead(PaymentsFile) }
 
 // Ledger returns the ledger API's document.
 func Ledger() []byte { return mustRead(LedgerFile) }
+
+// Webhooks returns the webhooks API's document.
+func Webhooks() []byte { return mustRead(WebhooksFile) }
 
 // Ops returns the document of both services' operational endpoints.
 func Ops() []byte { return mustRead(OpsFile) }

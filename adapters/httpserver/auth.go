@@ -86,3 +86,35 @@ func RequireBearer(verify func(ctx context.Context, token string) (context.Conte
 		})
 	}
 }
+
+type principalKey struct{}
+
+// RequireKey is RequireBearer for an API that takes the payments API keys:
+// authenticate (an Authenticator's method: access.Authenticator on the
+// payments service, the introspection client on the webhooks service) says
+// whom the key acts as, and the principal goes on in the request's context,
+// from which Principal hands it to the use cases. authenticate's
+// access.ErrMalformedKey and access.ErrUnknownKey are wrapped in
+// ErrMalformedCredentials and ErrInvalidCredentials; any other error, an
+// outage among them, goes to onError as it is.
+func RequireKey(authenticate func(ctx context.Context, key string) (access.Principal, error), onError func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
+	return RequireBearer(func(ctx context.Context, key string) (context.Context, error) {
+		p, err := authenticate(ctx, key)
+		switch {
+		case errors.Is(err, access.ErrMalformedKey):
+			return ctx, fmt.Errorf("%w: %w", ErrMalformedCredentials, err)
+		case errors.Is(err, access.ErrUnknownKey):
+			return ctx, fmt.Errorf("%w: %w", ErrInvalidCredentials, err)
+		case err != nil:
+			return ctx, err
+		}
+		return context.WithValue(ctx, principalKey{}, p), nil
+	}, onError)
+}
+
+// Principal is the principal RequireKey authenticated the request as; the
+// zero Principal, which acts for no one, if it did not.
+func Principal(r *http.Request) access.Principal {
+	p, _ := r.Context().Value(principalKey{}).(access.Principal)
+	return p
+}

@@ -1,4 +1,4 @@
-// Package httpserver is the HTTP plumbing both services' APIs share, so that
+// Package httpserver is the HTTP plumbing the services' APIs share, so that
 // each API (paymentsapi, ledgerapi) holds only its routes, its wire shapes and
 // its own errors, and neither depends on the other:
 //
@@ -10,7 +10,10 @@
 //     LogRequestIDs, which puts the request's id on every line logged with
 //     its context;
 //   - RequireBearer and ParseBearer, which read Authorization: Bearer and
-//     leave the decision to the service, and RateLimit, per API key;
+//     leave the decision to the service; RequireKey and Principal, the same
+//     for the APIs that take the payments API keys; RateLimit, per API key;
+//   - DecodeJSON, the strict reading of a JSON body, and ListQuery and
+//     ListLimit, a list's query, each refusing with a RequestError;
 //   - RFC 9457 problem+json (Problem, WriteProblem) and WriteJSON;
 //   - WriteError, the part of the error table every service shares: a
 //     dependency that cannot be reached answers 503 with Retry-After, a client

@@ -13,6 +13,8 @@ import (
 // writeError matches its own errors first and hands it the rest, so the two
 // APIs cannot drift apart on these:
 //
+//   - a *RequestError: the request was refused before the application
+//     (DecodeJSON, ListQuery), answered with its problem.
 //   - dependency.ErrUnavailable, a dependency (a database, the key store)
 //     that could not be reached, or a request that ran out of time: 503 with
 //     Retry-After: 1, logged as a warning. Every store wraps its outages in
@@ -26,8 +28,13 @@ import (
 //     and the request's id, and answered 500 with nothing of that chain.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	log = requestLogger(log) // its lines are found under the request's id
-	var p Problem
+	var (
+		p      Problem
+		reqErr *RequestError
+	)
 	switch {
+	case errors.As(err, &reqErr):
+		p = reqErr.Problem
 	case errors.Is(err, ErrNoCredentials):
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		p = NewProblem(http.StatusUnauthorized, "authentication-required", "this route needs an Authorization header: Bearer and a credential")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -96,6 +97,8 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 			want{404, "/problems/payment-not-found"}, want{409, "/problems/invalid-transition"}},
 		"POST /payments/{id}/cancel": {"cancel", `{"cancellation_reason": "duplicate"}`,
 			want{404, "/problems/payment-not-found"}, want{409, "/problems/invalid-transition"}},
+		// Every valid key reads itself (TestAPIKeyIsTheKeyPresented).
+		"GET /api_key": {"api key", "", want{200, ""}, want{200, ""}},
 	}
 	// The query a route is sent with, if it needs one: the list names
 	// mer_1, which the platform's key must and another merchant's may not.
@@ -194,6 +197,42 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestAPIKeyIsTheKeyPresented: GET /api_key answers whom the presented key
+// acts as — the introspection the webhooks service verifies keys by — and
+// never anything of its secret.
+func TestAPIKeyIsTheKeyPresented(t *testing.T) {
+	t.Parallel()
+	srv, _, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	id := func(key string) string {
+		k, err := access.ParseKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k.ID
+	}
+	for name, c := range map[string]struct {
+		key  string
+		want map[string]any
+	}{
+		"a merchant's key": {keys.mer1, map[string]any{"object": "api_key", "id": id(keys.mer1), "merchant_id": "mer_1", "platform": false}},
+		"another's":        {keys.mer2, map[string]any{"object": "api_key", "id": id(keys.mer2), "merchant_id": "mer_2", "platform": false}},
+		"the platform's":   {keys.platform, map[string]any{"object": "api_key", "id": id(keys.platform), "merchant_id": nil, "platform": true}},
+	} {
+		res := do(t, srv, http.MethodGet, "/api_key", "", "", "Authorization", "Bearer "+c.key)
+		if res.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, res.status, res.body)
+		}
+		if got := res.json(t); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, want %v", name, got, c.want)
+		}
+		if secret := c.key[strings.LastIndex(c.key, "_")+1:]; strings.Contains(string(res.body), secret) {
+			t.Errorf("%s: the answer holds the key's secret: %s", name, res.body)
+		}
+	}
+	res := do(t, srv, http.MethodGet, "/api_key", "", "", "Authorization", "Bearer "+keys.revoked)
+	assertProblem(t, res, http.StatusUnauthorized, "/problems/invalid-credentials")
 }
 
 // TestMerchantScoping: a merchant's key sees and refunds its own payments

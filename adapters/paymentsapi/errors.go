@@ -15,13 +15,10 @@ import (
 // httpserver.WriteError, the table both services share.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
-		reqErr  *requestError
 		invalid *payment.ValidationError
 		p       httpserver.Problem
 	)
 	switch {
-	case errors.As(err, &reqErr):
-		p = httpserver.NewProblem(reqErr.status, reqErr.slug, reqErr.detail)
 	case errors.As(err, &invalid):
 		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "validation-failed", "the request has invalid fields")
 		for _, fp := range invalid.Problems {
@@ -54,7 +51,8 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusBadRequest, "unknown-cursor",
 			"starting_after or ending_before names no payment of this list")
 	default:
-		// An outage (503), a client gone, or a fault — among them
+		// A request refused before the application (httpserver.RequestError),
+		// an outage (503), a client gone, or a fault — among them
 		// access.ErrUnauthenticated, a use case reached without a principal,
 		// which is a bug: 500, logged.
 		httpserver.WriteError(w, r, a.log, err)

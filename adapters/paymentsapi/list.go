@@ -3,7 +3,6 @@ package paymentsapi
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
@@ -24,10 +23,7 @@ type listResponse struct {
 // listParameters are the query parameters GET /payments reads. Any other is
 // refused, as an unknown field of a body is: a misspelt filter must not
 // quietly list everything.
-var listParameters = map[string]bool{
-	"limit": true, "starting_after": true, "ending_before": true,
-	"status": true, "created_gte": true, "created_lt": true, "merchant_id": true,
-}
+var listParameters = []string{"limit", "starting_after", "ending_before", "status", "created_gte", "created_lt", "merchant_id"}
 
 func (a *api) listPayments(w http.ResponseWriter, r *http.Request) {
 	l, err := parseList(r)
@@ -52,23 +48,12 @@ func (a *api) listPayments(w http.ResponseWriter, r *http.Request) {
 // limit's range, one cursor at most, the merchant the key may list).
 func parseList(r *http.Request) (payments.ListPayments, error) {
 	var l payments.ListPayments
-	query := r.URL.Query()
-	for name, values := range query {
-		switch {
-		case !listParameters[name]:
-			return l, invalidParameter(fmt.Sprintf("%s is not a parameter of this list", strconv.Quote(cut(name))))
-		case len(values) != 1 || values[0] == "":
-			return l, invalidParameter(name + " must be given once, with a value")
-		}
+	query, err := httpserver.ListQuery(r, listParameters...)
+	if err != nil {
+		return l, err
 	}
-	if s := query.Get("limit"); s != "" {
-		// 0 is the use case's "the default": a client that sends it asked
-		// for an empty page, which is refused as the range refuses it.
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return l, invalidParameter(fmt.Sprintf("limit must be an integer from 1 to %d", payments.MaxListLimit))
-		}
-		l.Limit = n
+	if l.Limit, err = httpserver.ListLimit(query.Get("limit"), payments.MaxListLimit); err != nil {
+		return l, err
 	}
 	cursor := func(name string) (payment.ID, error) {
 		s := query.Get(name)
@@ -82,7 +67,6 @@ func parseList(r *http.Request) (payments.ListPayments, error) {
 		}
 		return id, nil
 	}
-	var err error
 	if l.StartingAfter, err = cursor("starting_after"); err != nil {
 		return l, err
 	}
@@ -96,7 +80,7 @@ func parseList(r *http.Request) (payments.ListPayments, error) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return time.Time{}, invalidParameter(name + " must be an RFC 3339 date-time, such as 2026-11-29T12:00:00Z")
+			return time.Time{}, httpserver.InvalidParameter(name + " must be an RFC 3339 date-time, such as 2026-11-29T12:00:00Z")
 		}
 		return t, nil
 	}
@@ -109,16 +93,4 @@ func parseList(r *http.Request) (payments.ListPayments, error) {
 	l.Status = payment.Status(query.Get("status"))
 	l.MerchantID = query.Get("merchant_id")
 	return l, nil
-}
-
-func invalidParameter(detail string) error {
-	return &requestError{http.StatusBadRequest, "invalid-query-parameter", detail}
-}
-
-// cut shortens what the client sent for a detail: it could be long.
-func cut(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

@@ -1,8 +1,11 @@
 package paymentsapi
 
 import (
+	"bytes"
+	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -97,7 +100,7 @@ func toResponse(p *payment.Payment, r *payment.Refund) paymentResponse {
 
 func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
 	var req createRequest
-	if err := decode(w, r, &req); err != nil {
+	if err := httpserver.DecodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -139,7 +142,7 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req refundRequest
-	if err := decode(w, r, &req); err != nil {
+	if err := httpserver.DecodeJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -163,7 +166,7 @@ func (a *api) capturePayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req captureRequest
-	if err := decodeOptional(w, r, &req); err != nil {
+	if err := httpserver.DecodeOptionalJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -195,7 +198,7 @@ func (a *api) cancelPayment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req cancelRequest
-	if err := decodeOptional(w, r, &req); err != nil {
+	if err := httpserver.DecodeOptionalJSON(w, r, &req); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -230,4 +233,24 @@ func writeCommitted(w http.ResponseWriter, c payments.Committed) {
 		w.Header().Set(ReplayedHeader, "true")
 	}
 	httpserver.WriteJSON(w, http.StatusCreated, toResponse(c.Payment, c.Refund))
+}
+
+// parseAmount reads an amount that must be a JSON integer of minor units: no
+// fraction, no exponent, no string, within int64. Floats never touch money.
+func parseAmount(raw jsontext.Value) (int64, error) {
+	invalid := func(detail string) error {
+		return &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: detail}}}
+	}
+	s := string(bytes.TrimSpace(raw))
+	if s == "" || s == "null" {
+		return 0, invalid("is required")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, invalid("is too large")
+	}
+	if err != nil {
+		return 0, invalid("must be an integer number of minor units (e.g. 1050 for 10.50)")
+	}
+	return n, nil
 }

@@ -1,5 +1,7 @@
 // Package paymentsapi is the payments service's HTTP API on chi: create (or
-// authorize), read, capture, cancel and refund a payment. Every route needs an API key (Authorization: Bearer);
+// authorize), read, capture, cancel and refund a payment, and read the key
+// presenting the request (GET /api_key, which the webhooks service verifies
+// its callers' keys by). Every route needs an API key (Authorization: Bearer);
 // the middleware reads it and asks the Authenticator who it is, and the
 // handlers pass that principal to the use cases, which scope what it may
 // touch. Requests are rate-limited per key. It decodes and validates
@@ -14,8 +16,6 @@ package paymentsapi
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -62,8 +62,8 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 }
 
-// MaxBodyBytes is the largest request body accepted.
-const MaxBodyBytes = 64 << 10
+// MaxBodyBytes is the largest request body accepted (httpserver.DecodeJSON's).
+const MaxBodyBytes = httpserver.MaxBodyBytes
 
 // NewHandler returns the API's router: svc's use cases, each request
 // authenticated by auth, its unexpected errors logged to log.
@@ -72,7 +72,7 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
-		r.Use(httpserver.RequireBearer(a.authenticate, a.writeError))
+		r.Use(httpserver.RequireKey(a.authenticate, a.writeError))
 		r.Use(httpserver.RateLimit(cfg.RateLimit, func(r *http.Request) string { return principal(r).KeyID() }, cfg.Metrics))
 		r.Post("/payments", a.createPayment)
 		r.Get("/payments", a.listPayments)
@@ -80,30 +80,15 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 		r.Post("/payments/{id}/refunds", a.refundPayment)
 		r.Post("/payments/{id}/capture", a.capturePayment)
 		r.Post("/payments/{id}/cancel", a.cancelPayment)
+		r.Get("/api_key", a.getAPIKey)
 	})
 	return r
 }
 
-type principalKey struct{}
-
-// authenticate is RequireBearer's verifier: the key's principal goes on in
-// the request's context, from which each handler hands it to its use case.
-func (a *api) authenticate(ctx context.Context, key string) (context.Context, error) {
-	p, err := a.auth.Authenticate(ctx, key)
-	switch {
-	case errors.Is(err, access.ErrMalformedKey):
-		return ctx, fmt.Errorf("%w: %w", httpserver.ErrMalformedCredentials, err)
-	case errors.Is(err, access.ErrUnknownKey):
-		return ctx, fmt.Errorf("%w: %w", httpserver.ErrInvalidCredentials, err)
-	case err != nil:
-		return ctx, err
-	}
-	return context.WithValue(ctx, principalKey{}, p), nil
+// authenticate is RequireKey's: who the key presenting the request is.
+func (a *api) authenticate(ctx context.Context, key string) (access.Principal, error) {
+	return a.auth.Authenticate(ctx, key)
 }
 
-// principal is the request's authenticated principal; the zero Principal,
-// which acts for no one, if the request was not authenticated.
-func principal(r *http.Request) access.Principal {
-	p, _ := r.Context().Value(principalKey{}).(access.Principal)
-	return p
-}
+// principal is the request's authenticated principal (httpserver.Principal).
+func principal(r *http.Request) access.Principal { return httpserver.Principal(r) }

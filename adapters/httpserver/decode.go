@@ -1,32 +1,33 @@
-package paymentsapi
+package httpserver
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-
-	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
-// requestError is a request the API refuses before it reaches the
-// application: its status, problem slug and a detail safe to show.
-type requestError struct {
-	status int
-	slug   string
-	detail string
-}
+// MaxBodyBytes is the largest request body DecodeJSON accepts: the APIs take
+// small JSON objects, and a body is read whole before it is decoded.
+const MaxBodyBytes = 64 << 10
 
-func (e *requestError) Error() string { return e.detail }
+// RequestError is a request an API refuses before it reaches the
+// application — a body or a query that cannot be read as the request — with
+// the problem it is answered: WriteError writes it as it is. Its detail is
+// safe to show: it names a field or a parameter, never echoes a value whole.
+type RequestError struct{ Problem Problem }
 
-// decode reads one JSON object of at most MaxBodyBytes into v, refusing
+func (e *RequestError) Error() string { return e.Problem.Detail }
+
+// DecodeJSON reads one JSON object of at most MaxBodyBytes into v, refusing
 // other content types and trailing data: what a client sends must mean one
 // thing, to the API and to anything else that reads it, or fail loudly. So
 // it decodes with encoding/json v2's semantics (go-json-experiment/json),
@@ -34,10 +35,10 @@ func (e *requestError) Error() string { return e.detail }
 // another case ("AMOUNT" is not amount); a name given twice is refused, not
 // won by the last; invalid UTF-8 is refused, not replaced. An unknown field
 // is refused too (RejectUnknownMembers), so a typo cannot go unnoticed.
-func decode(w http.ResponseWriter, r *http.Request, v any) error {
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return &requestError{http.StatusUnsupportedMediaType, "unsupported-media-type", "the body must be application/json"}
+		return &RequestError{NewProblem(http.StatusUnsupportedMediaType, "unsupported-media-type", "the body must be application/json")}
 	}
 	dec := decoders.Get().(*jsontext.Decoder)
 	defer func() {
@@ -64,15 +65,15 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	return nil
 }
 
-// decodeOptional is decode for a body that may be left out: a request with
-// no body at all (Content-Length: 0, or none and no Transfer-Encoding)
-// leaves v at its zero value, the defaults; any body is decoded as decode
-// does.
-func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+// DecodeOptionalJSON is DecodeJSON for a body that may be left out: a
+// request with no body at all (Content-Length: 0, or none and no
+// Transfer-Encoding) leaves v at its zero value, the defaults; any body is
+// decoded as DecodeJSON does.
+func DecodeOptionalJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	return decode(w, r, v)
+	return DecodeJSON(w, r, v)
 }
 
 // decoders are reused, as json.UnmarshalRead reuses its own: each holds a
@@ -81,7 +82,7 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
 var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(http.NoBody) }}
 
 func malformed(detail string) error {
-	return &requestError{http.StatusBadRequest, "malformed-body", detail}
+	return &RequestError{NewProblem(http.StatusBadRequest, "malformed-body", detail)}
 }
 
 func decodeError(err error) error {
@@ -92,7 +93,7 @@ func decodeError(err error) error {
 	)
 	switch {
 	case errors.As(err, &tooBig):
-		return &requestError{http.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes)}
+		return &RequestError{NewProblem(http.StatusRequestEntityTooLarge, "body-too-large", fmt.Sprintf("the body must be at most %d bytes", MaxBodyBytes))}
 	case errors.Is(err, io.EOF):
 		return malformed("the body is empty")
 	case errors.Is(err, jsontext.ErrDuplicateName) && errors.As(err, &syntax):
@@ -117,29 +118,51 @@ func decodeError(err error) error {
 // field names the body's field at p for a detail, quoted, and cut short:
 // the client sent it, so it could be 64 KiB long.
 func field(p jsontext.Pointer) string {
-	name := p.LastToken()
-	if len(name) > 64 {
-		name = name[:64] + "…"
-	}
-	return strconv.Quote(name)
+	return strconv.Quote(Cut(p.LastToken()))
 }
 
-// parseAmount reads an amount that must be a JSON integer of minor units: no
-// fraction, no exponent, no string, within int64. Floats never touch money.
-func parseAmount(raw jsontext.Value) (int64, error) {
-	invalid := func(detail string) error {
-		return &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: detail}}}
+// Cut shortens what a client sent for a problem's detail: it could be 64
+// KiB long.
+func Cut(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
 	}
-	s := string(bytes.TrimSpace(raw))
-	if s == "" || s == "null" {
-		return 0, invalid("is required")
+	return s
+}
+
+// InvalidParameter is the refusal of a query parameter of a list:
+// /problems/invalid-query-parameter, with detail saying which and why.
+func InvalidParameter(detail string) error {
+	return &RequestError{NewProblem(http.StatusBadRequest, "invalid-query-parameter", detail)}
+}
+
+// ListQuery returns the query of a list request whose parameters are all
+// among known, each given once with a value, or an InvalidParameter: a
+// misspelt filter must not quietly list everything.
+func ListQuery(r *http.Request, known ...string) (url.Values, error) {
+	query := r.URL.Query()
+	for name, values := range query {
+		switch {
+		case !slices.Contains(known, name):
+			return nil, InvalidParameter(fmt.Sprintf("%s is not a parameter of this list", strconv.Quote(Cut(name))))
+		case len(values) != 1 || values[0] == "":
+			return nil, InvalidParameter(name + " must be given once, with a value")
+		}
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, invalid("is too large")
+	return query, nil
+}
+
+// ListLimit reads a list's limit, a positive integer; "" is 0, the use
+// case's default, and the use case checks it is at most max, which the
+// detail names. A client that sends 0 asked for an empty page, which is
+// refused as the range refuses it.
+func ListLimit(s string, max int) (int, error) {
+	if s == "" {
+		return 0, nil
 	}
-	if err != nil {
-		return 0, invalid("must be an integer number of minor units (e.g. 1050 for 10.50)")
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return 0, InvalidParameter(fmt.Sprintf("limit must be an integer from 1 to %d", max))
 	}
 	return n, nil
 }

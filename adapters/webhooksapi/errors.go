@@ -1,0 +1,47 @@
+package webhooksapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/application/webhooks"
+)
+
+// writeError is the only place that turns an error into a response. The use
+// cases' errors get their status and a detail; the rest — a request refused
+// before the application, the payments service or the database unreachable,
+// a client gone, anything unexpected — are answered by httpserver.WriteError,
+// the table every service shares.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var p httpserver.Problem
+	switch {
+	case errors.Is(err, webhooks.ErrInvalidEndpoint):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "invalid-endpoint", err.Error())
+	case errors.Is(err, webhooks.ErrEndpointNotFound):
+		// Another merchant's too: existence is not revealed.
+		p = httpserver.NewProblem(http.StatusNotFound, "endpoint-not-found", "no webhook endpoint has this id")
+	case errors.Is(err, webhooks.ErrEventNotFound):
+		p = httpserver.NewProblem(http.StatusNotFound, "event-not-found", "this endpoint was never sent an event with this id")
+	case errors.Is(err, webhooks.ErrEndpointDeleted):
+		p = httpserver.NewProblem(http.StatusConflict, "endpoint-deleted", "the webhook endpoint is deleted: it takes no action")
+	case errors.Is(err, webhooks.ErrKeyReused):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "idempotency-key-reused",
+			"this Idempotency-Key was used with a different request")
+	case errors.Is(err, webhooks.ErrKeyInFlight):
+		w.Header().Set("Retry-After", "1")
+		p = httpserver.NewProblem(http.StatusConflict, "idempotency-key-in-flight",
+			"a request with this Idempotency-Key is still being processed; retry shortly")
+	case errors.Is(err, webhooks.ErrInvalidListQuery):
+		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
+	case errors.Is(err, webhooks.ErrUnknownCursor):
+		p = httpserver.NewProblem(http.StatusBadRequest, "unknown-cursor",
+			"starting_after or ending_before names nothing of this list")
+	default:
+		// access.ErrUnauthenticated among them: a use case reached without
+		// a principal is a bug, answered 500 and logged.
+		httpserver.WriteError(w, r, a.log, err)
+		return
+	}
+	httpserver.WriteProblem(w, p)
+}

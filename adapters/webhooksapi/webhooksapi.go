@@ -1,0 +1,112 @@
+// Package webhooksapi is the webhooks service's merchant API on chi: a
+// merchant's webhook endpoints (create, list, read, delete, rotate the
+// signing secret) and the attempts to deliver events to one of them (list,
+// redeliver). Its shape is the payments API's (adapters/paymentsapi): the
+// router and middleware of httpserver, every route behind the payments API
+// keys (Authorization: Bearer), each key rate-limited, strict JSON bodies,
+// the Idempotency-Key on create, lists paged as GET /payments is, and every
+// error turned into RFC 9457 problem+json in one place (writeError).
+//
+// The keys are the payments service's, and so is the decision: the
+// Authenticator is adapters/apikeyclient, which asks the payments API whom
+// each key acts as and caches nothing, so a revoked key stops working here
+// within payments' own bound (docs/SECURITY.md). The use cases scope every
+// endpoint to its merchant: another merchant's endpoint answers 404.
+//
+// The contract is api/webhooks.openapi.yaml, served on GET /openapi.yaml;
+// every test here checks its exchanges against it (api/apitest).
+package webhooksapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	apidoc "github.com/payments-outbox/payments-outbox/api"
+	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/webhooks"
+)
+
+// Service is what the API needs of the application (webhooks.Service).
+// Every method scopes what it touches to the principal's merchants: another
+// merchant's endpoint is webhooks.ErrEndpointNotFound.
+type Service interface {
+	// Create errors: webhooks.ErrInvalidEndpoint, ErrKeyReused,
+	// ErrKeyInFlight, dependency.ErrUnavailable.
+	Create(ctx context.Context, c webhooks.CreateEndpoint) (webhooks.Created, error)
+	// List errors: webhooks.ErrInvalidListQuery, ErrUnknownCursor,
+	// dependency.ErrUnavailable.
+	List(ctx context.Context, l webhooks.ListEndpoints) (webhooks.EndpointPage, error)
+	// Get errors: webhooks.ErrEndpointNotFound, dependency.ErrUnavailable.
+	Get(ctx context.Context, who access.Principal, id string) (webhooks.Endpoint, error)
+	// Delete errors: webhooks.ErrEndpointNotFound, dependency.ErrUnavailable.
+	Delete(ctx context.Context, who access.Principal, id string) (webhooks.Endpoint, error)
+	// RotateSecret errors: webhooks.ErrEndpointNotFound, ErrEndpointDeleted,
+	// dependency.ErrUnavailable.
+	RotateSecret(ctx context.Context, r webhooks.RotateSecret) (webhooks.Created, error)
+	// Attempts errors: webhooks.ErrEndpointNotFound, ErrInvalidListQuery,
+	// ErrUnknownCursor, dependency.ErrUnavailable.
+	Attempts(ctx context.Context, l webhooks.ListAttempts) (webhooks.AttemptPage, error)
+	// Redeliver errors: webhooks.ErrEndpointNotFound, ErrEventNotFound,
+	// ErrEndpointDeleted, dependency.ErrUnavailable.
+	Redeliver(ctx context.Context, r webhooks.Redeliver) error
+}
+
+// Authenticator turns a payments API key into whom it acts as
+// (adapters/apikeyclient, which asks the payments service).
+type Authenticator interface {
+	// Authenticate errors: access.ErrMalformedKey, access.ErrUnknownKey,
+	// dependency.ErrUnavailable.
+	Authenticate(ctx context.Context, key string) (access.Principal, error)
+}
+
+// Config tunes NewHandler; the zero value is a handler with no rate limit,
+// the default request timeout, and neither metrics nor tracing.
+type Config struct {
+	// RateLimit is the requests per second each API key may make (0: no
+	// limit).
+	RateLimit int
+	// Metrics, when set, instruments every request.
+	Metrics *httpserver.Metrics
+	// RequestTimeout bounds each request's work (0: httpserver's default),
+	// the call to the payments service that verifies its key included.
+	RequestTimeout time.Duration
+	// TracerProvider, when set, traces every request (httpserver.API).
+	TracerProvider trace.TracerProvider
+}
+
+type api struct {
+	svc  Service
+	auth Authenticator
+	log  *slog.Logger
+}
+
+// NewHandler returns the API's router: svc's use cases, each request
+// authenticated by auth, its unexpected errors logged to log.
+func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) http.Handler {
+	a := &api{svc: svc, auth: auth, log: log}
+	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Webhooks(), TracerProvider: cfg.TracerProvider})
+	r.Group(func(r chi.Router) {
+		r.Use(httpserver.Timeout(cfg.RequestTimeout))
+		r.Use(httpserver.RequireKey(a.authenticate, a.writeError))
+		r.Use(httpserver.RateLimit(cfg.RateLimit, func(r *http.Request) string { return httpserver.Principal(r).KeyID() }, cfg.Metrics))
+		r.Post("/webhook_endpoints", a.createEndpoint)
+		r.Get("/webhook_endpoints", a.listEndpoints)
+		r.Get("/webhook_endpoints/{id}", a.getEndpoint)
+		r.Delete("/webhook_endpoints/{id}", a.deleteEndpoint)
+		r.Post("/webhook_endpoints/{id}/rotate_secret", a.rotateSecret)
+		r.Get("/webhook_endpoints/{id}/deliveries", a.listAttempts)
+		r.Post("/webhook_endpoints/{id}/deliveries/{event_id}/redeliver", a.redeliver)
+	})
+	return r
+}
+
+// authenticate is RequireKey's: who the key presenting the request is.
+func (a *api) authenticate(ctx context.Context, key string) (access.Principal, error) {
+	return a.auth.Authenticate(ctx, key)
+}
