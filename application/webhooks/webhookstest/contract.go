@@ -117,7 +117,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		if _, err := s.Endpoint(ctx, other.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("the replayed request's endpoint: got %v, want ErrEndpointNotFound", err)
 		}
-		if _, err := s.Create(ctx, other, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f2"}, nil); !errors.Is(err, webhooks.ErrKeyReused) {
+		if _, err := s.Create(ctx, other, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f2"}, []byte("x")); !errors.Is(err, webhooks.ErrKeyReused) {
 			t.Errorf("another request under the key: got %v, want ErrKeyReused", err)
 		}
 		// Keys are the merchant's: another merchant's k1 is another key.
