@@ -52,7 +52,7 @@ func TestWebhooksSeries(t *testing.T) {
 		"webhooks_attempts_total{delivered}": 1, "webhooks_attempts_total{failed}": 0, "webhooks_attempts_total{gone}": 0,
 		"webhooks_attempts_total{timeout}": 1, "webhooks_attempts_total{refused}": 0,
 		"webhooks_attempt_duration_seconds{delivered}": 1,
-		"webhooks_endpoints_disabled_total{gone}": 1, "webhooks_endpoints_disabled_total{failing}": 0,
+		"webhooks_endpoints_disabled_total{gone}":      1, "webhooks_endpoints_disabled_total{failing}": 0,
 		"webhooks_deliveries_pending": 1, "webhooks_deliveries_parked": 1, "webhooks_oldest_undelivered_age_seconds": 2,
 		"webhooks_endpoint_oldest_undelivered_age_seconds{we_b}": 2,
 	}
