@@ -67,6 +67,32 @@ func TestInnerLayersImportOnlyWhatTheyMay(t *testing.T) {
 	}
 }
 
+// TestApplicationMakesNoHTTPCalls keeps the webhooks' HTTP calls where
+// their guard is: the application decides what to send and what an answer
+// means, through the webhooks.Sender port, and adapters/webhooksender,
+// whose dialer refuses private addresses, makes the call. An http.Client
+// built in a use case would dial a merchant's URL unguarded.
+func TestApplicationMakesNoHTTPCalls(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}",
+		module+"/application/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		seen++
+		for _, imp := range fields[1:] {
+			if imp == "net/http" {
+				t.Errorf("%s imports net/http: the application sends through webhooks.Sender (adapters/webhooksender)", fields[0])
+			}
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("go list found %d packages; the test is not looking where it should", seen)
+	}
+}
+
 // toolsOnly are modules the tools module (tools/go.mod) may need and the
 // services' module must not reach: a fork builds, audits and upgrades every
 // module its go.mod's graph holds, and these bring hundreds.

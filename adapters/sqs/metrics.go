@@ -15,35 +15,40 @@ type Metrics struct {
 }
 
 // NewMetrics registers the ledger consumer's metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+func NewMetrics(reg prometheus.Registerer) *Metrics { return NewServiceMetrics(reg, "ledger") }
+
+// NewServiceMetrics registers a consumer's metrics on reg, their names
+// starting with service and an underscore (webhooks_dlq_messages): each
+// consuming service's series are its own.
+func NewServiceMetrics(reg prometheus.Registerer, service string) *Metrics {
 	m := &Metrics{
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ledger_messages_processed_total",
+			Name: service + "_messages_processed_total",
 			Help: "Messages committed and acknowledged, by outcome (applied, duplicate, ignored; recorded: left for the inbox processor, in the async mode; parked: recorded parked, its posting refused for good).",
 		}, []string{"outcome"}),
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ledger_duplicates_suppressed_total",
+			Name: service + "_duplicates_suppressed_total",
 			Help: "Redelivered or republished messages the inbox or the business key absorbed.",
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ledger_processing_failures_total",
+			Name: service + "_processing_failures_total",
 			Help: "Messages left unacknowledged, by reason: poison (will reach the DLQ) or error (will be retried).",
 		}, []string{"reason"}),
 		ackFailed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ledger_ack_failures_total",
+			Name: service + "_ack_failures_total",
 			Help: "Committed messages whose delete failed; their redelivery is absorbed by the inbox.",
 		}),
 		released: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "ledger_messages_released_total",
+			Name: service + "_messages_released_total",
 			Help: "Messages received but not applied, made visible again because a stop or a handler timeout cut their batch; each spent a receive.",
 		}),
 		dlqDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ledger_dlq_messages",
+			Name: service + "_dlq_messages",
 			Help: "Approximate number of messages in the dead-letter queue; alert on any.",
 		}),
 		eventAge: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "ledger_event_age_seconds",
-			Help:    "Time from the event's occurrence (its CloudEvent time) to its ledger posting.",
+			Name:    service + "_event_age_seconds",
+			Help:    "Time from the event's occurrence (its CloudEvent time) to its application by the consumer.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 12),
 		}),
 	}

@@ -1,0 +1,93 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+)
+
+// eventTypes is the registry of the events the service delivers: each type
+// with the data versions it reads (only data.merchant_id, to find whose
+// endpoints to fan out to). Adding a type the payments service publishes is
+// one entry here; a test fails naming a published type (api/events) missing
+// from it. A merchant subscribes to these types, or to AllEvents.
+var eventTypes = map[string][]string{
+	"payment.created":    {"1"},
+	"payment.authorized": {"1"},
+	"payment.captured":   {"1"},
+	"payment.canceled":   {"1"},
+	"payment.refunded":   {"1"},
+}
+
+// EventTypes returns the event types an endpoint may subscribe to, sorted.
+func EventTypes() []string { return slices.Sorted(maps.Keys(eventTypes)) }
+
+// Handler is the webhooks service's handler of the shared inbox: it applies
+// an event by fanning it out into one pending delivery per enabled,
+// subscribed, not deleted endpoint of the event's merchant (data.merchant_id),
+// in the transaction of the event's inbox row. No HTTP call runs there: the
+// delivery workers send the deliveries afterwards, so a slow receiver never
+// holds an inbox row. Its zero value is ready to use.
+type Handler struct{}
+
+var _ inbox.Handler[Fanout, Event] = Handler{}
+
+// Event is a checked event, ready to fan out.
+type Event struct {
+	ID         string
+	Type       string
+	MerchantID string
+	Payload    []byte
+}
+
+// Types implements inbox.Handler: the registry.
+func (Handler) Types() map[string][]string {
+	out := make(map[string][]string, len(eventTypes))
+	for t, vs := range eventTypes {
+		out[t] = slices.Clone(vs)
+	}
+	return out
+}
+
+// Ignored implements inbox.Handler: every published type is delivered.
+func (Handler) Ignored() map[string]string { return nil }
+
+// Check implements inbox.Handler: the event must name its merchant. The
+// inbox has checked it against its schema.
+func (Handler) Check(ev inbox.Event, _ string) (Event, error) {
+	var data struct {
+		MerchantID string `json:"merchant_id"`
+	}
+	if err := json.Unmarshal(ev.Data, &data); err != nil {
+		return Event{}, err
+	}
+	if data.MerchantID == "" {
+		return Event{}, errors.New("data.merchant_id is required: it says whose endpoints the event goes to")
+	}
+	return Event{ID: ev.ID, Type: ev.Type, MerchantID: data.MerchantID, Payload: ev.Body}, nil
+}
+
+// Compare implements inbox.Handler: the fan-outs of a batch share no row
+// they write (each delivery is its event's), so their order does not matter.
+func (Handler) Compare(Event, Event) int { return 0 }
+
+// Apply implements inbox.Handler: one pending delivery, due now, per
+// endpoint of the merchant subscribed to the event. An event fanned out
+// before (a redelivery under the same id) writes nothing again: the
+// deliveries' unique (endpoint, event) pair absorbs it. The endpoints
+// created after an event are not sent it.
+func (Handler) Apply(ctx context.Context, repos Fanout, e Event, at time.Time) (bool, error) {
+	_, err := repos.Enqueue(ctx, NewDelivery{MerchantID: e.MerchantID, EventID: e.ID, EventType: e.Type, Payload: e.Payload, At: at})
+	return err == nil, err
+}
+
+// Subscribed reports whether an endpoint enabled for events receives
+// events of type typ: the rule the stores' fan-out follows.
+func Subscribed(events []string, typ string) bool {
+	return slices.Contains(events, AllEvents) || slices.Contains(events, typ)
+}

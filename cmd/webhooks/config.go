@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/webhooks"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
+)
+
+// config is the webhooks service's whole configuration (the table in
+// docs/CONFIGURATION.md), read once from the environment at start-up.
+type config struct {
+	lifecycle.Common
+	QueueURL string
+	DLQURL   string
+	// PaymentsURL is the payments API the merchant API asks who a key is.
+	PaymentsURL string
+	// SecretsKey seals the endpoints' signing secrets (AES-256-GCM).
+	SecretsKey []byte
+
+	Schedule            *webhooks.Schedule
+	AttemptTimeout      time.Duration
+	EndpointConcurrency int
+	DeliveryWorkers     int
+	DisableAfter        time.Duration
+	SecretGrace         time.Duration
+	AllowPrivateTargets bool
+
+	Workers  int
+	WaitTime time.Duration
+
+	InboxWorkers       int
+	InboxBatchSize     int
+	InboxMaxAttempts   int
+	InboxPoll          time.Duration
+	InboxRetention     time.Duration
+	UnhandledRetention time.Duration
+
+	DLQPollInterval time.Duration
+}
+
+// loadConfig reads the configuration through getenv; the first bad or
+// missing value stops start-up with an error naming the variable.
+// needQueues is false for the commands that need the database alone.
+func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
+	e := envconfig.New(getenv)
+	cfg := config{
+		Common:              lifecycle.ReadCommon(e, getenv, ":8082", ":9092"),
+		AttemptTimeout:      e.Duration("WEBHOOKS_ATTEMPT_TIMEOUT", 15*time.Second),
+		EndpointConcurrency: e.Int("WEBHOOKS_ENDPOINT_CONCURRENCY", 4, 1, 256),
+		DeliveryWorkers:     e.Int("WEBHOOKS_DELIVERY_WORKERS", 16, 1, 1024),
+		DisableAfter:        e.Duration("WEBHOOKS_DISABLE_AFTER", 120*time.Hour),
+		SecretGrace:         e.Duration("WEBHOOKS_SECRET_GRACE", webhooks.DefaultSecretGrace),
+		AllowPrivateTargets: e.Bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", false),
+		Workers:             e.Int("WEBHOOKS_WORKERS", 2, 1, 256),
+		WaitTime:            e.Duration("WEBHOOKS_WAIT_TIME", 10*time.Second),
+		InboxWorkers:        e.Int("WEBHOOKS_INBOX_WORKERS", 2, 1, 64),
+		InboxBatchSize:      e.Int("WEBHOOKS_INBOX_BATCH_SIZE", 100, 1, 1000),
+		InboxMaxAttempts:    e.Int("WEBHOOKS_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
+		InboxPoll:           e.Duration("WEBHOOKS_INBOX_POLL_INTERVAL", time.Second),
+		InboxRetention:      e.Duration("INBOX_RETENTION", 360*time.Hour),
+		UnhandledRetention:  e.Duration("INBOX_UNHANDLED_RETENTION", 360*time.Hour),
+		DLQPollInterval:     30 * time.Second,
+	}
+	sched, err := webhooks.ParseSchedule(e.String("WEBHOOKS_RETRY_SCHEDULE", webhooks.DefaultRetrySchedule))
+	if err != nil {
+		e.Fail(fmt.Errorf("WEBHOOKS_RETRY_SCHEDULE: %w", err))
+	}
+	cfg.Schedule = sched
+	if cfg.SecretGrace > webhooks.MaxSecretGrace {
+		e.Fail(fmt.Errorf("WEBHOOKS_SECRET_GRACE=%s is invalid: want at most %s", cfg.SecretGrace, webhooks.MaxSecretGrace))
+	}
+	if needQueues {
+		cfg.QueueURL = e.Required("WEBHOOKS_QUEUE_URL")
+		cfg.DLQURL = e.Required("WEBHOOKS_DLQ_URL")
+		cfg.PaymentsURL = e.Required("WEBHOOKS_PAYMENTS_URL")
+		if key := e.Required("WEBHOOKS_SECRETS_KEY"); key != "" {
+			// The value is never echoed: it is the key.
+			b, err := base64.StdEncoding.DecodeString(key)
+			if err != nil || len(b) != 32 {
+				e.Fail(fmt.Errorf("WEBHOOKS_SECRETS_KEY is invalid: want the base64 of 32 random bytes (openssl rand -base64 32)"))
+			}
+			cfg.SecretsKey = b
+		}
+		if cfg.WaitTime%time.Second != 0 || cfg.WaitTime > 20*time.Second {
+			e.Fail(fmt.Errorf("WEBHOOKS_WAIT_TIME=%s is invalid: want whole seconds from 1s to 20s (SQS long polling)", cfg.WaitTime))
+		}
+		if need := cfg.WaitTime + sqs.BatchBudget; cfg.ShutdownTimeout < need {
+			e.Fail(fmt.Errorf("SHUTDOWN_TIMEOUT=%s is too short for WEBHOOKS_WAIT_TIME=%s: a stop waits for the long polls in flight and records what they return; want at least %s (WEBHOOKS_WAIT_TIME + %s), or a shorter WEBHOOKS_WAIT_TIME",
+				cfg.ShutdownTimeout, cfg.WaitTime, need, sqs.BatchBudget))
+		}
+	}
+	return cfg, e.Err()
+}
+
+// processorConfig is the inbox processor's tuning: the fan-out's.
+func (c config) processorConfig() inbox.ProcessorConfig {
+	return inbox.ProcessorConfig{
+		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,
+		BatchTimeout: c.ShutdownTimeout,
+	}
+}
+
+// workerConfig is the delivery workers' tuning.
+func (c config) workerConfig() webhooks.WorkerConfig {
+	return webhooks.WorkerConfig{
+		Workers: c.DeliveryWorkers, PerEndpoint: c.EndpointConcurrency, AttemptTimeout: c.AttemptTimeout,
+		DisableAfter: c.DisableAfter, StopGrace: c.ShutdownTimeout,
+	}
+}
+
+// poolSize: a connection per consumer loop, inbox worker and delivery
+// worker (each holds one only to claim and to record, not while it sends),
+// plus a few for the API and the background jobs.
+func (c config) poolSize() int { return c.Workers + c.InboxWorkers + c.DeliveryWorkers/2 + 4 }

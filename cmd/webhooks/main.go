@@ -1,0 +1,329 @@
+// Command webhooks is the webhooks service: it consumes the payments
+// events from SQS through the shared inbox, in the async mode, fans each
+// out into one delivery per subscribed endpoint of the event's merchant,
+// and delivers them signed by the Standard Webhooks specification,
+// retried on a schedule (docs/WEBHOOKS.md). Its subcommands are listed by
+// `webhooks -h`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
+	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/metrics"
+	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres/webhookstore"
+	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/adapters/webhooksender"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/application/webhooks"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
+	webhooksmigrations "github.com/payments-outbox/payments-outbox/migrations/webhooks"
+)
+
+const usage = `usage: webhooks [command]
+
+  serve                    the SQS consumer, the fan-out, the delivery
+                           workers and the merchant API (the default)
+  migrate                  apply the embedded migrations and exit
+  inbox stats              the inbox's backlog: pending, oldest age, parked
+  inbox retry --id ID | --all-parked
+                           put parked inbox rows back to pending
+  healthcheck              exit 0 if the local server is ready (for Docker)
+
+'webhooks COMMAND -h' prints a command's usage. Configuration is read from
+the environment: see docs/CONFIGURATION.md.
+`
+
+func main() {
+	lifecycle.Main("webhooks", func(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+		return run(ctx, args, getenv, out, nil)
+	})
+}
+
+type addrs = lifecycle.Addrs
+
+// gaugeInterval is how often the inbox's and the deliveries' gauges are
+// counted (at most: the wait grows when counting is slow).
+const gaugeInterval = 15 * time.Second
+
+// deliveryRetention is how long a delivered or canceled delivery, and its
+// attempts, stay listed: a month of history for the merchant.
+const deliveryRetention = 30 * 24 * time.Hour
+
+// keyRetention is how long an Idempotency-Key of POST /webhook_endpoints is
+// honoured: the payments API's promise of at least a day, with a margin.
+const keyRetention = 48 * time.Hour
+
+// run is the whole program, callable from tests with their own arguments and
+// environment. When listening is not nil it receives the addresses once
+// serving.
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
+	return lifecycle.Run(dispatch(ctx, args, getenv, out, listening))
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		if err := cli.NoArgs(cmd, args, "webhooks [serve]", "Run the SQS consumer, the fan-out, the delivery workers and the merchant API until SIGTERM.", out); err != nil {
+			return err
+		}
+		return serve(ctx, getenv, out, listening)
+	case "migrate":
+		if err := cli.NoArgs(cmd, args, "webhooks migrate", "Apply the embedded migrations and exit.", out); err != nil {
+			return err
+		}
+		return migrate(ctx, getenv, out)
+	case "inbox":
+		return runInbox(ctx, args, getenv, out)
+	case "healthcheck":
+		if err := cli.NoArgs(cmd, args, "webhooks healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck).", out); err != nil {
+			return err
+		}
+		return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", ":9092"))
+	case "help", "-h", "-help", "--help":
+		_, err := io.WriteString(out, usage)
+		return err
+	default:
+		return fmt.Errorf("unknown command %q; 'webhooks -h' lists the commands", cmd)
+	}
+}
+
+func newLogger(out io.Writer, level slog.Level) *slog.Logger {
+	return lifecycle.NewLogger(out, level, "webhooks")
+}
+
+func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	return applyMigrations(ctx, pool, newLogger(out, cfg.LogLevel))
+}
+
+func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	return lifecycle.Migrate(ctx, pool, webhooksmigrations.FS, log)
+}
+
+// wakeOnFanout wakes the delivery workers after each inbox row the
+// processor committed: the fan-out's deliveries are visible then, not
+// before, so the wake-up is the metrics' callback, which runs after the
+// commit.
+type wakeOnFanout struct {
+	inbox.ProcessorMetrics
+	worker *webhooks.Worker
+}
+
+func (w wakeOnFanout) Processed(applied bool, sinceEvent time.Duration) {
+	w.ProcessorMetrics.Processed(applied, sinceEvent)
+	w.worker.Wake()
+}
+
+func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	log := newLogger(out, cfg.LogLevel)
+	tp, err := telemetry.Start(ctx, cfg.Tracing, "webhooks", telemetry.FlushTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer tp.Shutdown()
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.poolSize(), TracerProvider: tp.Provider})
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	defer pool.Close()
+	if cfg.MigrateOnStart {
+		if err := applyMigrations(ctx, pool, log); err != nil {
+			return err
+		}
+	}
+
+	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+	if err != nil {
+		return err
+	}
+	queue, err := sqs.ReadQueueAttributes(ctx, client, cfg.QueueURL)
+	if err != nil {
+		return fmt.Errorf("WEBHOOKS_QUEUE_URL: %w", err)
+	}
+	dlq, err := sqs.ReadQueueAttributes(ctx, client, cfg.DLQURL)
+	if err != nil {
+		return fmt.Errorf("WEBHOOKS_DLQ_URL: %w", err)
+	}
+	// The inbox must remember a message id for as long as the broker can
+	// redeliver the message, or a late redelivery would fan out again
+	// (the deliveries' unique pair would still absorb it, while they last).
+	if err := inbox.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
+		return fmt.Errorf("INBOX_RETENTION: %w", err)
+	}
+	if err := inbox.CheckRetention(cfg.UnhandledRetention, queue.Retention, dlq.Retention); err != nil {
+		return fmt.Errorf("INBOX_UNHANDLED_RETENTION: %w", err)
+	}
+	sealer, err := webhooks.NewSealer(cfg.SecretsKey)
+	if err != nil {
+		return fmt.Errorf("WEBHOOKS_SECRETS_KEY: %w", err)
+	}
+
+	reg := lifecycle.NewRegistry()
+	consumerMetrics := sqs.NewServiceMetrics(reg, "webhooks")
+	inboxMetrics, err := metrics.NewInbox(reg)
+	if err != nil {
+		return err
+	}
+	webhookMetrics, err := metrics.NewWebhooks(reg)
+	if err != nil {
+		return err
+	}
+	schemas, err := eventschema.New()
+	if err != nil {
+		return fmt.Errorf("event schemas: %w", err)
+	}
+	store := webhookstore.New(pool)
+	if cfg.AllowPrivateTargets {
+		log.WarnContext(ctx, "WEBHOOKS_ALLOW_PRIVATE_TARGETS=true: webhooks may be sent over http and to private and loopback addresses; never in production")
+	}
+	sender := webhooksender.New(webhooksender.Config{AllowPrivateTargets: cfg.AllowPrivateTargets})
+	worker := webhooks.NewWorker(store, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, cfg.workerConfig())
+	// The inbox in the async mode only: a message is recorded and
+	// acknowledged at once, and the processor fans it out in the inbox row's
+	// transaction, so no HTTP call runs inside a transaction and a slow
+	// receiver holds no inbox row.
+	proc := inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, wakeOnFanout{inboxMetrics, worker}, time.Now, cfg.processorConfig())
+	receiver := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
+	consumer := sqs.NewConsumer(client, receiver, sqs.Config{
+		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
+		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics, TracerProvider: tp.Provider,
+	})
+	svc := webhooks.NewService(store, sealer, time.Now, webhooks.Config{SecretGrace: cfg.SecretGrace, AllowPrivateTargets: cfg.AllowPrivateTargets})
+
+	httpMetrics := httpserver.NewMetrics(reg)
+	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg})
+	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, newAPI(svc, cfg, log), ops, log)
+	if err != nil {
+		return err
+	}
+	at := servers.Addrs()
+	log.InfoContext(ctx, "listening", "addr", at.API, "ops_addr", at.Ops, "queue", cfg.QueueURL,
+		"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "retry_schedule", cfg.Schedule.Delays())
+	if listening != nil {
+		listening <- at
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() {
+		log.Info("shutting down: no new receives, claims or attempts; letting those in flight finish", "shutdown_timeout", cfg.ShutdownTimeout)
+	})
+	g.Go(func() error { return consumer.Run(gctx) })
+	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, consumerMetrics, log) })
+	g.Go(func() error { return proc.Run(gctx) })
+	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
+	// The workers claim nothing once gctx ends; an attempt in flight
+	// finishes within SHUTDOWN_TIMEOUT or is cut and its lease released.
+	g.Go(func() error { return worker.Run(gctx) })
+	g.Go(func() error { return worker.RefreshGauges(gctx, gaugeInterval, metrics.TopEndpoints) })
+	for _, job := range []retention.Job{
+		{Name: "inbox", Delete: store.DeleteInboxBefore, Retention: cfg.InboxRetention, Every: time.Hour, Batch: 1000},
+		{Name: "unhandled inbox", Delete: proc.ExpireUnhandled(store, inboxMetrics), Retention: cfg.UnhandledRetention, Every: time.Hour, Batch: 1000},
+		{Name: "webhook deliveries", Delete: store.DeleteDeliveriesBefore, Retention: deliveryRetention, Every: time.Hour, Batch: 1000},
+		{Name: "webhook idempotency keys", Delete: store.DeleteKeysBefore, Retention: keyRetention, Every: time.Hour, Batch: 1000},
+	} {
+		g.Go(func() error { return retention.Run(gctx, job, time.Now, log) })
+	}
+	return g.Wait()
+}
+
+// runInbox runs the inbox commands, which need the database only:
+//
+//	webhooks inbox stats
+//	webhooks inbox retry --id ID | --all-parked
+func runInbox(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	sub, args, err := cli.Subcommand("inbox", args, "webhooks inbox stats | retry --id ID | --all-parked",
+		"Inspect the inbox's backlog, or put parked rows back.", "stats, or retry --id ID | --all-parked", out)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "stats":
+		if err := cli.Parse(cli.NewFlagSet("webhooks inbox stats", "Print the inbox rows waiting to be fanned out, the oldest one's age, the parked rows and the rows of types this version does not deliver.", out), args); err != nil {
+			return fmt.Errorf("inbox stats: %w", err)
+		}
+		store, done, err := openStore(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		st, err := store.InboxStats(ctx, webhooks.EventTypes())
+		if err != nil {
+			return err
+		}
+		return opsreport.InboxStats(out, st)
+	case "retry":
+		fs := cli.NewFlagSet("webhooks inbox retry --id ID [--id ID ...] | --all-parked",
+			"Put parked inbox rows back with a fresh set of attempts; the processor fans them out at its next claim.", out)
+		var ids cli.UUIDs
+		fs.Var(&ids, "id", "retry the parked row with this message id (repeatable)")
+		all := fs.Bool("all-parked", false, "retry every parked row")
+		if err := cli.Parse(fs, args); err != nil {
+			return fmt.Errorf("inbox retry: %w", err)
+		}
+		if (len(ids) == 0) == !*all {
+			return errors.New("inbox retry: want exactly one of --id ID or --all-parked")
+		}
+		store, done, err := openStore(ctx, getenv)
+		if err != nil {
+			return err
+		}
+		defer done()
+		var which []string
+		if !*all {
+			which = ids
+		}
+		n, err := store.Retry(ctx, which)
+		if err != nil {
+			return fmt.Errorf("inbox retry: %w", err)
+		}
+		fmt.Fprintf(out, "%d parked row(s) back to pending\n", n)
+		return nil
+	default:
+		return fmt.Errorf("inbox: unknown subcommand %q (want stats or retry)", sub)
+	}
+}
+
+func openStore(ctx context.Context, getenv func(string) string) (*webhookstore.Store, func(), error) {
+	cfg, err := loadConfig(getenv, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	return webhookstore.New(pool), pool.Close, nil
+}
