@@ -16,13 +16,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 )
 
-// ErrEndpointDisabled means the endpoint was disabled (a 410 Gone, or
-// failing for too long): it is sent nothing, redeliveries included.
-var ErrEndpointDisabled = errors.New("webhook endpoint disabled")
-
-// ErrInvalidKey means the Idempotency-Key is too long or not printable
-// ASCII.
-var ErrInvalidKey = errors.New("invalid idempotency key")
 
 // Limits of an endpoint's fields.
 const (

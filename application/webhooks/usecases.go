@@ -44,6 +44,12 @@ var (
 	ErrEventNotFound = errors.New("no delivery of this event to this endpoint")
 	// ErrEndpointDeleted means the endpoint was deleted: it takes no action.
 	ErrEndpointDeleted = errors.New("webhook endpoint deleted")
+	// ErrEndpointDisabled means the endpoint was disabled (a 410 Gone, or
+	// failing for too long): it is sent nothing, redeliveries included.
+	ErrEndpointDisabled = errors.New("webhook endpoint disabled")
+	// ErrInvalidKey means the Idempotency-Key is too long or not printable
+	// ASCII.
+	ErrInvalidKey = errors.New("invalid idempotency key")
 	// ErrKeyReused and ErrKeyInFlight are the Idempotency-Key's, as on the
 	// payments API.
 	ErrKeyReused   = errors.New("idempotency key reused with a different request")

@@ -1,21 +1,26 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/payments-outbox/payments-outbox/adapters/apikeyclient"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/webhooksapi"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
 // newAPI is the merchant API served on HTTP_ADDR, and the one place it is
-// wired. Until the merchant API adapter (adapters/webhooksapi) is wired
-// here — built from svc, the payments service's key introspection at
-// cfg.PaymentsURL and log — it answers every request 503.
-func newAPI(svc *webhooks.Service, cfg config, log *slog.Logger) http.Handler {
-	_, _, _ = svc, cfg, log
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Retry-After", "60")
-		httpserver.WriteProblem(w, httpserver.NewProblem(http.StatusServiceUnavailable, "unavailable", "the merchant API is not wired yet"))
-	})
+// wired: svc's use cases, each request's API key verified by the payments
+// service at cfg.PaymentsURL (introspection, no cache of its own: a key
+// revoked there stops working here within the same bound, docs/SECURITY.md).
+func newAPI(svc *webhooks.Service, cfg config, log *slog.Logger, m *httpserver.Metrics, tp trace.TracerProvider) (http.Handler, error) {
+	auth, err := apikeyclient.New(cfg.PaymentsURL, apikeyclient.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("WEBHOOKS_PAYMENTS_URL: %w", err)
+	}
+	return webhooksapi.NewHandler(svc, auth, log, webhooksapi.Config{RateLimit: cfg.APIRateLimit, Metrics: m, TracerProvider: tp}), nil
 }

@@ -18,6 +18,9 @@ type config struct {
 	lifecycle.Common
 	QueueURL string
 	DLQURL   string
+	// APIRateLimit is the requests per second each API key may make on
+	// this replica's merchant API (0: no limit).
+	APIRateLimit int
 	// PaymentsURL is the payments API the merchant API asks who a key is.
 	PaymentsURL string
 	// SecretsKey seals the endpoints' signing secrets (AES-256-GCM).
@@ -57,6 +60,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		DisableAfter:        e.Duration("WEBHOOKS_DISABLE_AFTER", 120*time.Hour),
 		SecretGrace:         e.Duration("WEBHOOKS_SECRET_GRACE", webhooks.DefaultSecretGrace),
 		AllowPrivateTargets: e.Bool("WEBHOOKS_ALLOW_PRIVATE_TARGETS", false),
+		APIRateLimit:        e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
 		Workers:             e.Int("WEBHOOKS_WORKERS", 2, 1, 256),
 		WaitTime:            e.Duration("WEBHOOKS_WAIT_TIME", 10*time.Second),
 		InboxWorkers:        e.Int("WEBHOOKS_INBOX_WORKERS", 2, 1, 64),

@@ -225,7 +225,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 
 	httpMetrics := httpserver.NewMetrics(reg)
 	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg})
-	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, newAPI(svc, cfg, log), ops, log)
+	api, err := newAPI(svc, cfg, log, httpMetrics, tp.Provider)
+	if err != nil {
+		return err
+	}
+	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
 	if err != nil {
 		return err
 	}

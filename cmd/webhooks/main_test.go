@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -174,28 +177,32 @@ func eventually(t *testing.T, what string, logs *logtest.Buffer, cond func() boo
 
 // service is a webhooks service run for a test, with its database.
 type service struct {
-	tq     *awstest.TopicQueue
-	addr   addrs
-	logs   *logtest.Buffer
-	store  *webhookstore.Store
-	svc    *webhooks.Service
-	cancel context.CancelFunc
-	done   chan error
+	// merchantKey is mer_a's payments API key, which the merchant API
+	// verifies with the payments API served for the test.
+	merchantKey string
+	tq          *awstest.TopicQueue
+	addr        addrs
+	logs        *logtest.Buffer
+	store       *webhookstore.Store
+	svc         *webhooks.Service
+	cancel      context.CancelFunc
+	done        chan error
 }
 
 func startService(t *testing.T, allowPrivate bool) *service {
+	payments, merchantKey := startPaymentsKeys(t)
 	tq := awstest.NewTopicQueue(t)
 	dbURL := pgtest.NewDatabase(t)
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "OPS_ADDR": "127.0.0.1:0",
 		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": tq.Config.Region,
 		"WEBHOOKS_QUEUE_URL": tq.QueueURL, "WEBHOOKS_DLQ_URL": tq.DLQURL,
-		"WEBHOOKS_PAYMENTS_URL": "http://127.0.0.1:1", "WEBHOOKS_SECRETS_KEY": secretsKey,
+		"WEBHOOKS_PAYMENTS_URL": payments, "WEBHOOKS_SECRETS_KEY": secretsKey,
 		"WEBHOOKS_WAIT_TIME": "1s", "WEBHOOKS_RETRY_SCHEDULE": "1s,1s,1s", "WEBHOOKS_ATTEMPT_TIMEOUT": "5s",
 		"WEBHOOKS_ALLOW_PRIVATE_TARGETS": fmt.Sprint(allowPrivate), "LOG_LEVEL": "debug",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &service{tq: tq, logs: &logtest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &service{merchantKey: merchantKey, tq: tq, logs: &logtest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	listening := make(chan addrs, 1)
 	go func() { s.done <- run(ctx, nil, getenvFrom(env), s.logs, listening) }()
 	select {
@@ -240,6 +247,23 @@ func (s *service) stop(t *testing.T) {
 }
 
 var platform = access.PlatformPrincipal("key_platform")
+
+// startPaymentsKeys serves the payments API's key introspection (GET
+// /api_key: the real handler and Authenticator, on an in-memory key store)
+// and returns its URL and a key of mer_a's.
+func startPaymentsKeys(t *testing.T) (string, string) {
+	t.Helper()
+	store := accesstest.NewFakeStore()
+	key, _, err := access.NewKeys(store, time.Now).Issue(context.Background(), access.Issue{Env: access.EnvTest, MerchantID: "mer_a", Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
+	// No payments use case is reached: GET /api_key asks only the keys.
+	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), paymentsapi.Config{}))
+	t.Cleanup(srv.Close)
+	return srv.URL, key
+}
 
 func (s *service) endpoint(t *testing.T, merchant string, r *receiver, events ...string) webhooks.Created {
 	t.Helper()
@@ -299,7 +323,7 @@ func TestServeDeliversSignedEvents(t *testing.T) {
 	other := newReceiver(t, func(int) int { return http.StatusOK })
 	a := s.endpoint(t, "mer_a", flaky, webhooks.AllEvents)
 	g := s.endpoint(t, "mer_a", gone, "payment.created")
-	s.endpoint(t, "mer_b", other)
+	o := s.endpoint(t, "mer_b", other)
 
 	// Rotate a's secret: the old one keeps signing beside the new.
 	rotated, err := s.svc.RotateSecret(ctx, webhooks.RotateSecret{Principal: platform, EndpointID: a.Endpoint.ID})
@@ -356,15 +380,40 @@ func TestServeDeliversSignedEvents(t *testing.T) {
 			strings.Contains(m, `inbox_processed_total{outcome="applied"} 2`)
 	})
 
-	// The merchant API is not wired in this build: 503, a problem.
-	res, err := http.Get("http://" + s.addr.API + "/webhook_endpoints")
-	if err != nil {
-		t.Fatal(err)
+	// The merchant API, with mer_a's payments key: its endpoints, none of
+	// mer_b's; without a key, 401.
+	call := func(method, path, key, body string) (int, string) {
+		req, err := http.NewRequest(method, "http://"+s.addr.API+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
 	}
-	b, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "not wired yet") || res.Header.Get("Content-Type") != "application/problem+json" {
-		t.Errorf("the API: %d %s", res.StatusCode, b)
+	if code, body := call("GET", "/webhook_endpoints", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("the API without a key: %d %s, want 401", code, body)
+	}
+	code, body := call("GET", "/webhook_endpoints?limit=100", s.merchantKey, "")
+	if code != http.StatusOK || !strings.Contains(body, a.Endpoint.ID) || strings.Contains(body, o.Endpoint.ID) || strings.Contains(body, "whsec_") {
+		t.Errorf("mer_a's endpoints: %d %s; want its own, none of mer_b's, no secret", code, body)
+	}
+	if code, body := call("GET", "/webhook_endpoints/"+o.Endpoint.ID, s.merchantKey, ""); code != http.StatusNotFound {
+		t.Errorf("mer_b's endpoint with mer_a's key: %d %s, want 404", code, body)
+	}
+	code, body = call("POST", "/webhook_endpoints", s.merchantKey, `{"url":"http://127.0.0.1:9/hook","enabled_events":["payment.created"]}`)
+	if code != http.StatusCreated || !strings.Contains(body, `"secret":"whsec_`) || !strings.Contains(body, `"merchant_id":"mer_a"`) {
+		t.Errorf("create over the API: %d %s", code, body)
 	}
 	s.stop(t)
 	for _, secret := range []webhooks.Secret{a.Secret, rotated.Secret} {
