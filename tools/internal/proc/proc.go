@@ -83,27 +83,32 @@ type incarnation struct {
 // OPS_ADDR, each on a free loopback port. Every incarnation appends its
 // stdout and stderr to the file log. Nothing runs until Start.
 func New(name, bin, log string, env []string) (*Process, error) {
-	addr, err := freeAddr()
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	ops, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
+	addr, ops := addrs[0], addrs[1]
 	// Clip, so that appending cannot write into the caller's array; exec
 	// uses the last value of a repeated variable, so these win.
 	env = append(slices.Clip(env), "HTTP_ADDR="+addr, "OPS_ADDR="+ops)
 	return &Process{name: name, bin: bin, env: env, addr: addr, ops: ops, log: log}, nil
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
+// freeAddrs returns n distinct free loopback addresses. Every listener is
+// held until all are found: a port closed at once can be handed out again
+// by the next Listen, and one process got the same port for HTTP_ADDR and
+// OPS_ADDR.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs, nil
 }
 
 // Name is the name given to New; it labels errors and log lines.
