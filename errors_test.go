@@ -51,6 +51,12 @@ var (
 		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
+	paymentsCreate = route{"the payments API's create", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+		req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(`{"amount": 1000000000000, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`))
+		req.Header.Set("Content-Type", "application/json")
+		return h, authorized(req)
+	}}
 	paymentsList = route{"the payments API's list", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
 		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments?merchant_id=mer_1", nil))
@@ -110,6 +116,7 @@ var answered = map[string]struct {
 	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
 	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
 	"payments.ErrInvalidKey":          {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
+	"payments.ErrAmountLimit":         {err: fmt.Errorf("%w: 1000000000000 is over 999999999999 (minor units)", payments.ErrAmountLimit), routes: []route{paymentsCreate}},
 	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries, webhooksUseCase, webhooksAuth}},
 	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
 	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
@@ -147,6 +154,7 @@ var answered = map[string]struct {
 	"payments.ErrUnknownCursor":       {err: fmt.Errorf("%w: p1", payments.ErrUnknownCursor), routes: []route{paymentsList}},
 	"bookkeeping.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", bookkeeping.ErrInvalidListQuery), routes: []route{ledgerEntries}},
 	"bookkeeping.ErrUnknownCursor":    {err: fmt.Errorf("%w: 7", bookkeeping.ErrUnknownCursor), routes: []route{ledgerEntries}},
+	"bookkeeping.ErrAmountLimit":      {never: "only checking an event returns it, which the queue dead-letters; the API only reads"},
 }
 
 // TestEveryErrorIsAProblemTheAPIDocuments finds the exported Err… variables

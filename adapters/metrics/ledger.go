@@ -22,7 +22,7 @@ type Ledger struct {
 func NewLedger(reg prometheus.Registerer) (*Ledger, error) {
 	m := &Ledger{refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ledger_events_refused_total",
-		Help: "Events the ledger refused to post, parked at once: a capture past its hold, a second capture, a refund past what was captured, an unknown currency… by kind and reason.",
+		Help: "Events the ledger refused to post, parked at once: a capture past its hold, a second capture, a refund past what was captured, an unknown currency… by kind and reason; a payment over LEDGER_MAX_AMOUNT (amount_limit) is refused before it is recorded and dead-lettered, counted at each delivery.",
 	}, []string{"kind", "reason"})}
 	for _, k := range bookkeeping.Kinds() {
 		for _, r := range bookkeeping.Reasons() {

@@ -36,6 +36,8 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusConflict, "authorization-expired", err.Error())
 	case errors.Is(err, payment.ErrInvalidAmount), errors.Is(err, payment.ErrCurrencyMismatch):
 		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "invalid-amount", err.Error())
+	case errors.Is(err, payments.ErrAmountLimit):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "amount-exceeds-limit", err.Error())
 	case errors.Is(err, payments.ErrInvalidKey):
 		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-idempotency-key", err.Error())
 	case errors.Is(err, payments.ErrKeyReused):

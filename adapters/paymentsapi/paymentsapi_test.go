@@ -270,6 +270,7 @@ func TestBadRequests(t *testing.T) {
 		{"fractional amount", "POST", "/payments", "application/json", `{"amount": 10.5, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
 		{"string amount", "POST", "/payments", "application/json", `{"amount": "10", "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
 		{"overflowing amount", "POST", "/payments", "application/json", `{"amount": 9223372036854775808, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
+		{"amount over the limit", "POST", "/payments", "application/json", `{"amount": 1000000000000, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/amount-exceeds-limit"},
 		{"zero amount", "POST", "/payments", "application/json", `{"amount": 0, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
 		{"negative amount", "POST", "/payments", "application/json", `{"amount": -1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},
 		{"unknown currency", "POST", "/payments", "application/json", `{"amount": 1, "currency": "ABC", "payer_id": "a", "merchant_id": "b"}`, 422, "/problems/validation-failed"},

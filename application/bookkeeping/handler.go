@@ -23,6 +23,28 @@ import (
 type Handler struct {
 	// Metrics, when set, counts the events the ledger refuses to post.
 	Metrics HandlerMetrics
+	// MaxAmount is the largest amount a payment may have in the ledger,
+	// in minor units: a payment.created or payment.authorized above it is
+	// refused by Check. 0 means DefaultMaxAmount.
+	MaxAmount int64
+}
+
+// ErrAmountLimit means an event's amount is over the ledger's limit
+// (Handler.MaxAmount). The event is valid by its schema, which allows any
+// int64: a limit is the deployment's policy, the ledger's own check behind
+// the payments service's, against a forged or mistaken event.
+var ErrAmountLimit = errors.New("amount exceeds the ledger's limit")
+
+// DefaultMaxAmount is the ledger's limit unless Handler.MaxAmount says
+// otherwise: 9,999,999,999.99 of a two-decimal currency, the payments
+// service's default limit too.
+const DefaultMaxAmount int64 = 999_999_999_999
+
+func (h Handler) maxAmount() int64 {
+	if h.MaxAmount <= 0 {
+		return DefaultMaxAmount
+	}
+	return h.MaxAmount
 }
 
 // HandlerMetrics is what the handler reports. The binary exports it
@@ -81,7 +103,12 @@ func (Handler) Ignored() map[string]string { return maps.Clone(ignored) }
 // is built (and balanced) here, and so is a hold, so that an event that
 // could never apply is refused before anything is written. The envelope's
 // subject, when present, must name the payment the data is about.
-func (Handler) Check(ev inbox.Event, version string) (Instruction, error) {
+//
+// A payment, captured at once or authorized, above MaxAmount is refused
+// here (ErrAmountLimit), and counted (Metrics) at each delivery until the
+// queue dead-letters it: a capture or refund is bounded by its payment, so
+// the payment is the one place to check.
+func (h Handler) Check(ev inbox.Event, version string) (Instruction, error) {
 	r, ok := rules[ev.Type]
 	if !ok {
 		return Instruction{}, fmt.Errorf("the ledger does not post %s", ev.Type)
@@ -98,6 +125,12 @@ func (Handler) Check(ev inbox.Event, version string) (Instruction, error) {
 		return Instruction{}, err
 	}
 	d.MessageID, d.Kind, d.OccurredAt = ev.ID, r.kind, ev.Time
+	if (r.effect == effectPayment || r.effect == effectPlaceHold) && d.Amount > h.maxAmount() {
+		if h.Metrics != nil {
+			h.Metrics.Refused(r.kind, reasonAmountLimit)
+		}
+		return Instruction{}, fmt.Errorf("%w: %s %s of %d %s is over %d", ErrAmountLimit, r.kind, d.PaymentID, d.Amount, d.Currency, h.maxAmount())
+	}
 	in := Instruction{kind: r.kind, effect: r.effect, posting: d.Posting, authorized: d.authorized}
 	if r.effect.posts() {
 		if in.tx, err = ledger.NewTransfer(d.Posting, r.direction); err != nil {
@@ -328,7 +361,11 @@ var refusals = []struct {
 	{ledger.ErrRefundExceedsCaptured, "refund_exceeds_captured"},
 	{ledger.ErrCurrencyMismatch, "currency_mismatch"},
 	{ledger.ErrPaymentConflict, "payment_conflict"},
+	{ErrAmountLimit, reasonAmountLimit},
 }
+
+// reasonAmountLimit is ErrAmountLimit's reason: Check refuses it, not Apply.
+const reasonAmountLimit = "amount_limit"
 
 // Reason returns the short name of the rule err says an event broke
 // ("capture_exceeds_hold"), or "" when err is no refusal (nil, an outage,

@@ -3,6 +3,8 @@ package bookkeeping_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -64,7 +66,7 @@ func TestRefusalsAreCountedByKindAndReason(t *testing.T) {
 // names a reason, so that the metric says why.
 func TestEveryRefusalHasAReason(t *testing.T) {
 	for _, err := range []error{ledger.ErrNoHold, ledger.ErrHoldReleased, ledger.ErrCaptureExceedsHold, ledger.ErrRefundExceedsCaptured,
-		ledger.ErrCurrencyMismatch, ledger.ErrUnknownCurrency, ledger.ErrPaymentConflict} {
+		ledger.ErrCurrencyMismatch, ledger.ErrUnknownCurrency, ledger.ErrPaymentConflict, bookkeeping.ErrAmountLimit} {
 		if bookkeeping.Reason(err) == "" {
 			t.Errorf("%v has no reason: add it to refusals in application/bookkeeping/handler.go", err)
 		}
@@ -73,5 +75,45 @@ func TestEveryRefusalHasAReason(t *testing.T) {
 		if r := bookkeeping.Reason(err); r != "" {
 			t.Errorf("%v is no refusal, got reason %q", err, r)
 		}
+	}
+}
+
+// TestPaymentsOverTheAmountLimitAreRefusedByCheck: a payment captured at
+// once or authorized above the handler's limit can never apply, so Check
+// refuses it before anything is written, counted under its kind; one at
+// the limit passes, and a capture or refund is not Check's to bound.
+func TestPaymentsOverTheAmountLimitAreRefusedByCheck(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	event := func(typ string, amount int64, extra string) inbox.Event {
+		return inbox.Event{ID: "01a229b5-0000-7000-8000-000000000001", Type: typ, Time: at,
+			Data: []byte(fmt.Sprintf(`{"payment_id":"01a229b5-a3c0-7a3e-b1d2-4c5e6f708192","amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"%s}`, amount, extra))}
+	}
+	const authorized = `,"capture_before":"2026-12-08T12:00:00Z"`
+	for _, tt := range []struct {
+		name  string
+		limit int64
+		ev    inbox.Event
+		want  error
+	}{
+		{"created at the default limit", 0, event(bookkeeping.TypePaymentCreated, bookkeeping.DefaultMaxAmount, ""), nil},
+		{"created of 10^15", 0, event(bookkeeping.TypePaymentCreated, 1_000_000_000_000_000, ""), bookkeeping.ErrAmountLimit},
+		{"authorized one past the default limit", 0, event(bookkeeping.TypePaymentAuthorized, bookkeeping.DefaultMaxAmount+1, authorized), bookkeeping.ErrAmountLimit},
+		{"created past a lower limit", 1000, event(bookkeeping.TypePaymentCreated, 1001, ""), bookkeeping.ErrAmountLimit},
+		{"authorized within a higher limit", math.MaxInt64, event(bookkeeping.TypePaymentAuthorized, math.MaxInt64, authorized), nil},
+		{"a capture is bounded by its hold, not here", 1000, event(bookkeeping.TypePaymentCaptured, 5000, `,"amount_authorized":5000,"amount_released":0`), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			counted := refusalCounter{}
+			_, err := bookkeeping.Handler{Metrics: counted, MaxAmount: tt.limit}.Check(tt.ev, "1")
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+			switch {
+			case tt.want != nil && (len(counted) != 1 || bookkeeping.Reason(err) != "amount_limit"):
+				t.Errorf("counted %v, reason %q; want one refusal for amount_limit", counted, bookkeeping.Reason(err))
+			case tt.want == nil && len(counted) != 0:
+				t.Errorf("counted %v for an event that passes", counted)
+			}
+		})
 	}
 }

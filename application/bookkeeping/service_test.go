@@ -47,7 +47,8 @@ func refunded(id string, amount, total int64) []byte {
 
 // books is the ledger as cmd/ledger wires it, on the in-memory store: the
 // shared inbox with the ledger's handler, in each mode, and the ledger's
-// queries.
+// queries. Its handler takes any int64 amount, so that the tests can reach
+// the balances' limit; the amount limit's own tests are in refusals_test.go.
 type books struct {
 	*bookkeeping.Service
 	proc *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
@@ -56,7 +57,7 @@ type books struct {
 }
 
 func newBooks(m *bookkeepingtest.FakeStore, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) books {
-	proc := inbox.NewProcessor(m, bookkeeping.Handler{}, schemas, quiet, metrics, time.Now, cfg)
+	proc := inbox.NewProcessor(m, bookkeeping.Handler{MaxAmount: math.MaxInt64}, schemas, quiet, metrics, time.Now, cfg)
 	clock := func() time.Time { return now }
 	return books{Service: bookkeeping.NewService(m), proc: proc,
 		sync: inbox.NewService(m, proc, clock, inbox.Config{Mode: inbox.Sync}),

@@ -38,6 +38,18 @@ var (
 	ErrInvalidKey = errors.New("invalid idempotency key")
 )
 
+// ErrAmountLimit means a payment's amount is over the deployment's limit
+// (Config.MaxAmount): a valid amount of money, which this service is
+// configured not to take.
+var ErrAmountLimit = errors.New("amount exceeds the limit")
+
+// DefaultMaxAmount is the largest amount a payment may have, in minor units,
+// unless Config says otherwise: 9,999,999,999.99 in a currency of two
+// decimals. The events' schemas allow the whole int64 range; a limit is each
+// deployment's policy, and a lower one keeps a typo or a forged request from
+// moving sums no merchant moves.
+const DefaultMaxAmount int64 = 999_999_999_999
+
 // MaxKeyLen bounds an Idempotency-Key.
 const MaxKeyLen = 255
 
@@ -128,6 +140,9 @@ type Config struct {
 	// AuthorizationTTL is how long after its creation a manual payment can be
 	// captured (its capture_before); 0 means DefaultAuthorizationTTL.
 	AuthorizationTTL time.Duration
+	// MaxAmount is the largest amount a payment may be created with;
+	// 0 means DefaultMaxAmount.
+	MaxAmount int64
 }
 
 func (c Config) withDefaults() Config {
@@ -136,6 +151,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AuthorizationTTL <= 0 {
 		c.AuthorizationTTL = DefaultAuthorizationTTL
+	}
+	if c.MaxAmount <= 0 {
+		c.MaxAmount = DefaultMaxAmount
 	}
 	return c
 }
@@ -147,6 +165,7 @@ type Service struct {
 	newID            func() string
 	traceContext     TraceContextFunc
 	authorizationTTL time.Duration
+	maxAmount        int64
 }
 
 // NewService returns a Service. now is the clock and newID makes UUIDs for new
@@ -156,7 +175,7 @@ func NewService(repo Repository, now func() time.Time, newID func() string, cfg 
 	// Timestamps are kept to the microsecond, the precision Postgres stores, so
 	// a payment reads back exactly as the response that created it showed it.
 	micro := func() time.Time { return now().UTC().Truncate(time.Microsecond) }
-	return &Service{repo: repo, now: micro, newID: newID, traceContext: cfg.TraceContext, authorizationTTL: cfg.AuthorizationTTL}
+	return &Service{repo: repo, now: micro, newID: newID, traceContext: cfg.TraceContext, authorizationTTL: cfg.AuthorizationTTL, maxAmount: cfg.MaxAmount}
 }
 
 // CreatePayment is the input of Create.
@@ -182,8 +201,8 @@ type CreatePayment struct {
 // replays what an earlier request with the same idempotency key by the same
 // merchant committed. Errors: payment.ErrInvalid
 // (a *payment.ValidationError, which names merchant_id when a merchant key
-// names another merchant), ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
-// access.ErrUnauthenticated.
+// names another merchant), ErrAmountLimit, ErrInvalidKey, ErrKeyReused,
+// ErrKeyInFlight, access.ErrUnauthenticated.
 func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error) {
 	if !c.Principal.Valid() {
 		return Committed{}, access.ErrUnauthenticated
@@ -228,6 +247,12 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error
 	}
 	if err != nil {
 		return Committed{}, err
+	}
+	// Checked once the payment is valid, so that a request with other
+	// faults lists them all first; a capture or refund is bounded by
+	// the payment's amount, so creating is the one place to check.
+	if p.Amount().Minor() > s.maxAmount {
+		return Committed{}, fmt.Errorf("%w: %d is over %d (minor units)", ErrAmountLimit, p.Amount().Minor(), s.maxAmount)
 	}
 	outbox, err := outboxMessages(p.PullEvents(), s.traceContext(ctx))
 	if err != nil {

@@ -56,6 +56,35 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// TestCreateRefusesAmountsOverTheLimit: the limit is the deployment's
+// (Config.MaxAmount, by default DefaultMaxAmount); an amount up to it is
+// taken, one above it is refused before anything is stored, for automatic
+// and manual payments alike.
+func TestCreateRefusesAmountsOverTheLimit(t *testing.T) {
+	ctx := context.Background()
+	svc, repo := newService()
+	for _, method := range []string{"automatic", "manual"} {
+		at, over := valid, valid
+		at.CaptureMethod, over.CaptureMethod = method, method
+		at.Amount, over.Amount = payments.DefaultMaxAmount, payments.DefaultMaxAmount+1
+		if _, err := svc.Create(ctx, at); err != nil {
+			t.Errorf("%s at the default limit: %v", method, err)
+		}
+		if _, err := svc.Create(ctx, over); !errors.Is(err, payments.ErrAmountLimit) || !strings.Contains(err.Error(), "999999999999") {
+			t.Errorf("%s one past the default limit: got %v, want ErrAmountLimit naming the limit", method, err)
+		}
+	}
+	if n := len(repo.Outbox()); n != 2 {
+		t.Errorf("outbox holds %d messages, want the 2 payments within the limit", n)
+	}
+
+	low := payments.NewService(paymentstest.NewFakeRepository(), func() time.Time { return t0 }, func() string { return "00000000-0000-4000-8000-000000000001" },
+		payments.Config{MaxAmount: 1000})
+	if _, err := low.Create(ctx, valid); !errors.Is(err, payments.ErrAmountLimit) {
+		t.Errorf("1050 with a limit of 1000: got %v, want ErrAmountLimit", err)
+	}
+}
+
 func TestCreateValidationListsEveryField(t *testing.T) {
 	svc, repo := newService()
 	_, err := svc.Create(context.Background(), payments.CreatePayment{Principal: platform, Amount: -5, Currency: "XYZ", MerchantID: "m"})

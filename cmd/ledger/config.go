@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
@@ -40,6 +42,10 @@ type config struct {
 	// APITokens are the operator tokens the read API accepts
 	// (LEDGER_API_TOKENS); only their hashes are kept.
 	APITokens access.Tokens
+
+	// MaxAmount is the largest payment, in minor units, the ledger posts
+	// or holds (bookkeeping.Handler.MaxAmount).
+	MaxAmount int64
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -58,6 +64,8 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", 100, 1, 1000),
 		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
 		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", time.Second),
+
+		MaxAmount: e.Int64("LEDGER_MAX_AMOUNT", bookkeeping.DefaultMaxAmount, 1, math.MaxInt64),
 
 		// 15 days: the shortest window start-up accepts for a queue that keeps
 		// messages as long as SQS allows (14 days) plus
@@ -98,6 +106,11 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 }
 
 // processorConfig is the inbox processor's tuning.
+// handler is the ledger's inbox handler as configured; metrics may be nil.
+func (c config) handler(metrics bookkeeping.HandlerMetrics) bookkeeping.Handler {
+	return bookkeeping.Handler{Metrics: metrics, MaxAmount: c.MaxAmount}
+}
+
 func (c config) processorConfig() inbox.ProcessorConfig {
 	return inbox.ProcessorConfig{
 		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,

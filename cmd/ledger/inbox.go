@@ -135,7 +135,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return fmt.Errorf("event schemas: %w", err)
 	}
 	if once {
-		proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, cfg.processorConfig())
+		proc := inbox.NewProcessor(store, cfg.handler(nil), schemas, log, nil, time.Now, cfg.processorConfig())
 		total, err := proc.Drain(ctx)
 		if err != nil {
 			return err
@@ -153,7 +153,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{Metrics: ledgerMetrics}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
+	proc := inbox.NewProcessor(store, cfg.handler(ledgerMetrics), schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
 	servers, err := lifecycle.ListenOps(cfg.OpsAddr, httpserver.NewOpsRouter(httpserver.Ops{
 		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 	}), log)

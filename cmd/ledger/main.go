@@ -207,7 +207,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// Its transactions and postings are traced, each posting of the processor
 	// in the trace of the write that recorded its payment (tracing.Ledger).
 	traced := tracing.Ledger(store, tp.Provider)
-	proc := inbox.NewProcessor(traced, bookkeeping.Handler{Metrics: ledgerMetrics}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
+	proc := inbox.NewProcessor(traced, cfg.handler(ledgerMetrics), schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
 	receiver := inbox.NewService(traced, proc, time.Now, inbox.Config{Mode: cfg.InboxMode})
 	if cfg.InboxMode == inbox.Async && cfg.InboxWorkers == 0 {
 		log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")

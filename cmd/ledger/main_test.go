@@ -124,6 +124,9 @@ func TestConfigDefaults(t *testing.T) {
 		cfg.InboxMode != inbox.Sync || cfg.InboxWorkers != 2 {
 		t.Errorf("defaults: got %+v", cfg)
 	}
+	if h := cfg.handler(nil); h.MaxAmount != 999_999_999_999 {
+		t.Errorf("the handler's max amount: got %d, want 999999999999", h.MaxAmount)
+	}
 	if got := cfg.poolSize(); got != 10 {
 		t.Errorf("pool size: got %d, want 10 (4 workers + 2 inbox workers + 4)", got)
 	}

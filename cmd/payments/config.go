@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
@@ -41,6 +42,10 @@ type config struct {
 	// AuthorizationExpiryInterval is the pause between the expiry's sweeps,
 	// which cancel the authorizations past their capture_before.
 	AuthorizationExpiryInterval time.Duration
+
+	// MaxAmount is the largest amount, in minor units, a payment may be
+	// created with.
+	MaxAmount int64
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -63,6 +68,7 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 
 		AuthorizationTTL:            e.Duration("PAYMENTS_AUTHORIZATION_TTL", payments.DefaultAuthorizationTTL),
 		AuthorizationExpiryInterval: e.Duration("PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", time.Minute),
+		MaxAmount:                   e.Int64("PAYMENTS_MAX_AMOUNT", payments.DefaultMaxAmount, 1, math.MaxInt64),
 	}
 	if cfg.AuthorizationTTL <= 0 {
 		e.Fail(fmt.Errorf("PAYMENTS_AUTHORIZATION_TTL=%s: want a positive duration", cfg.AuthorizationTTL))

@@ -158,7 +158,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		notifier = paymentstore.NewNotifier(pool, log)
 	}
 	repo := paymentstore.Notifying(paymentstore.New(pool), notifier)
-	svcCfg := payments.Config{AuthorizationTTL: cfg.AuthorizationTTL}
+	svcCfg := payments.Config{AuthorizationTTL: cfg.AuthorizationTTL, MaxAmount: cfg.MaxAmount}
 	if tp.Provider != nil {
 		repo = tracing.Payments(repo, tp.Provider)
 		svcCfg.TraceContext = tracing.PaymentsTraceContext

@@ -49,6 +49,8 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"zero authorization ttl", "PAYMENTS_AUTHORIZATION_TTL", "0s", "PAYMENTS_AUTHORIZATION_TTL"},
 		{"bad authorization ttl", "PAYMENTS_AUTHORIZATION_TTL", "a week", "PAYMENTS_AUTHORIZATION_TTL"},
 		{"zero expiry interval", "PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", "0s", "PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL"},
+		{"zero max amount", "PAYMENTS_MAX_AMOUNT", "0", "PAYMENTS_MAX_AMOUNT"},
+		{"max amount past int64", "PAYMENTS_MAX_AMOUNT", "9223372036854775808", "PAYMENTS_MAX_AMOUNT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,6 +75,9 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	}
 	if cfg.AuthorizationTTL != 168*time.Hour || cfg.AuthorizationExpiryInterval != time.Minute {
 		t.Errorf("authorizations: ttl %v, expiry every %v; want 168h, 1m", cfg.AuthorizationTTL, cfg.AuthorizationExpiryInterval)
+	}
+	if cfg.MaxAmount != 999_999_999_999 {
+		t.Errorf("max amount %d, want 999999999999", cfg.MaxAmount)
 	}
 	if cfg.OutboxOrdered || cfg.OutboxLeaseDuration != 15*time.Second {
 		t.Errorf("standard topic: ordered %v, lease %v; want unordered, 15s", cfg.OutboxOrdered, cfg.OutboxLeaseDuration)

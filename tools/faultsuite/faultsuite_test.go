@@ -20,18 +20,23 @@ func TestMain(m *testing.M) {
 // TestFaultSuite is one shorter run of the suite, sized for CI (moto relays
 // from SNS to SQS slowly: docs/BENCHMARKS.md): payments at 8/s for as long as
 // the faults last (a couple of hundred) through every fault, then every
-// guarantee checked. It runs the ledger's sync inbox; TestFaultSuiteAsync
-// runs the async one.
+// guarantee checked. It runs the ledger's sync inbox behind the relay's
+// unordered mode on a standard topic and queues; TestFaultSuiteAsync runs
+// the other two modes.
 func TestFaultSuite(t *testing.T) {
 	runCI(t, params{Payments: 150, Rate: 8, BrokerCut: 10 * time.Second, DBCut: 3 * time.Second, SlowFor: 4 * time.Second})
 }
 
 // TestFaultSuiteAsync is the same run, every fault and every guarantee, with
-// the ledger's async inbox (LEDGER_INBOX_MODE=async): the SIGKILL mid-batch
-// then hits recording, acknowledging and processing. It is sized smaller, to
-// keep CI's time: every fault still happens, each a little shorter.
+// the ledger's async inbox (LEDGER_INBOX_MODE=async), where the SIGKILL
+// mid-batch hits recording, acknowledging and processing, behind the
+// relay's ordered mode (OUTBOX_ORDERING=partition) on a FIFO topic and
+// queues, where the payments crashes hit leased partitions. Between them
+// the two runs cover each inbox mode and each relay mode; the other two
+// pairings are the command's (-inbox-mode, -ordered). It is sized smaller,
+// to keep CI's time: every fault still happens, each a little shorter.
 func TestFaultSuiteAsync(t *testing.T) {
-	runCI(t, params{Payments: 80, Rate: 8, BrokerCut: 6 * time.Second, DBCut: 3 * time.Second, SlowFor: 3 * time.Second, InboxMode: "async"})
+	runCI(t, params{Payments: 80, Rate: 8, BrokerCut: 6 * time.Second, DBCut: 3 * time.Second, SlowFor: 3 * time.Second, InboxMode: "async", Ordered: true})
 }
 
 func runCI(t *testing.T, p params) {
@@ -51,7 +56,7 @@ func runCI(t *testing.T, p params) {
 		t.Fatal(err)
 	}
 	p.Progress = logWriter{t}
-	rep := runSuite(ctx, t, bins, "ci-"+p.InboxMode+time.Now().Format("150405"), p)
+	rep := runSuite(ctx, t, bins, "ci-"+strings.ReplaceAll(p.modes(), "/", "-")+time.Now().Format("150405"), p)
 	var table strings.Builder
 	printTable(&table, []*report{rep})
 	t.Log("\n" + table.String())

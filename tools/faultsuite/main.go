@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	fs.DurationVar(&p.DBCut, "db-cut", 4*time.Second, "how long Postgres is cut")
 	fs.DurationVar(&p.SlowFor, "slow", 5*time.Second, "how long the ledger handler is slower than the visibility timeout")
 	fs.StringVar(&p.InboxMode, "inbox-mode", "sync", "the ledger's LEDGER_INBOX_MODE: sync or async")
+	fs.BoolVar(&p.Ordered, "ordered", false, "the relay's ordered mode on a FIFO topic and queues (OUTBOX_ORDERING=partition); unordered on standard ones otherwise")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -108,13 +109,13 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 // printTable prints one line per run; docs/RELIABILITY.md explains the columns.
 func printTable(out io.Writer, reps []*report) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "run\tpayments sent/accepted\tmanual captured/canceled/expired\trefunds sent/accepted\tfaults\t503s\tevents\tpublished\tdup suppressed\tmax oldest pending\tdrain\ttotal\tresult\t")
+	fmt.Fprintln(w, "run\tinbox/relay\tpayments sent/accepted\tmanual captured/canceled/expired\trefunds sent/accepted\tfaults\t503s\tevents\tpublished\tdup suppressed\tmax oldest pending\tdrain\ttotal\tresult\t")
 	for i, r := range reps {
 		result := "ok"
 		if len(r.Failures) > 0 {
 			result = fmt.Sprintf("%d FAILURES", len(r.Failures))
 		}
-		fmt.Fprintf(w, "%d\t%d/%d\t%d: %d/%d/%d\t%d/%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1fs\t%.1fs\t%.0fs\t%s\t\n", i+1,
+		fmt.Fprintf(w, "%d\t%s\t%d/%d\t%d: %d/%d/%d\t%d/%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1fs\t%.1fs\t%.0fs\t%s\t\n", i+1, r.Modes,
 			r.Sent, r.Accepted, r.Manual, r.Captured, r.Canceled, r.Expired, r.RefundsSent, r.RefundsAccepted, len(r.Faults), r.Unavailable,
 			r.Events, r.Published, r.Duplicates, r.MaxOldestAge, r.Drain.Seconds(), r.Total.Seconds(), result)
 	}

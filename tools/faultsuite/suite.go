@@ -39,7 +39,24 @@ type params struct {
 	// InboxMode is the ledger's LEDGER_INBOX_MODE: sync (the default) or
 	// async. The guarantees checked are the same.
 	InboxMode string
-	Progress  io.Writer // one line per step
+	// Ordered runs the relay in its ordered mode (OUTBOX_ORDERING=partition)
+	// on a FIFO topic, queue and DLQ, the resources localstack/init-aws.sh
+	// creates with PAYMENTS_FIFO=true; otherwise unordered (none) on
+	// standard ones. The guarantees checked are the same.
+	Ordered  bool
+	Progress io.Writer // one line per step
+}
+
+// modes names the run's inbox and relay modes, as the table prints them.
+func (p params) modes() string {
+	inbox, relay := p.InboxMode, "unordered"
+	if inbox == "" {
+		inbox = "sync"
+	}
+	if p.Ordered {
+		relay = "ordered"
+	}
+	return inbox + "/" + relay
 }
 
 // The queue's visibility timeout outside the slow-handler fault. Its
@@ -54,7 +71,8 @@ const awsCallTimeout = 15 * time.Second
 
 // report is what one run measured and what it found wrong.
 type report struct {
-	Sent, Accepted               int // payments
+	Modes                        string // the ledger's inbox mode and the relay's
+	Sent, Accepted               int    // payments
 	RefundsSent, RefundsAccepted int
 	Manual, Captured, Canceled   int // manual payments authorized, and captured or canceled by a request
 	Expired                      int // manual payments the payments service expired
@@ -83,7 +101,7 @@ type binaries struct{ payments, ledger string }
 func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p params) *report {
 	t.Helper()
 	started := time.Now()
-	rep := &report{}
+	rep := &report{Modes: p.modes()}
 	logf := func(format string, args ...any) {
 		if p.Progress != nil {
 			fmt.Fprintf(p.Progress, "%s %6.1fs  %s\n", name, time.Since(started).Seconds(), fmt.Sprintf(format, args...))
@@ -102,7 +120,11 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 
 	// Fresh databases and a fresh topic, queue and DLQ.
 	payDB, ledDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	tq := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(visibilityTimeout))
+	queueOpts := []awstest.Option{awstest.WithVisibilityTimeout(visibilityTimeout)}
+	if p.Ordered {
+		queueOpts = append(queueOpts, awstest.WithFIFO())
+	}
+	tq := awstest.NewTopicQueue(t, queueOpts...)
 
 	// A proxy in front of every link the suite breaks.
 	pgAddr := hostPort(t, pgtest.URL(t))
@@ -140,6 +162,10 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		// the same outbox and the same faults.
 		env["PAYMENTS_AUTHORIZATION_TTL"] = "2s"
 		env["PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL"] = "500ms"
+		env["OUTBOX_ORDERING"] = "none"
+		if p.Ordered {
+			env["OUTBOX_ORDERING"] = "partition"
+		}
 		pr, err := newReplica(fmt.Sprintf("payments-%d", i+1), bins.payments, logDir, env)
 		if err != nil {
 			t.Fatalf("%v", err)
@@ -159,6 +185,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		env["LEDGER_WAIT_TIME"] = "2s"
 		env["SHUTDOWN_TIMEOUT"] = "7s" // the wait + sqs.BatchBudget
 		env["LEDGER_DLQ_POLL_INTERVAL"] = "1s"
+		env["LEDGER_API_TOKENS"] = operatorToken // the balances are read through the API
 		if p.InboxMode != "" {
 			env["LEDGER_INBOX_MODE"] = p.InboxMode
 			// The processor polls the backlog the other replica records.
@@ -190,7 +217,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 			t.Fatalf("%v", err)
 		}
 	}
-	logf("payments ×2 and ledger ×2 ready; logs in %s", logDir)
+	logf("payments ×2 and ledger ×2 ready (%s); logs in %s", rep.Modes, logDir)
 
 	scr := newScraper(all)
 	scrCtx, stopScraper := context.WithCancel(ctx)
@@ -220,8 +247,15 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 			t.Fatalf("build poison: %v", err)
 		}
 		for _, b := range append(bodies, unknown) {
+			in := &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)}
+			if p.Ordered {
+				// A group of its own each, so that no poison message
+				// holds back a payment's events behind it.
+				id := uuid.NewString()
+				in.MessageGroupId, in.MessageDeduplicationId = aws.String("poison-"+id), aws.String(id)
+			}
 			cctx, cancel := context.WithTimeout(ctx, awsCallTimeout)
-			_, err := tq.SQS.SendMessage(cctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)})
+			_, err := tq.SQS.SendMessage(cctx, in)
 			cancel()
 			if err != nil {
 				t.Fatalf("send poison: %v", err)
@@ -380,6 +414,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	}
 
 	check(ctx, t, rep, bins, acc, cl, payConn, ledConn, payDB, ledDB)
+	checkBalancesThroughAPIs(ctx, t, rep, payConn, pays[0].Addr(), leds[1].Addr(), key)
 	rep.Total = time.Since(started)
 	return rep
 }

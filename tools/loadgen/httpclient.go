@@ -55,15 +55,23 @@ func newPoster(rawURL, key string) (*poster, error) {
 // post sends body and returns the response's status code; the body is read
 // and discarded. Any error closes the connection; the next call redials.
 func (p *poster) post(body []byte) (int, error) {
+	status, _, err := p.postTo(p.path, body, false)
+	return status, err
+}
+
+// postTo sends body to path (on the poster's host) and returns the status
+// and, with keep, the response's body. It is post for a request whose path
+// depends on an earlier answer: a capture of the payment just authorized.
+func (p *poster) postTo(path string, body []byte, keep bool) (int, []byte, error) {
 	if p.conn == nil {
 		c, err := net.Dial("tcp", p.addr)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		p.conn, p.r = c, bufio.NewReaderSize(c, 4096)
 	}
 	p.buf = append(p.buf[:0], "POST "...)
-	p.buf = append(p.buf, p.path...)
+	p.buf = append(p.buf, path...)
 	p.buf = append(p.buf, " HTTP/1.1\r\nHost: "...)
 	p.buf = append(p.buf, p.host...)
 	if p.key != "" {
@@ -75,27 +83,31 @@ func (p *poster) post(body []byte) (int, error) {
 	p.buf = append(p.buf, "\r\n\r\n"...)
 	p.buf = append(p.buf, body...)
 
-	status, keep, err := p.roundTrip()
-	if err != nil || !keep {
+	status, resBody, alive, err := p.roundTrip(keep)
+	if err != nil || !alive {
 		p.close()
 	}
-	return status, err
+	return status, resBody, err
 }
 
-func (p *poster) roundTrip() (status int, keepAlive bool, err error) {
+func (p *poster) roundTrip(keep bool) (status int, body []byte, keepAlive bool, err error) {
 	if err := p.conn.SetDeadline(time.Now().Add(requestTimeout)); err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	if _, err := p.conn.Write(p.buf); err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
 	res, err := http.ReadResponse(p.r, nil)
 	if err != nil {
-		return 0, false, err
+		return 0, nil, false, err
 	}
-	_, err = io.Copy(io.Discard, res.Body)
+	if keep {
+		body, err = io.ReadAll(res.Body)
+	} else {
+		_, err = io.Copy(io.Discard, res.Body)
+	}
 	res.Body.Close()
-	return res.StatusCode, err == nil && !res.Close, err
+	return res.StatusCode, body, err == nil && !res.Close, err
 }
 
 func (p *poster) close() {

@@ -14,9 +14,9 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // TestBenchRunsEndToEndBriefly runs loadgen as `make bench` does, cut to a
 // second per phase, so the benchmark cannot rot unnoticed: it builds and starts
-// the payments binary, measures the ceiling, the API and a small relay drain
-// (after its warm-up drain), and every row must have moved something without
-// an error. It asserts no speed: figures belong in docs/BENCHMARKS.md, not in
+// the payments binary, measures the ceiling, the API, the two-phase payment
+// and its ceilings, and a small relay drain (after its warm-up drain), and
+// every row must have moved something without an error. It asserts no speed: figures belong in docs/BENCHMARKS.md, not in
 // tests.
 func TestBenchRunsEndToEndBriefly(t *testing.T) {
 	if testing.Short() {
@@ -24,7 +24,7 @@ func TestBenchRunsEndToEndBriefly(t *testing.T) {
 	}
 	dbURL := pgtest.URL(t)
 	var out, progress bytes.Buffer
-	args := []string{"-database-url", dbURL, "-only", "ceiling,api,relay", "-d", "1s", "-warmup", "200ms",
+	args := []string{"-database-url", dbURL, "-only", "ceiling,api,relay,twophase", "-d", "1s", "-warmup", "200ms",
 		"-c", "4", "-backlog", "2000", "-replicas", "1,2", "-publish-latency", "0", "-ordering", "both"}
 	if err := run(context.Background(), args, os.Getenv, &out, &progress); err != nil {
 		t.Fatalf("loadgen: %v\n%s", err, progress.String())
@@ -36,13 +36,16 @@ func TestBenchRunsEndToEndBriefly(t *testing.T) {
 		"relay drain, 1 replica(s), NOTIFY off",
 		"relay drain, 2 replica(s), NOTIFY on",
 		"relay drain, 2 replica(s), NOTIFY off, ordered",
+		"SQL ceiling, two phases: authorize",
+		"SQL ceiling, two phases, capture locking first",
+		"POST /payments manual + POST /payments/{id}/capture",
 	} {
 		line := lineWith(table, scenario)
 		if line == "" {
 			t.Errorf("no row %q in the table:\n%s", scenario, table)
 			continue
 		}
-		if strings.Contains(line, " 0 req/s") || strings.Contains(line, " 0 rows/s") {
+		if strings.Contains(line, " 0 req/s") || strings.Contains(line, " 0 rows/s") || strings.Contains(line, " 0 payments/s") {
 			t.Errorf("row %q moved nothing: %s", scenario, line)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
@@ -124,5 +125,46 @@ func TestEndToEndQueriesFitTheSchema(t *testing.T) {
 	}
 	if _, err := endToEnd(ctx, pay, led); err != nil {
 		t.Errorf("endToEnd: %v", err)
+	}
+}
+
+// TestTwoPhaseCeilingFitsTheSchema runs the two-phase ceiling's
+// transactions, in both of its capture forms, on freshly migrated tables and
+// reads the results back through the service's packages: each payment
+// captured whole, as POST /payments/{id}/capture leaves it, and its outbox
+// holding its payment.authorized then its payment.captured.
+func TestTwoPhaseCeilingFitsTheSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	for seq, lockFirst := range []bool{false, true} {
+		if err := rawTwoPhase(pool, lockFirst)(ctx, 0, uint64(seq)); err != nil {
+			t.Fatalf("two-phase ceiling (lock first %v): %v", lockFirst, err)
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT id::text FROM payments ORDER BY amount`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("the ceiling wrote payments %v (%v), want 2", ids, err)
+	}
+	repo := paymentstore.New(pool)
+	for _, id := range ids {
+		p, err := repo.Get(ctx, payment.ID(id))
+		if err != nil {
+			t.Fatalf("the service cannot read the ceiling's payment %s: %v", id, err)
+		}
+		if p.Status() != payment.StatusCaptured || p.CaptureMethod() != payment.CaptureManual || p.CapturedMinor() != p.Amount().Minor() || p.CapturedAt().IsZero() {
+			t.Errorf("payment %s: %+v, want manual and captured whole", id, p.Snapshot())
+		}
+		var types []string
+		if err := pool.QueryRow(ctx, `SELECT array_agg(type ORDER BY id) FROM outbox WHERE aggregate_id = $1`, id).Scan(&types); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(types, []string{payment.TypeAuthorized, payment.TypeCaptured}) {
+			t.Errorf("payment %s: outbox rows %v, want its authorization then its capture", id, types)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +28,20 @@ import (
 // mer_1 and mer_1's own payer "mer_B"; merchant mer_B's account keeps what
 // mer_B's own sale moved. Then two payments of 9223372036854775807 to
 // mer_B: the first posts, the second would take the balance past int64 and
-// is parked with its reason, and the balance still reads.
+// is parked with its reason, and the balance still reads. Both services are
+// given the whole int64 range as their amount limit, whose defaults would
+// refuse such payments first.
 func TestCrossMerchantPayerIDs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts both services")
 	}
 	for _, mode := range []string{"sync", "async"} {
 		t.Run("LEDGER_INBOX_MODE="+mode, func(t *testing.T) {
-			svc := startServices(t, map[string]string{"LEDGER_INBOX_MODE": mode})
+			noLimit := strconv.FormatInt(math.MaxInt64, 10)
+			svc := startServices(t, map[string]map[string]string{
+				"payments": {"PAYMENTS_MAX_AMOUNT": noLimit},
+				"ledger":   {"LEDGER_INBOX_MODE": mode, "LEDGER_MAX_AMOUNT": noLimit},
+			})
 			merB := createKey(t, svc, "mer_B")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

@@ -95,8 +95,8 @@ type services struct {
 // docker-compose.yml gives them — host names swapped for the test's Postgres
 // and SNS/SQS endpoint, databases and queues of the test's own — after the
 // one-shot jobs compose runs before payments (the schema, the demo's key).
-// ledgerEnv overrides the ledger's variables.
-func startServices(t *testing.T, ledgerEnv map[string]string, opts ...awstest.Option) *services {
+// extraEnv overrides variables by service ("payments", "ledger").
+func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...awstest.Option) *services {
 	t.Helper()
 	dbServer, err := url.Parse(pgtest.URL(t))
 	if err != nil {
@@ -122,8 +122,10 @@ func startServices(t *testing.T, ledgerEnv map[string]string, opts ...awstest.Op
 	env["ledger"]["PAYMENTS_DATABASE_URL"] = svc.paymentsDB
 	env["ledger"]["LEDGER_QUEUE_URL"] = fixture.QueueURL
 	env["ledger"]["LEDGER_DLQ_URL"] = fixture.DLQURL
-	for k, v := range ledgerEnv {
-		env["ledger"][k] = v
+	for service, vars := range extraEnv {
+		for k, v := range vars {
+			env[service][k] = v
+		}
 	}
 
 	// The one-shot jobs compose runs before payments (the schema, the demo's

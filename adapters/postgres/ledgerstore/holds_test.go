@@ -258,3 +258,41 @@ func TestReconcileComparesHolds(t *testing.T) {
 		t.Errorf("got %v, want one divergence, the capture of %s", divs, taken.paymentID)
 	}
 }
+
+// TestAReleaseIsNeverDatedBeforeItsHold: the inbox dates an event's effects
+// with a time read before its transaction, and the authorization it
+// releases may have been placed later than that — by a transaction that
+// committed meanwhile, or a replica whose clock runs ahead. The capture and
+// the cancellation still apply, their release dated at the placement, which
+// the database requires (ledger_payments_hold_check); refusing them would
+// leave the hold open for good.
+func TestAReleaseIsNeverDatedBeforeItsHold(t *testing.T) {
+	t.Parallel()
+	_, store, pool := newService(t)
+	ctx := context.Background()
+	placed := time.Now().UTC().Truncate(time.Microsecond)
+	at := func(tm time.Time) *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction] {
+		return inbox.NewService(store, newProcessor(t, store, nil, inbox.ProcessorConfig{}), func() time.Time { return tm }, inbox.Config{Mode: inbox.Sync})
+	}
+	for name, release := range map[string]func(event) event{
+		"capture":      func(p event) event { return p.capture(1500) },
+		"cancellation": func(p event) event { return p.cancellation() },
+	} {
+		p := newPayment(2500, "cus_t", "mer_t")
+		if res, err := at(placed).Receive(ctx, p.authorization().body()); err != nil || res.Disposition != inbox.Applied {
+			t.Fatalf("%s: the authorization: %v, %v", name, res.Disposition, err)
+		}
+		res, err := at(placed.Add(-time.Second)).Receive(ctx, release(p).body())
+		if err != nil || res.Disposition != inbox.Applied {
+			t.Fatalf("%s dated a second before its hold: %v, %v; want applied", name, res.Disposition, err)
+		}
+		var held int64
+		var released time.Time
+		if err := pool.QueryRow(ctx, `SELECT held, released_at FROM ledger_payments WHERE payment_id = $1`, p.paymentID).Scan(&held, &released); err != nil {
+			t.Fatal(err)
+		}
+		if held != 0 || !released.Equal(placed) {
+			t.Errorf("%s: held %d, released at %s; want 0, at the placement %s", name, held, released, placed)
+		}
+	}
+}

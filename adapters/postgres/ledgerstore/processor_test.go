@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -26,13 +27,15 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type ledgerProcessor = inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
 
 // newProcessor returns the ledger's processor on b, checking events against
-// s (the published schemas when nil).
+// s (the published schemas when nil). Its handler takes any int64 amount, so
+// that the tests can reach the database's balance limits; the amount limit
+// is the handler's, tested in application/bookkeeping and cmd/ledger.
 func newProcessor(t testing.TB, b inbox.Backlog[bookkeeping.Ledger], s inbox.Schemas, cfg inbox.ProcessorConfig) *ledgerProcessor {
 	t.Helper()
 	if s == nil {
 		s = schemas(t)
 	}
-	return inbox.NewProcessor(b, bookkeeping.Handler{}, s, quiet, nil, time.Now, cfg)
+	return inbox.NewProcessor(b, bookkeeping.Handler{MaxAmount: math.MaxInt64}, s, quiet, nil, time.Now, cfg)
 }
 
 // record records each body in async mode, as the consumer does.

@@ -80,6 +80,20 @@ func (r *Reader) Int(name string, def, lo, hi int) int {
 	return n
 }
 
+// Int64 parses an integer from lo to hi inclusive, in the whole int64
+// range: an amount of money in minor units.
+func (r *Reader) Int64(name string, def, lo, hi int64) int64 {
+	v := r.String(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		r.invalid(name, v, fmt.Sprintf("want an integer from %d to %d", lo, hi))
+	}
+	return n
+}
+
 // Duration parses a positive Go duration such as 1s or 168h.
 func (r *Reader) Duration(name string, def time.Duration) time.Duration {
 	v := r.String(name, "")

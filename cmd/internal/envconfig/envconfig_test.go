@@ -2,13 +2,14 @@ package envconfig
 
 import (
 	"log/slog"
+	"math"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestReader(t *testing.T) {
-	env := map[string]string{"S": " x ", "B": "false", "I": "7", "D": "90s", "L": "debug"}
+	env := map[string]string{"S": " x ", "B": "false", "I": "7", "I64": "9223372036854775807", "D": "90s", "L": "debug"}
 	r := New(func(k string) string { return env[k] })
 	if got := r.String("S", "d"); got != "x" {
 		t.Errorf("String = %q, want x", got)
@@ -21,6 +22,9 @@ func TestReader(t *testing.T) {
 	}
 	if got := r.Int("I", 1, 1, 10); got != 7 {
 		t.Errorf("Int = %d, want 7", got)
+	}
+	if got := r.Int64("I64", 1, 1, math.MaxInt64); got != math.MaxInt64 {
+		t.Errorf("Int64 = %d, want %d", got, int64(math.MaxInt64))
 	}
 	if got := r.Duration("D", time.Second); got != 90*time.Second {
 		t.Errorf("Duration = %s, want 90s", got)
@@ -45,6 +49,7 @@ func TestReaderKeepsTheFirstError(t *testing.T) {
 		{"duration", func(r *Reader) { r.Duration("V", time.Second) }, `V="nope" is invalid`},
 		{"level", func(r *Reader) { r.Level("V", slog.LevelInfo) }, `V="nope" is invalid`},
 		{"out of range", func(r *Reader) { r.Int("BIG", 1, 1, 9) }, `BIG="10" is invalid`},
+		{"int64 out of range", func(r *Reader) { r.Int64("BIG", 1, 1, 9) }, `BIG="10" is invalid: want an integer from 1 to 9`},
 		{"negative duration", func(r *Reader) { r.Duration("NEG", time.Second) }, `NEG="-1s" is invalid`},
 	}
 	env := map[string]string{"V": "nope", "BIG": "10", "NEG": "-1s"}
