@@ -16,7 +16,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 )
 
-
 // Limits of an endpoint's fields.
 const (
 	MaxKeyLen         = 255
