@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
@@ -11,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +129,7 @@ type receiver struct {
 
 type received struct {
 	id, timestamp, body string
+	signature           string  // the webhook-signature header
 	verified            []error // one per secret
 }
 
@@ -133,7 +138,7 @@ func newReceiver(t *testing.T, answer func(n int) int) *receiver {
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
-		got := received{id: req.Header.Get("webhook-id"), timestamp: req.Header.Get("webhook-timestamp"), body: string(body)}
+		got := received{id: req.Header.Get("webhook-id"), timestamp: req.Header.Get("webhook-timestamp"), body: string(body), signature: req.Header.Get("webhook-signature")}
 		for _, s := range r.secret {
 			wh, err := standardwebhooks.NewWebhook(s)
 			if err == nil {
@@ -416,6 +421,20 @@ func TestServeDeliversSignedEvents(t *testing.T) {
 		t.Errorf("create over the API: %d %s", code, body)
 	}
 	s.stop(t)
+	// A verifier nobody here wrote, in another language: the npm
+	// standardwebhooks package (scripts/webhooks-check.sh) checks every
+	// delivery the service made, with each of the two secrets it signed
+	// with.
+	var checked []checkedDelivery
+	for _, r := range flaky.received() {
+		for _, secret := range []webhooks.Secret{a.Secret, rotated.Secret} {
+			checked = append(checked, checkedDelivery{Secret: string(secret), Body: r.body, Headers: map[string]string{
+				"webhook-id": r.id, "webhook-timestamp": r.timestamp, "webhook-signature": r.signature}})
+		}
+	}
+	if out, ok := runWebhooksCheck(t, checked); !ok || !strings.Contains(out, fmt.Sprintf("%d of %d deliveries verified", len(checked), len(checked))) {
+		t.Errorf("the npm standardwebhooks package refused deliveries the service signed:\n%s", out)
+	}
 	for _, secret := range []webhooks.Secret{a.Secret, rotated.Secret} {
 		if strings.Contains(s.logs.String(), string(secret)) {
 			t.Error("a signing secret is in the logs")
@@ -442,4 +461,47 @@ func TestServeRefusesPrivateTargets(t *testing.T) {
 	eventually(t, "the refused metric", s.logs, func() bool {
 		return strings.Contains(s.metrics(t), `webhooks_attempts_total{outcome="refused"} 1`)
 	})
+}
+
+// checkedDelivery is one line of the file scripts/webhooks-check.sh reads:
+// a delivery as its receiver saw it, and the secret to verify it with.
+type checkedDelivery struct {
+	Secret  string            `json:"secret"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+// runWebhooksCheck runs scripts/webhooks-check.sh on deliveries and reports
+// its output and whether it passed; without node and npm it skips, and
+// fails instead under CI.
+func runWebhooksCheck(t *testing.T, deliveries []checkedDelivery) (string, bool) {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI is set but %s is not installed: scripts/webhooks-check.sh cannot run", tool)
+			}
+			t.Logf("%s is not installed: the deliveries are not checked with the npm standardwebhooks package", tool)
+			return fmt.Sprintf("%d of %d deliveries verified (not checked: no %s)", len(deliveries), len(deliveries), tool), true
+		}
+	}
+	var b strings.Builder
+	for _, d := range deliveries {
+		line, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	file := filepath.Join(t.TempDir(), "deliveries.jsonl")
+	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("bash", "../../scripts/webhooks-check.sh", file).CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("webhooks-check.sh: %v", err)
+	}
+	return string(out), err == nil
 }
