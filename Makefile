@@ -18,6 +18,7 @@ PAYMENTS_HOST_PORT   ?= 8080
 LEDGER_HOST_PORT     ?= 8081
 WEBHOOKS_HOST_PORT   ?= 8082
 PAYMENTS_OPS_HOST_PORT ?= 9090
+WEBHOOKS_OPS_HOST_PORT ?= 9092
 GRAFANA_HOST_PORT    ?= 3000
 # Linters, pinned and built by go run: nothing to install, and they stay out
 # of both go.mod files, whose module graphs they would otherwise join.
@@ -49,7 +50,8 @@ logs: ## follow the services' logs
 
 .PHONY: demo
 demo: ## run the README walkthrough against the running services
-	$(TOOLS) run ./walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT) -payments-ops http://localhost:$(PAYMENTS_OPS_HOST_PORT)
+	$(TOOLS) run ./walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT) -payments-ops http://localhost:$(PAYMENTS_OPS_HOST_PORT) \
+		-webhooks http://localhost:$(WEBHOOKS_HOST_PORT) -webhooks-ops http://localhost:$(WEBHOOKS_OPS_HOST_PORT) -receiver-secret-file $(CURDIR)/.webhook-receiver/secret
 
 .PHONY: run-payments
 run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)

@@ -3,16 +3,20 @@
 // service answered. `make demo` runs it against `docker compose up`.
 //
 //	go -C tools run ./walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
-//	    [-payments-ops http://localhost:9090] [-api-key KEY] [-ledger-token TOKEN]
+//	    [-payments-ops http://localhost:9090] [-webhooks http://localhost:8082]
+//	    [-webhooks-ops http://localhost:9092] [-api-key KEY] [-ledger-token TOKEN]
+//	    [-receiver-url URL] [-receiver-secret-file FILE] [-receiver-logs COMMAND]
 //
 // Its defaults are docker-compose.yml's: the API key the demo-key job stores
 // for mer_1 and the ledger's operator token, both demo secrets published in
-// that file.
+// that file, and the demo webhook receiver, whose secret file it writes as
+// the reader does and whose log it reads with docker compose.
 //
-// The ledger applies events asynchronously, so the steps that read it poll
-// until the expected change arrives (within -wait) instead of sleeping. Its
-// test (walkthrough_test.go) starts both real binaries with the environment
-// docker-compose.yml gives them and checks that this output is the README's.
+// The ledger and the webhooks service apply events asynchronously, so the
+// steps that read them poll until the expected change arrives (within -wait)
+// instead of sleeping. Its test (walkthrough_test.go) starts the real
+// binaries with the environment docker-compose.yml gives them and checks
+// that this output is the README's.
 package main
 
 import (
@@ -26,7 +30,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -44,11 +51,15 @@ func main() {
 
 type walk struct {
 	payments, ledger, paymentsOps string // base URLs
+	webhooks, webhooksOps         string
 	key                           string // the payment's Idempotency-Key
 	apiKey, ledgerToken           string
-	wait                          time.Duration
-	out                           io.Writer
-	client                        *http.Client
+	// The demo webhook receiver: the URL the webhooks service reaches it
+	// at, the secrets file it reads, and the command that prints its log.
+	receiverURL, receiverSecretFile, receiverLogs string
+	wait                                          time.Duration
+	out                                           io.Writer
+	client                                        *http.Client
 }
 
 // The demo's credentials, as docker-compose.yml publishes them (a test keeps
@@ -66,10 +77,17 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 	fs.StringVar(&w.payments, "payments", "http://localhost:8080", "payments service base URL")
 	fs.StringVar(&w.ledger, "ledger", "http://localhost:8081", "ledger service base URL")
 	fs.StringVar(&w.paymentsOps, "payments-ops", "http://localhost:9090", "payments service's operational endpoints (OPS_ADDR)")
+	fs.StringVar(&w.webhooks, "webhooks", "http://localhost:8082", "webhooks service base URL")
+	fs.StringVar(&w.webhooksOps, "webhooks-ops", "http://localhost:9092", "webhooks service's operational endpoints (OPS_ADDR)")
+	fs.StringVar(&w.receiverURL, "receiver-url", "http://webhook-receiver:8083/webhooks", "the demo receiver's URL as the webhooks service reaches it")
+	// Relative to tools/, where `go -C tools run` runs: the repository's
+	// .webhook-receiver/, which docker-compose.yml mounts into the receiver.
+	fs.StringVar(&w.receiverSecretFile, "receiver-secret-file", "../.webhook-receiver/secret", "the demo receiver's secrets file, which the walkthrough writes the endpoint's secret to")
+	fs.StringVar(&w.receiverLogs, "receiver-logs", "docker compose logs --no-log-prefix webhook-receiver", "the command that prints the demo receiver's log (split on spaces)")
 	fs.StringVar(&w.apiKey, "api-key", demoAPIKey, "mer_1's API key (default: the demo key docker-compose.yml stores)")
 	fs.StringVar(&w.ledgerToken, "ledger-token", demoLedgerToken, "the ledger's operator token (default: docker-compose.yml's demo token)")
 	fs.StringVar(&w.key, "key", "order-"+time.Now().UTC().Format("20060102150405"), "Idempotency-Key of the payment")
-	fs.DurationVar(&w.wait, "wait", 30*time.Second, "how long to wait for the ledger to catch up")
+	fs.DurationVar(&w.wait, "wait", 30*time.Second, "how long to wait for the ledger and the webhooks service to catch up")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -99,6 +117,16 @@ func (w *walk) run(ctx context.Context) error {
 		return err
 	}
 	_, pendingBefore, err := w.merchantBalance(ctx)
+	if err != nil {
+		return err
+	}
+	// Counters before, so that the webhooks part can wait until the
+	// webhooks service has consumed every event published before it.
+	publishedBefore, err := w.counter(ctx, w.paymentsOps, "outbox_published_total")
+	if err != nil {
+		return err
+	}
+	consumedBefore, err := w.counter(ctx, w.webhooksOps, "inbox_processed_total")
 	if err != nil {
 		return err
 	}
@@ -195,7 +223,184 @@ func (w *walk) run(ctx context.Context) error {
 	}
 
 	w.say("Nothing is left in the outbox, and its age — the signal to alert on — is zero. The metrics are on the operational port, `OPS_ADDR`, which needs no key and must face operators only:")
-	return w.outboxMetrics(ctx)
+	if err := w.outboxMetrics(ctx); err != nil {
+		return err
+	}
+	return w.webhooksPart(ctx, publishedBefore, consumedBefore)
+}
+
+const croissantBody = `{"amount": 990, "currency": "BRL", "payer_id": "cus_1", "description": "croissant"}`
+
+// webhooksPart registers the demo receiver as mer_1's endpoint, hands it
+// the secret, and follows one payment's payment.created to it.
+func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore float64) error {
+	// The webhooks service fans an event out to the endpoints that exist
+	// when it applies it: wait until it has applied every event this
+	// walkthrough published so far, so that the new endpoint is sent this
+	// part's payment alone, as the reader, who registers it a while after,
+	// sees.
+	if err := w.waitConsumed(ctx, publishedBefore, consumedBefore); err != nil {
+		return err
+	}
+
+	w.printf("\n")
+	w.say("The webhooks service tells a merchant what happened to its payments: it POSTs each event, signed, to the endpoints the merchant registered, with the same API key. Register the demo receiver, which `docker-compose.yml` runs on the compose network and which verifies every signature:")
+	body := fmt.Sprintf(`{"url": %q, "enabled_events": ["payment.created", "payment.refunded"]}`, w.receiverURL)
+	reg, err := w.curl(ctx, "POST", w.webhooks, "/webhook_endpoints", body, w.key+"-webhooks", http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	var ep struct {
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal(reg.body, &ep); err != nil || ep.ID == "" || !strings.HasPrefix(ep.Secret, "whsec_") {
+		return fmt.Errorf("register answered %s", reg.body)
+	}
+
+	w.say("The answer holds the endpoint's signing secret, this once and never again. Hand it to the receiver, which reads its secrets file on every request:")
+	if err := os.WriteFile(w.receiverSecretFile, []byte(ep.Secret+"\n"), 0o600); err != nil {
+		return fmt.Errorf("hand the secret to the receiver: %w", err)
+	}
+	w.printf("```console\n$ echo '%s' > .webhook-receiver/secret\n```\n\n", ep.Secret)
+
+	w.say("Create a payment:")
+	if _, err := w.curl(ctx, "POST", w.payments, "/payments", croissantBody, w.key+"-croissant", http.StatusCreated); err != nil {
+		return err
+	}
+
+	w.say("Its `payment.created` went through the outbox, SNS/SQS and the webhooks service's inbox to the endpoint. Each attempt is listed, with the receiver's answer:")
+	eventID, err := w.waitDelivered(ctx, ep.ID)
+	if err != nil {
+		return err
+	}
+
+	w.say("The receiver checked the `webhook-signature` with the secret before answering `204`; its log line names the event by its `webhook-id`, the same on every retry, so a receiver can drop a duplicate:")
+	return w.receiverLine(ctx, eventID)
+}
+
+// counter returns the sum of a counter's series at the ops base URL, 0 if
+// none is exposed yet.
+func (w *walk) counter(ctx context.Context, base, name string) (float64, error) {
+	res, err := w.request(ctx, "GET", base+"/metrics", "", "", "")
+	if err != nil {
+		return 0, err
+	}
+	if res.code != http.StatusOK {
+		return 0, fmt.Errorf("%s/metrics: %s", base, res.status)
+	}
+	sum := 0.0
+	for _, l := range strings.Split(string(res.body), "\n") {
+		if l != name && !strings.HasPrefix(l, name+" ") && !strings.HasPrefix(l, name+"{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/metrics: %q: %w", base, l, err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// waitConsumed polls until the webhooks service's inbox has processed as
+// many events as the payments relay published since the counters were read.
+func (w *walk) waitConsumed(ctx context.Context, publishedBefore, consumedBefore float64) error {
+	published, err := w.counter(ctx, w.paymentsOps, "outbox_published_total")
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(w.wait)
+	for {
+		consumed, err := w.counter(ctx, w.webhooksOps, "inbox_processed_total")
+		if err != nil {
+			return err
+		}
+		if consumed-consumedBefore >= published-publishedBefore {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhooks service processed %v events after %s, the relay published %v: is it consuming?", consumed-consumedBefore, w.wait, published-publishedBefore)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// attempt is what the walkthrough reads of a webhook attempt.
+type attempt struct {
+	EventID string `json:"event_id"`
+	Outcome string `json:"outcome"`
+}
+
+// waitDelivered polls the endpoint's attempts until one delivered, then
+// prints the request and the answer and returns the event's id.
+func (w *walk) waitDelivered(ctx context.Context, endpoint string) (string, error) {
+	path := "/webhook_endpoints/" + endpoint + "/deliveries"
+	deadline := time.Now().Add(w.wait)
+	for {
+		res, err := w.request(ctx, "GET", w.webhooks+path, "", "", w.auth(w.webhooks))
+		if err != nil {
+			return "", err
+		}
+		var list struct {
+			Data []attempt `json:"data"`
+		}
+		if res.code != http.StatusOK || json.Unmarshal(res.body, &list) != nil {
+			return "", fmt.Errorf("GET %s: %s: %s", path, res.status, res.body)
+		}
+		if i := slices.IndexFunc(list.Data, func(a attempt) bool { return a.Outcome == "delivered" }); i >= 0 {
+			if _, err := w.curl(ctx, "GET", w.webhooks, path, "", "", http.StatusOK); err != nil {
+				return "", err
+			}
+			return list.Data[i].EventID, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no attempt delivered to endpoint %s after %s: %s", endpoint, w.wait, res.body)
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// receiverLine polls the receiver's log until it holds the line of
+// eventID's delivery, and prints it as the last webhook line.
+func (w *walk) receiverLine(ctx context.Context, eventID string) error {
+	args := strings.Fields(w.receiverLogs)
+	if len(args) == 0 {
+		return errors.New("-receiver-logs is empty")
+	}
+	deadline := time.Now().Add(w.wait)
+	for {
+		out, err := exec.CommandContext(ctx, args[0], args[1:]...).Output()
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.receiverLogs, err)
+		}
+		var last string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, `"msg":"webhook"`) {
+				last = l
+			}
+		}
+		if strings.Contains(last, `"webhook-id":"`+eventID+`"`) {
+			w.printf("```console\n$ docker compose logs --no-log-prefix webhook-receiver | grep '\"msg\":\"webhook\"' | tail -n 1\n%s\n```\n", strings.TrimSpace(last))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the receiver's log has no line of event %s after %s; its last: %s", eventID, w.wait, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 type response struct {
@@ -206,10 +411,10 @@ type response struct {
 }
 
 // auth is the Authorization header for the service at base: the API key
-// for payments, the operator token for the ledger.
+// for payments and webhooks, the operator token for the ledger.
 func (w *walk) auth(base string) string {
 	switch base {
-	case w.payments:
+	case w.payments, w.webhooks:
 		return "Bearer " + w.apiKey
 	case w.ledger:
 		return "Bearer " + w.ledgerToken
@@ -270,7 +475,7 @@ func (w *walk) curlAs(ctx context.Context, auth, method, base, path, body, key s
 	}
 	cmd += " " + base + path
 	if auth != "" {
-		cmd += " " + authFlag(base == w.payments)
+		cmd += " " + authFlag(base == w.payments || base == w.webhooks)
 	}
 	if body != "" {
 		cmd += " -H 'Content-Type: application/json'"

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// TestReadmeWalkthrough starts the two real binaries with the environment
+// TestReadmeWalkthrough starts the real binaries — payments, the ledger,
+// the webhooks service and the demo webhook receiver — with the environment
 // docker-compose.yml gives them — host names swapped for the test's Postgres
 // and SNS/SQS endpoint, databases and queues of the test's own — runs the
 // walkthrough, and checks that its output is, up to ids and timestamps, what
@@ -54,11 +55,16 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	defer cancel()
 	// The walkthrough's default credentials are the demo's: compose's
 	// demo-key job stored the key, and the ledger got compose's token.
-	if err := run(ctx, []string{"-payments", "http://" + svc.payAddr, "-ledger", "http://" + svc.ledAddr, "-payments-ops", "http://" + svc.payOps, "-key", "order-1001"}, &out, svc.client); err != nil {
+	args := []string{"-payments", "http://" + svc.payAddr, "-ledger", "http://" + svc.ledAddr, "-payments-ops", "http://" + svc.payOps,
+		"-webhooks", "http://" + svc.whAddr, "-webhooks-ops", "http://" + svc.whOps,
+		"-receiver-url", svc.receiverURL(), "-receiver-secret-file", svc.receiver.secretFile, "-receiver-logs", "cat " + svc.receiver.log,
+		"-key", "order-1001"}
+	if err := run(ctx, args, &out, svc.client); err != nil {
 		t.Fatalf("walkthrough: %v\n%s", err, out.String())
 	}
 	got := strings.NewReplacer("http://"+svc.payAddr, "http://localhost:8080", "http://"+svc.ledAddr, "http://localhost:8081",
-		"http://"+svc.payOps, "http://localhost:9090").Replace(out.String())
+		"http://"+svc.payOps, "http://localhost:9090", "http://"+svc.whAddr, "http://localhost:8082",
+		"http://"+svc.whOps, "http://localhost:9092", svc.receiverURL(), "http://webhook-receiver:8083/webhooks").Replace(out.String())
 
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -76,26 +82,32 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	// outbox and the ledger, so each service now exposes every series it
 	// ever will: the dashboard and the alert rules must read those.
 	t.Run("dashboard and alert rules read what the services expose", func(t *testing.T) {
-		checkQueries(t, map[string]string{"payments": svc.payOps, "ledger": svc.ledOps})
+		// A delivery the receiver refuses, for the series of an
+		// undelivered delivery.
+		svc.failingDelivery(ctx, t)
+		checkQueries(t, map[string]string{"payments": svc.payOps, "ledger": svc.ledOps, "webhooks": svc.whOps})
 	})
 }
 
-// services are the two binaries running as docker-compose.yml runs them,
-// each on databases of the test's own and its own topic and queues.
+// services are the binaries running as docker-compose.yml runs them, each
+// on databases of the test's own and its own topic and queues.
 type services struct {
-	payAddr, payOps, ledAddr, ledOps string
-	paymentsDB, ledgerDB             string // database URLs
-	dir                              string // the built binaries and their logs
+	payAddr, payOps, ledAddr, ledOps, whAddr, whOps string
+	paymentsDB, ledgerDB, webhooksDB                string // database URLs
+	receiver                                        *receiver
+	dir                                             string // the built binaries and their logs
 	// client sends to either service and checks every exchange against
 	// its OpenAPI document.
 	client *http.Client
 }
 
-// startServices starts payments and ledger with the environment
-// docker-compose.yml gives them — host names swapped for the test's Postgres
-// and SNS/SQS endpoint, databases and queues of the test's own — after the
-// one-shot jobs compose runs before payments (the schema, the demo's key).
-// extraEnv overrides variables by service ("payments", "ledger").
+// startServices starts payments, the ledger, the webhooks service and the
+// demo webhook receiver with the environment docker-compose.yml gives them —
+// host names swapped for the test's Postgres and SNS/SQS endpoint, payments'
+// URL for the test's payments, databases and queues of the test's own — after
+// the one-shot jobs compose runs before payments (the schema, the demo's
+// key). extraEnv overrides variables by service ("payments", "ledger",
+// "webhooks").
 func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...awstest.Option) *services {
 	t.Helper()
 	dbServer, err := url.Parse(pgtest.URL(t))
@@ -104,7 +116,8 @@ func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...
 	}
 	endpoint := awstest.Endpoint(t)
 	fixture := awstest.NewTopicQueue(t, opts...)
-	svc := &services{paymentsDB: pgtest.NewDatabase(t), ledgerDB: pgtest.NewDatabase(t), dir: t.TempDir()}
+	webhooksQueue := subscribeQueue(t, fixture)
+	svc := &services{paymentsDB: pgtest.NewDatabase(t), ledgerDB: pgtest.NewDatabase(t), webhooksDB: pgtest.NewDatabase(t), dir: t.TempDir()}
 
 	env, jobs := composeEnv(t)
 	swapHosts := func(v string) string {
@@ -127,6 +140,9 @@ func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...
 			env[service][k] = v
 		}
 	}
+	env["webhooks"]["DATABASE_URL"] = svc.webhooksDB
+	env["webhooks"]["WEBHOOKS_QUEUE_URL"] = webhooksQueue.url
+	env["webhooks"]["WEBHOOKS_DLQ_URL"] = webhooksQueue.dlqURL
 
 	// The one-shot jobs compose runs before payments (the schema, the demo's
 	// key), with their command and environment as compose gives them.
@@ -137,11 +153,20 @@ func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...
 	svc.payAddr, svc.payOps = pay.Addr(), pay.OpsAddr()
 	led := start(t, svc.dir, "ledger", env["ledger"])
 	svc.ledAddr, svc.ledOps = led.Addr(), led.OpsAddr()
+	// Compose's http://payments:8080 is the test's payments.
+	if got := env["webhooks"]["WEBHOOKS_PAYMENTS_URL"]; got != "http://payments:8080" {
+		t.Fatalf("compose's WEBHOOKS_PAYMENTS_URL is %q, not payments' API on the compose network", got)
+	}
+	env["webhooks"]["WEBHOOKS_PAYMENTS_URL"] = "http://" + svc.payAddr
+	wh := start(t, svc.dir, "webhooks", env["webhooks"])
+	svc.whAddr, svc.whOps = wh.Addr(), wh.OpsAddr()
+	svc.receiver = startReceiver(t, svc.dir, jobs["webhook-receiver"])
 
 	// Every exchange is checked against its service's OpenAPI document:
 	// what the README shows is what the documents promise.
 	toPayments := apitest.New(t, apidoc.Payments()).Transport(t, nil)
 	toLedger := apitest.New(t, apidoc.Ledger()).Transport(t, nil)
+	toWebhooks := apitest.New(t, apidoc.Webhooks()).Transport(t, nil)
 	toOps := apitest.New(t, apidoc.Ops()).Transport(t, nil)
 	svc.client = &http.Client{Timeout: 10 * time.Second, Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
 		switch r.URL.Host {
@@ -149,10 +174,12 @@ func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...
 			return toPayments.RoundTrip(r)
 		case svc.ledAddr:
 			return toLedger.RoundTrip(r)
-		case svc.payOps:
+		case svc.whAddr:
+			return toWebhooks.RoundTrip(r)
+		case svc.payOps, svc.whOps:
 			return toOps.RoundTrip(r)
 		}
-		return nil, fmt.Errorf("the test called %s, neither service", r.URL.Host)
+		return nil, fmt.Errorf("the test called %s, none of the services", r.URL.Host)
 	})}
 	return svc
 }
@@ -164,11 +191,19 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 var (
 	uuidRe = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	timeRe = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	// The webhooks service's ids (we_ and wa_ with a UUID's hex), the
+	// endpoint's secret and an attempt's latency.
+	hexIDRe   = regexp.MustCompile(`\b(we|wa)_[0-9a-f]{32}\b`)
+	secretRe  = regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`)
+	latencyRe = regexp.MustCompile(`"latency_ms":\d+`)
 )
 
 func normalize(s string) string {
 	s = uuidRe.ReplaceAllString(s, "<uuid>")
 	s = timeRe.ReplaceAllString(s, "<time>")
+	s = hexIDRe.ReplaceAllString(s, "${1}_<id>")
+	s = secretRe.ReplaceAllString(s, "whsec_<secret>")
+	s = latencyRe.ReplaceAllString(s, `"latency_ms":<n>`)
 	return strings.TrimSpace(s)
 }
 
@@ -195,7 +230,7 @@ func composeEnv(t *testing.T) (map[string]map[string]string, map[string]job) {
 		return out
 	}
 	out := map[string]map[string]string{}
-	for _, name := range []string{"payments", "ledger"} {
+	for _, name := range []string{"payments", "ledger", "webhooks"} {
 		out[name] = envOf(name)
 	}
 	jobs := map[string]job{}
@@ -206,11 +241,19 @@ func composeEnv(t *testing.T) (map[string]map[string]string, map[string]job) {
 		}
 		jobs[name] = job{name: name, args: s.Command, env: envOf(name)}
 	}
+	// The demo receiver, a tool of this module, which the test builds and
+	// runs itself (startReceiver).
+	r, ok := p.Services["webhook-receiver"]
+	if !ok || r.Build == nil || r.Build.Target != "webhook-receiver" {
+		t.Fatal("docker-compose.yml has no service webhook-receiver running the webhook-receiver image")
+	}
+	jobs["webhook-receiver"] = job{name: "webhook-receiver", args: r.Command, env: envOf("webhook-receiver")}
 	return out, jobs
 }
 
-// job is a one-shot service of the compose file: the payments binary with
-// args.
+// job is a service of the compose file that the test runs with its command
+// and environment: a one-shot job of the payments binary, or the demo
+// receiver.
 type job struct {
 	name string
 	args []string
