@@ -79,8 +79,10 @@ func (Handler) Compare(Event, Event) int { return 0 }
 // Apply implements inbox.Handler: one pending delivery, due now, per
 // endpoint of the merchant subscribed to the event. An event fanned out
 // before (a redelivery under the same id) writes nothing again: the
-// deliveries' unique (endpoint, event) pair absorbs it. The endpoints
-// created after an event are not sent it.
+// deliveries' unique (endpoint, event) pair absorbs it. An endpoint is sent
+// the events fanned out once it exists: those the inbox applies from then
+// on, so an event committed just before the endpoint was created but still
+// on its way is sent to it too; nothing applied before is.
 func (Handler) Apply(ctx context.Context, repos Fanout, e Event, at time.Time) (bool, error) {
 	_, err := repos.Enqueue(ctx, NewDelivery{MerchantID: e.MerchantID, EventID: e.ID, EventType: e.Type, Payload: e.Payload, At: at})
 	return err == nil, err
