@@ -44,6 +44,7 @@ const usage = `usage: webhooks [command]
   inbox stats              the inbox's backlog: pending, oldest age, parked
   inbox retry --id ID | --all-parked
                            put parked inbox rows back to pending
+  dlq redrive              move the DLQ's messages back to the queue
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'webhooks COMMAND -h' prints a command's usage. Configuration is read from
@@ -95,6 +96,18 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 		return migrate(ctx, getenv, out)
 	case "inbox":
 		return runInbox(ctx, args, getenv, out)
+	case "dlq":
+		const synopsis, doc = "webhooks dlq redrive", "Move the DLQ's messages back to the queue, once the fault that sent them there is fixed."
+		if len(args) > 0 && args[0] == "redrive" {
+			if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args[1:]); err != nil {
+				return fmt.Errorf("dlq redrive: %w", err)
+			}
+			return redrive(ctx, getenv, out)
+		}
+		if err := cli.NewFlagSet(synopsis, doc, out).Parse(args); err != nil { // -h
+			return fmt.Errorf("dlq: %w", err)
+		}
+		return errors.New("usage: webhooks dlq redrive")
 	case "healthcheck":
 		if err := cli.NoArgs(cmd, args, "webhooks healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck).", out); err != nil {
 			return err
@@ -110,6 +123,22 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 
 func newLogger(out io.Writer, level slog.Level) *slog.Logger {
 	return lifecycle.NewLogger(out, level, "webhooks")
+}
+
+// redrive moves the DLQ's messages back to the queue, as `ledger dlq
+// redrive` does for the ledger's.
+func redrive(ctx context.Context, getenv func(string) string, out io.Writer) error {
+	cfg, err := loadConfig(getenv, true)
+	if err != nil {
+		return err
+	}
+	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+	if err != nil {
+		return err
+	}
+	rep, err := sqs.Redrive(ctx, client, cfg.DLQURL, cfg.QueueURL, newLogger(io.Discard, cfg.LogLevel))
+	// What was moved is printed even when the redrive stopped part way.
+	return errors.Join(opsreport.Redrive(out, rep, cfg.QueueURL), err)
 }
 
 func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
