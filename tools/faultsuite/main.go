@@ -17,7 +17,9 @@
 // (open only while its payment is authorized), each merchant's available and
 // pending balances are what the payments database's payments add up to, no
 // outbox row is left PENDING or DEAD, the DLQ holds exactly the poison, and
-// each currency's entries sum to zero.
+// each currency's entries sum to zero. With -webhooks (TestFaultSuiteAsync)
+// the webhooks service runs too, against a receiver that fails at random, and
+// every event must reach its merchant's endpoint, signed, and no other.
 //
 //	go -C tools run ./faultsuite -runs 5
 //
