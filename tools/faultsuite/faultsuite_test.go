@@ -9,6 +9,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 func TestMain(m *testing.M) {
@@ -35,8 +36,11 @@ func TestFaultSuite(t *testing.T) {
 // the two runs cover each inbox mode and each relay mode; the other two
 // pairings are the command's (-inbox-mode, -ordered). It is sized smaller,
 // to keep CI's time: every fault still happens, each a little shorter.
+// It also runs the webhooks service, whose inbox is async too, behind the
+// same topic, against a receiver that fails at random while the faults last,
+// with a SIGKILL of a webhooks replica mid-attempt (webhooks.go).
 func TestFaultSuiteAsync(t *testing.T) {
-	runCI(t, params{Payments: 80, Rate: 8, BrokerCut: 6 * time.Second, DBCut: 3 * time.Second, SlowFor: 3 * time.Second, InboxMode: "async", Ordered: true})
+	runCI(t, params{Payments: 80, Rate: 8, BrokerCut: 6 * time.Second, DBCut: 3 * time.Second, SlowFor: 3 * time.Second, InboxMode: "async", Ordered: true, Webhooks: true})
 }
 
 func runCI(t *testing.T, p params) {
@@ -54,6 +58,11 @@ func runCI(t *testing.T, p params) {
 	bins.payments, bins.ledger, err = buildBinaries(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p.Webhooks {
+		if bins.webhooks, err = proc.Build(ctx, t.TempDir(), "webhooks"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p.Progress = logWriter{t}
 	rep := runSuite(ctx, t, bins, "ci-"+strings.ReplaceAll(p.modes(), "/", "-")+time.Now().Format("150405"), p)

@@ -17,7 +17,9 @@
 // (open only while its payment is authorized), each merchant's available and
 // pending balances are what the payments database's payments add up to, no
 // outbox row is left PENDING or DEAD, the DLQ holds exactly the poison, and
-// each currency's entries sum to zero.
+// each currency's entries sum to zero. With -webhooks (TestFaultSuiteAsync)
+// the webhooks service runs too, against a receiver that fails at random, and
+// every event must reach its merchant's endpoint, signed, and no other.
 //
 //	go -C tools run ./faultsuite -runs 5
 //
@@ -38,6 +40,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 func main() {
@@ -61,6 +65,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	fs.DurationVar(&p.SlowFor, "slow", 5*time.Second, "how long the ledger handler is slower than the visibility timeout")
 	fs.StringVar(&p.InboxMode, "inbox-mode", "sync", "the ledger's LEDGER_INBOX_MODE: sync or async")
 	fs.BoolVar(&p.Ordered, "ordered", false, "the relay's ordered mode on a FIFO topic and queues (OUTBOX_ORDERING=partition); unordered on standard ones otherwise")
+	fs.BoolVar(&p.Webhooks, "webhooks", false, "run the webhooks service too, against a receiver that fails at random, and check every event reached its merchant's endpoint, signed")
 	quiet := fs.Bool("q", false, "no progress lines on stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,6 +80,9 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	var err error
 	if err := tb.do(func() {
 		bins.payments, bins.ledger, err = buildBinaries(ctx, tb.TempDir())
+		if err == nil && p.Webhooks {
+			bins.webhooks, err = proc.Build(ctx, tb.TempDir(), "webhooks")
+		}
 	}); err != nil {
 		return err
 	}

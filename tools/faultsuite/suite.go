@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -43,7 +44,12 @@ type params struct {
 	// on a FIFO topic, queue and DLQ, the resources localstack/init-aws.sh
 	// creates with PAYMENTS_FIFO=true; otherwise unordered (none) on
 	// standard ones. The guarantees checked are the same.
-	Ordered  bool
+	Ordered bool
+	// Webhooks runs the webhooks service too (two replicas, a database
+	// and a queue of their own) against a receiver that misbehaves while the
+	// faults last, SIGKILLs one replica mid-attempt, and checks every event
+	// reached its merchant's endpoint, signed (webhooks.go).
+	Webhooks bool
 	Progress io.Writer // one line per step
 }
 
@@ -93,7 +99,7 @@ func (r *report) fail(format string, args ...any) {
 	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
 }
 
-type binaries struct{ payments, ledger string }
+type binaries struct{ payments, ledger, webhooks string }
 
 // runSuite runs the services under faults once and checks the guarantees.
 // Infrastructure problems (no database, a service that cannot start) stop it
@@ -197,7 +203,33 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		}
 		leds = append(leds, pr)
 	}
-	all := append(append([]*proc.Process(nil), pays...), leds...)
+	// The webhooks service, beside the ledger, on the same topic.
+	var (
+		whs   []*proc.Process
+		whDB  string
+		wq    webhookQueue
+		rcv   *receiver
+		pgWh  *proxy
+		sqsWh *proxy
+	)
+	if p.Webhooks {
+		whDB = pgtest.NewDatabase(t)
+		wq = newWebhookQueue(t, tq, p.Ordered)
+		pgWh, sqsWh = mk(pgAddr), mk(awsAddr)
+		rcv = newReceiver()
+		t.Cleanup(rcv.srv.Close)
+		secretsKey := newSecretsKey()
+		for i := range 2 {
+			env := common()
+			maps.Copy(env, webhookEnv(viaProxy(t, whDB, pgWh), "http://"+sqsWh.Addr(), pays[i].Addr(), wq, secretsKey))
+			pr, err := newReplica(fmt.Sprintf("webhooks-%d", i+1), bins.webhooks, logDir, env)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			whs = append(whs, pr)
+		}
+	}
+	all := append(append(append([]*proc.Process(nil), pays...), leds...), whs...)
 	t.Cleanup(func() {
 		var wg sync.WaitGroup
 		for _, pr := range all {
@@ -218,8 +250,12 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		}
 	}
 	logf("payments ×2 and ledger ×2 ready (%s); logs in %s", rep.Modes, logDir)
+	if p.Webhooks {
+		rcv.register(ctx, t, whs[0].Addr(), payDB, webhookMerchants())
+		logf("webhooks ×2 ready, %d merchant endpoints registered", len(webhookMerchants()))
+	}
 
-	scr := newScraper(all)
+	scr := newScraper(append(append([]*proc.Process(nil), pays...), leds...))
 	scrCtx, stopScraper := context.WithCancel(ctx)
 	var scrDone sync.WaitGroup
 	scrDone.Go(func() { scr.run(scrCtx, 250*time.Millisecond) })
@@ -294,11 +330,17 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	sns1.Cut()
 	sns2.Cut()
 	sqsP.Cut()
+	if p.Webhooks {
+		sqsWh.Cut()
+	}
 	fault(fmt.Sprintf("SNS/SQS endpoint cut for %s (relays and consumers)", p.BrokerCut))
 	time.Sleep(p.BrokerCut) // the length of the outage is the fault
 	sns1.Restore()
 	sns2.Restore()
 	sqsP.Restore()
+	if p.Webhooks {
+		sqsWh.Restore()
+	}
 
 	// 2. SIGKILL of a payments replica between publish and mark: the broker
 	// got the batch, the relay never hears the ACK, the process dies holding
@@ -321,6 +363,20 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	fault("SIGKILL payments-2 at a random moment")
 	if err := pays[1].Start(ctx); err != nil {
 		t.Fatalf("%v", err)
+	}
+	if p.Webhooks {
+		// A webhooks replica dies with attempts in flight: their leases
+		// pass, and the other replica (or its restart) sends them again.
+		if poll(20*time.Second, func() bool { return rcv.flying.Load() > 0 }) {
+			whs[0].Kill()
+			fault("SIGKILL webhooks-1 with webhook attempts in flight")
+		} else {
+			whs[0].Kill()
+			fault("SIGKILL webhooks-1 (no attempt was in flight)")
+		}
+		if err := whs[0].Start(ctx); err != nil {
+			t.Fatalf("%v", err)
+		}
 	}
 
 	// 3 and 5. A handler slower than the visibility timeout, and a SIGKILL of
@@ -347,17 +403,27 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	// 4. Postgres unreachable: the API must answer 503 + Retry-After, not hang.
 	pgPay.Cut()
 	pgLed.Cut()
+	if p.Webhooks {
+		pgWh.Cut()
+	}
 	fault(fmt.Sprintf("Postgres cut for %s (both services)", p.DBCut))
 	cutEnd := time.Now().Add(p.DBCut)
 	rep.Probe = probeDuringCut(ctx, pays, key, name, rep)
 	time.Sleep(time.Until(cutEnd)) // the length of the outage is the fault
 	pgPay.Restore()
 	pgLed.Restore()
+	if p.Webhooks {
+		pgWh.Restore()
+	}
 
 	// 6. More poison, mixed into the tail of the traffic.
 	sendPoison()
 	fault("poison messages sent again")
 	close(faultsDone)
+	if p.Webhooks {
+		rcv.chaotic.Store(false)
+		fault("webhook receiver failing at random until now: 500s, answers past the attempt timeout, connection resets, slow answers")
+	}
 
 	<-trafficDone
 	logf("traffic done: %d/%d payments (%d manual: %d captured, %d canceled) and %d/%d refunds accepted",
@@ -369,16 +435,38 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	ledConn := connect(ctx, t, ledDB)
 	drainStart := time.Now()
 	var state drainState
+	var whState webhookState
+	var whConn *pgx.Conn
+	var coreDrained time.Duration // when payments and the ledger had drained, the webhooks perhaps not yet
+	if p.Webhooks {
+		whConn = connect(ctx, t, whDB)
+	}
 	drained := waitFor("the system to drain", 240*time.Second, func() bool {
 		state = readState(ctx, payConn, ledConn, tq.SQS, tq.QueueURL, tq.DLQURL)
-		return state.drained(len(poison))
+		if !state.drained(len(poison)) {
+			return false
+		}
+		if coreDrained == 0 {
+			coreDrained = time.Since(drainStart)
+		}
+		if p.Webhooks {
+			whState = readWebhookState(ctx, whConn, tq.SQS, wq)
+			return whState.drained(state.events)
+		}
+		return true
 	})
 	rep.Drain = time.Since(drainStart)
 	if !drained {
 		rep.fail("not drained: %+v", state)
+		if p.Webhooks {
+			rep.fail("webhooks not drained: %s", whState)
+		}
 	}
 	scr.scrapeAll(ctx)
 	logf("drained in %s: %+v", rep.Drain.Round(100*time.Millisecond), state)
+	if p.Webhooks {
+		logf("webhooks drained (%s after payments and the ledger): %s", (rep.Drain - coreDrained).Round(100*time.Millisecond), whState)
+	}
 
 	rep.Sent, rep.Accepted = acc.sent, len(acc.payments)+acc.manual
 	rep.Manual, rep.Captured, rep.Canceled = acc.manual, len(acc.captures), len(acc.canceled)
@@ -415,6 +503,9 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 
 	check(ctx, t, rep, bins, acc, cl, payConn, ledConn, payDB, ledDB)
 	checkBalancesThroughAPIs(ctx, t, rep, payConn, pays[0].Addr(), leds[1].Addr(), key)
+	if p.Webhooks {
+		checkWebhooks(ctx, t, rep, rcv, payConn, whState, logf)
+	}
 	rep.Total = time.Since(started)
 	return rep
 }
