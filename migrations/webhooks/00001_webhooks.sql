@@ -8,7 +8,11 @@
 CREATE TABLE inbox_messages (
     id              uuid        PRIMARY KEY,
     type            text        NOT NULL,
-    payload         jsonb       NOT NULL,
+    -- json, not the ledger's jsonb: json keeps the text it was given, so
+    -- the fan-out hands every endpoint the event exactly as published, the
+    -- bytes its signature covers (a receiver that hashes or stores the body
+    -- sees the producer's); jsonb would reorder keys and respace it.
+    payload         json        NOT NULL,
     received_at     timestamptz NOT NULL DEFAULT now(),
     -- NULL = recorded but not applied (pending, or of a type this version does not handle).
     processed_at    timestamptz,
