@@ -49,11 +49,13 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 			merchants := st.endpoints(b, 20, "/hook")
 			events := st.events(b.N, merchants)
 			st.start(b)
+			cost := st.measureCPU()
 			b.ResetTimer()
 			st.receiveAt(b, events, rate)
 			st.rcv.wait(b, events.ids(), 2*time.Minute)
 			b.StopTimer()
 			st.reportLatency(b, events)
+			cost.report(b)
 		})
 	}
 }
@@ -95,19 +97,13 @@ func BenchmarkDeliveries(b *testing.B) {
 				return
 			}
 			st.start(b)
-			pg0, pgOK := backendCPU(context.Background(), st.pool)
-			cpu0 := processCPU()
+			cost := st.measureCPU()
 			b.ResetTimer()
 			st.receiveAt(b, events, 0)
 			st.rcv.wait(b, events.ids(), 5*time.Minute)
 			b.StopTimer()
-			cpu := processCPU() - cpu0
-			pg, pgOK2 := postgresCPUSince(context.Background(), st.pool, pg0)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
-			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu_us/delivery")
-			if pgOK && pgOK2 {
-				b.ReportMetric(float64(pg.Microseconds())/float64(b.N), "pg_cpu_us/delivery")
-			}
+			cost.report(b)
 		})
 	}
 }
@@ -460,6 +456,30 @@ func (r *benchReceiver) slowCalls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.slow
+}
+
+// cpuCost is the CPU time taken so far by the process and by the
+// database's backends, to report per delivery at the end.
+type cpuCost struct {
+	st   *benchStack
+	cpu  time.Duration
+	pg   map[int]time.Duration
+	pgOK bool
+}
+
+func (st *benchStack) measureCPU() cpuCost {
+	pg, ok := backendCPU(context.Background(), st.pool)
+	return cpuCost{st: st, cpu: processCPU(), pg: pg, pgOK: ok}
+}
+
+// report reports the CPU used since per delivery (b.N deliveries):
+// cpu_us/delivery for the process, pg_cpu_us/delivery for the database's
+// backends when Postgres runs on this machine.
+func (c cpuCost) report(b *testing.B) {
+	b.ReportMetric(float64((processCPU()-c.cpu).Microseconds())/float64(b.N), "cpu_us/delivery")
+	if pg, ok := postgresCPUSince(context.Background(), c.st.pool, c.pg); ok && c.pgOK {
+		b.ReportMetric(float64(pg.Microseconds())/float64(b.N), "pg_cpu_us/delivery")
+	}
 }
 
 // processCPU is the CPU time this process has used, user and system.
