@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -188,7 +189,24 @@ type benchStack struct {
 	receiver *inbox.Service[webhooks.Fanout, webhooks.Event]
 	proc     *inbox.Processor[webhooks.Fanout, webhooks.Event]
 	worker   *webhooks.Worker
+	claims   *countingClaims
 	rcv      *benchReceiver
+}
+
+// countingClaims counts the delivery workers' claims, and those that
+// found nothing due.
+type countingClaims struct {
+	webhooks.Deliveries
+	claims, empty atomic.Int64
+}
+
+func (c *countingClaims) ClaimDeliveries(ctx context.Context, dc webhooks.DeliveryClaim) ([]webhooks.Claimed, error) {
+	got, err := c.Deliveries.ClaimDeliveries(ctx, dc)
+	c.claims.Add(1)
+	if len(got) == 0 {
+		c.empty.Add(1)
+	}
+	return got, err
 }
 
 // newBenchStack configures the service from the defaults and env, as
@@ -234,7 +252,8 @@ func newBenchStack(b *testing.B, env map[string]string) *benchStack {
 	}
 	store := webhookstore.New(pool)
 	sender := webhooksender.New(webhooksender.Config{AllowPrivateTargets: true})
-	st.worker = webhooks.NewWorker(store, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, cfg.workerConfig())
+	st.claims = &countingClaims{Deliveries: store}
+	st.worker = webhooks.NewWorker(st.claims, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, cfg.workerConfig())
 	st.proc = inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, wakeOnFanout{inboxMetrics, st.worker}, time.Now, cfg.processorConfig())
 	st.receiver = inbox.NewService(store, st.proc, time.Now, inbox.Config{Mode: inbox.Async})
 	st.svc = webhooks.NewService(store, sealer, time.Now, webhooks.Config{AllowPrivateTargets: true})
@@ -461,21 +480,25 @@ func (r *benchReceiver) slowCalls() int {
 // cpuCost is the CPU time taken so far by the process and by the
 // database's backends, to report per delivery at the end.
 type cpuCost struct {
-	st   *benchStack
-	cpu  time.Duration
-	pg   map[int]time.Duration
-	pgOK bool
+	st            *benchStack
+	cpu           time.Duration
+	pg            map[int]time.Duration
+	pgOK          bool
+	claims, empty int64
 }
 
 func (st *benchStack) measureCPU() cpuCost {
 	pg, ok := backendCPU(context.Background(), st.pool)
-	return cpuCost{st: st, cpu: processCPU(), pg: pg, pgOK: ok}
+	return cpuCost{st: st, cpu: processCPU(), pg: pg, pgOK: ok, claims: st.claims.claims.Load(), empty: st.claims.empty.Load()}
 }
 
 // report reports the CPU used since per delivery (b.N deliveries):
 // cpu_us/delivery for the process, pg_cpu_us/delivery for the database's
-// backends when Postgres runs on this machine.
+// backends when Postgres runs on this machine; and the delivery workers'
+// claims per delivery, with those that found nothing.
 func (c cpuCost) report(b *testing.B) {
+	b.ReportMetric(float64(c.st.claims.claims.Load()-c.claims)/float64(b.N), "claims/delivery")
+	b.ReportMetric(float64(c.st.claims.empty.Load()-c.empty)/float64(b.N), "empty_claims/delivery")
 	b.ReportMetric(float64((processCPU()-c.cpu).Microseconds())/float64(b.N), "cpu_us/delivery")
 	if pg, ok := postgresCPUSince(context.Background(), c.st.pool, c.pg); ok && c.pgOK {
 		b.ReportMetric(float64(pg.Microseconds())/float64(b.N), "pg_cpu_us/delivery")
