@@ -113,10 +113,33 @@ func NewWorker(store Deliveries, sender Sender, sealer *Sealer, sched *Schedule,
 		metrics = noWorkerMetrics{}
 	}
 	w := &Worker{store: store, sender: sender, sealer: sealer, sched: sched, log: log, metrics: metrics, now: now, cfg: cfg}
-	w.loop = claimloop.New(claimloop.Whole(w.Step), func(ctx context.Context, err error) {
+	w.loop = claimloop.New(claimloop.Whole(w.drain), func(ctx context.Context, err error) {
 		w.log.WarnContext(ctx, "webhook delivery: claim failed; retrying at next poll", "err", err)
-	}, claimloop.Config{Workers: cfg.Workers, BatchSize: 1, PollInterval: cfg.PollInterval})
+	}, claimloop.Config{Workers: cfg.Workers, BatchSize: oneAttemptIsNotABacklog, PollInterval: cfg.PollInterval})
 	return w
+}
+
+// oneAttemptIsNotABacklog is the claim loop's batch size: above anything
+// drain reports, so no claim counts as a full batch. A full batch makes the
+// loop drain, and a full sweep wakes every worker; with a batch of one, each
+// delivery did both, and at a steady rate most of those claims found
+// nothing. The worker spreads and drains by itself instead (drain, Step).
+const oneAttemptIsNotABacklog = 2
+
+// drain is a worker's claim: Steps, one delivery each, until one finds
+// nothing due (or the stop), so a worker whose attempt ended goes on with
+// the next due delivery — of an endpoint at its cap, the one its attempt
+// made room for. It reports at most 1: the loop never counts it full.
+func (w *Worker) drain(ctx context.Context) (int, error) {
+	n := 0
+	for ctx.Err() == nil {
+		got, err := w.Step(ctx)
+		if err != nil || got == 0 {
+			return n, err
+		}
+		n = 1
+	}
+	return n, nil
 }
 
 // Wake asks an idle worker to claim now: the fan-out committed
@@ -142,6 +165,12 @@ func (w *Worker) Step(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("claim deliveries: %w", err)
+	}
+	if len(claimed) > 0 {
+		// There may be more: one more worker looks while this one sends. A
+		// backlog so spreads to every worker, one successful claim at a
+		// time, and stops at the first empty one.
+		w.loop.Wake()
 	}
 	for _, c := range claimed {
 		if err := w.deliver(ctx, c); err != nil {
