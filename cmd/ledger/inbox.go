@@ -12,12 +12,12 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
-	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
 
@@ -50,50 +50,19 @@ func runInbox(ctx context.Context, args []string, getenv func(string) string, ou
 		}
 		return inboxProcess(ctx, getenv, out, *once, listening)
 	case "stats":
-		fs := cli.NewFlagSet("ledger inbox stats", "Print the inbox rows waiting to be applied, the oldest one's age, the parked rows and the rows of types this version does not apply.", out)
-		if err := cli.Parse(fs, args); err != nil {
-			return fmt.Errorf("inbox stats: %w", err)
-		}
-		store, done, err := openLedger(ctx, getenv)
-		if err != nil {
-			return err
-		}
-		defer done()
-		st, err := store.InboxStats(ctx, bookkeeping.AppliedTypes())
-		if err != nil {
-			return err
-		}
-		return opsreport.InboxStats(out, st)
+		return inboxcmd.Stats(ctx, "ledger", "Print the inbox rows waiting to be applied, the oldest one's age, the parked rows and the rows of types this version does not apply.",
+			args, bookkeeping.AppliedTypes(), openInbox(getenv), out)
 	case "retry":
-		fs := cli.NewFlagSet("ledger inbox retry --id ID [--id ID ...] | --all-parked",
-			"Put parked inbox rows back with a fresh set of attempts; a running processor applies them at its next claim.", out)
-		var ids cli.UUIDs
-		fs.Var(&ids, "id", "retry the parked row with this message id (repeatable)")
-		all := fs.Bool("all-parked", false, "retry every parked row")
-		if err := cli.Parse(fs, args); err != nil {
-			return fmt.Errorf("inbox retry: %w", err)
-		}
-		if (len(ids) == 0) == !*all {
-			return errors.New("inbox retry: want exactly one of --id ID or --all-parked")
-		}
-		store, done, err := openLedger(ctx, getenv)
-		if err != nil {
-			return err
-		}
-		defer done()
-		var which []string // nil: every parked row
-		if !*all {
-			which = ids
-		}
-		n, err := store.Retry(ctx, which)
-		if err != nil {
-			return fmt.Errorf("inbox retry: %w", err)
-		}
-		fmt.Fprintf(out, "%d parked row(s) back to pending\n", n)
-		return nil
+		return inboxcmd.Retry(ctx, "ledger", "Put parked inbox rows back with a fresh set of attempts; a running processor applies them at its next claim.",
+			args, openInbox(getenv), out)
 	default:
 		return fmt.Errorf("inbox: unknown subcommand %q (want process, stats or retry)", sub)
 	}
+}
+
+// openInbox is openLedger for the inbox commands.
+func openInbox(getenv func(string) string) inboxcmd.Open {
+	return func(ctx context.Context) (inboxcmd.Store, func(), error) { return openLedger(ctx, getenv) }
 }
 
 func openLedger(ctx context.Context, getenv func(string) string) (*ledgerstore.Store, func(), error) {

@@ -30,6 +30,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
@@ -90,17 +91,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 		}
 		return migrate(ctx, getenv, out)
 	case "dlq":
-		const synopsis, doc = "ledger dlq redrive", "Move the DLQ's messages back to the queue, once the fault that sent them there is fixed."
-		if len(args) > 0 && args[0] == "redrive" {
-			if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args[1:]); err != nil {
-				return fmt.Errorf("dlq redrive: %w", err)
-			}
-			return redrive(ctx, getenv, out)
-		}
-		if err := cli.NewFlagSet(synopsis, doc, out).Parse(args); err != nil { // -h
-			return fmt.Errorf("dlq: %w", err)
-		}
-		return errors.New("usage: ledger dlq redrive")
+		return inboxcmd.Redrive(ctx, "ledger", args, queues(getenv), out)
 	case "reconcile":
 		return reconcile(ctx, args, getenv, out)
 	case "inbox":
@@ -266,18 +257,17 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	return g.Wait()
 }
 
-func redrive(ctx context.Context, getenv func(string) string, out io.Writer) error {
-	cfg, err := loadConfig(getenv, true)
-	if err != nil {
-		return err
+// queues opens the SQS client and names the queues of the configuration
+// read through getenv, for `ledger dlq redrive`.
+func queues(getenv func(string) string) inboxcmd.Queues {
+	return func(ctx context.Context) (sqs.API, string, string, error) {
+		cfg, err := loadConfig(getenv, true)
+		if err != nil {
+			return nil, "", "", err
+		}
+		client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+		return client, cfg.DLQURL, cfg.QueueURL, err
 	}
-	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
-	if err != nil {
-		return err
-	}
-	rep, err := sqs.Redrive(ctx, client, cfg.DLQURL, cfg.QueueURL, newLogger(io.Discard, cfg.LogLevel))
-	// What was moved is printed even when the redrive stopped part way.
-	return errors.Join(opsreport.Redrive(out, rep, cfg.QueueURL), err)
 }
 
 func reconcile(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {

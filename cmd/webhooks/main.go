@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,7 +19,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
-	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/webhookstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
@@ -30,6 +28,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
@@ -97,17 +96,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 	case "inbox":
 		return runInbox(ctx, args, getenv, out)
 	case "dlq":
-		const synopsis, doc = "webhooks dlq redrive", "Move the DLQ's messages back to the queue, once the fault that sent them there is fixed."
-		if len(args) > 0 && args[0] == "redrive" {
-			if err := cli.Parse(cli.NewFlagSet(synopsis, doc, out), args[1:]); err != nil {
-				return fmt.Errorf("dlq redrive: %w", err)
-			}
-			return redrive(ctx, getenv, out)
-		}
-		if err := cli.NewFlagSet(synopsis, doc, out).Parse(args); err != nil { // -h
-			return fmt.Errorf("dlq: %w", err)
-		}
-		return errors.New("usage: webhooks dlq redrive")
+		return inboxcmd.Redrive(ctx, "webhooks", args, queues(getenv), out)
 	case "healthcheck":
 		if err := cli.NoArgs(cmd, args, "webhooks healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck).", out); err != nil {
 			return err
@@ -125,20 +114,17 @@ func newLogger(out io.Writer, level slog.Level) *slog.Logger {
 	return lifecycle.NewLogger(out, level, "webhooks")
 }
 
-// redrive moves the DLQ's messages back to the queue, as `ledger dlq
-// redrive` does for the ledger's.
-func redrive(ctx context.Context, getenv func(string) string, out io.Writer) error {
-	cfg, err := loadConfig(getenv, true)
-	if err != nil {
-		return err
+// queues opens the SQS client and names the queues of the configuration
+// read through getenv, for `webhooks dlq redrive`.
+func queues(getenv func(string) string) inboxcmd.Queues {
+	return func(ctx context.Context) (sqs.API, string, string, error) {
+		cfg, err := loadConfig(getenv, true)
+		if err != nil {
+			return nil, "", "", err
+		}
+		client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+		return client, cfg.DLQURL, cfg.QueueURL, err
 	}
-	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
-	if err != nil {
-		return err
-	}
-	rep, err := sqs.Redrive(ctx, client, cfg.DLQURL, cfg.QueueURL, newLogger(io.Discard, cfg.LogLevel))
-	// What was moved is printed even when the redrive stopped part way.
-	return errors.Join(opsreport.Redrive(out, rep, cfg.QueueURL), err)
 }
 
 func migrate(ctx context.Context, getenv func(string) string, out io.Writer) error {
@@ -304,59 +290,28 @@ func runInbox(ctx context.Context, args []string, getenv func(string) string, ou
 	}
 	switch sub {
 	case "stats":
-		if err := cli.Parse(cli.NewFlagSet("webhooks inbox stats", "Print the inbox rows waiting to be fanned out, the oldest one's age, the parked rows and the rows of types this version does not deliver.", out), args); err != nil {
-			return fmt.Errorf("inbox stats: %w", err)
-		}
-		store, done, err := openStore(ctx, getenv)
-		if err != nil {
-			return err
-		}
-		defer done()
-		st, err := store.InboxStats(ctx, webhooks.EventTypes())
-		if err != nil {
-			return err
-		}
-		return opsreport.InboxStats(out, st)
+		return inboxcmd.Stats(ctx, "webhooks", "Print the inbox rows waiting to be fanned out, the oldest one's age, the parked rows and the rows of types this version does not deliver.",
+			args, webhooks.EventTypes(), openStore(getenv), out)
 	case "retry":
-		fs := cli.NewFlagSet("webhooks inbox retry --id ID [--id ID ...] | --all-parked",
-			"Put parked inbox rows back with a fresh set of attempts; the processor fans them out at its next claim.", out)
-		var ids cli.UUIDs
-		fs.Var(&ids, "id", "retry the parked row with this message id (repeatable)")
-		all := fs.Bool("all-parked", false, "retry every parked row")
-		if err := cli.Parse(fs, args); err != nil {
-			return fmt.Errorf("inbox retry: %w", err)
-		}
-		if (len(ids) == 0) == !*all {
-			return errors.New("inbox retry: want exactly one of --id ID or --all-parked")
-		}
-		store, done, err := openStore(ctx, getenv)
-		if err != nil {
-			return err
-		}
-		defer done()
-		var which []string
-		if !*all {
-			which = ids
-		}
-		n, err := store.Retry(ctx, which)
-		if err != nil {
-			return fmt.Errorf("inbox retry: %w", err)
-		}
-		fmt.Fprintf(out, "%d parked row(s) back to pending\n", n)
-		return nil
+		return inboxcmd.Retry(ctx, "webhooks", "Put parked inbox rows back with a fresh set of attempts; the processor fans them out at its next claim.",
+			args, openStore(getenv), out)
 	default:
 		return fmt.Errorf("inbox: unknown subcommand %q (want stats or retry)", sub)
 	}
 }
 
-func openStore(ctx context.Context, getenv func(string) string) (*webhookstore.Store, func(), error) {
-	cfg, err := loadConfig(getenv, false)
-	if err != nil {
-		return nil, nil, err
+// openStore opens the webhooks database of the configuration read through
+// getenv, for the inbox commands.
+func openStore(getenv func(string) string) inboxcmd.Open {
+	return func(ctx context.Context) (inboxcmd.Store, func(), error) {
+		cfg, err := loadConfig(getenv, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
+		}
+		return webhookstore.New(pool), pool.Close, nil
 	}
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	return webhookstore.New(pool), pool.Close, nil
 }
