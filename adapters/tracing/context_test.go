@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/trace"
@@ -9,27 +10,56 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 )
 
-func TestConfigured(t *testing.T) {
+func TestExporterFrom(t *testing.T) {
 	tests := []struct {
 		name string
 		env  map[string]string
-		want bool
+		want tracing.Exporter
 	}{
-		{"nothing set", nil, false},
-		{"an OTLP endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, true},
-		{"a traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://jaeger:4318/v1/traces"}, true},
-		{"an empty endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ""}, false},
-		{"the console exporter", map[string]string{"OTEL_TRACES_EXPORTER": "console"}, true},
-		{"exporter none beats an endpoint", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, false},
-		{"the SDK disabled", map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, false},
-		{"only a service name", map[string]string{"OTEL_SERVICE_NAME": "payments"}, false},
+		{"nothing set", nil, tracing.ExporterOff},
+		{"an OTLP endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, tracing.ExporterOTLPHTTP},
+		{"a traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://jaeger:4318/v1/traces"}, tracing.ExporterOTLPHTTP},
+		{"an empty endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ""}, tracing.ExporterOff},
+		{"otlp named, its endpoint the SDK's default", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, tracing.ExporterOTLPHTTP},
+		{"gRPC", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, tracing.ExporterOTLPGRPC},
+		{"the traces protocol wins", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318",
+			"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}, tracing.ExporterOTLPHTTP},
+		{"exporter none beats an endpoint", map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, tracing.ExporterOff},
+		{"the SDK disabled", map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://jaeger:4318"}, tracing.ExporterOff},
+		{"only a service name", map[string]string{"OTEL_SERVICE_NAME": "payments"}, tracing.ExporterOff},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tracing.Configured(func(k string) string { return tt.env[k] }); got != tt.want {
-				t.Errorf("Configured = %t, want %t", got, tt.want)
+			got, err := tracing.ExporterFrom(func(k string) string { return tt.env[k] })
+			if err != nil || got != tt.want {
+				t.Errorf("ExporterFrom = %q, %v; want %q", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// An exporter this build does not link, or a protocol the OTLP exporters do
+// not speak, stops start-up with the variable named, instead of tracing
+// silently off.
+func TestExporterFromRefusesWhatItCannotExport(t *testing.T) {
+	for env, want := range map[[2]string]string{
+		{"OTEL_TRACES_EXPORTER", "console"}:                      "OTEL_TRACES_EXPORTER",
+		{"OTEL_TRACES_EXPORTER", "zipkin"}:                       "OTEL_TRACES_EXPORTER",
+		{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"}:             "OTEL_EXPORTER_OTLP_PROTOCOL",
+		{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "carrier-pigeon"}: "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+	} {
+		getenv := func(k string) string {
+			switch k {
+			case env[0]:
+				return env[1]
+			case "OTEL_EXPORTER_OTLP_ENDPOINT":
+				return "http://jaeger:4318"
+			}
+			return ""
+		}
+		if _, err := tracing.ExporterFrom(getenv); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s=%s: err %v, want one naming %s", env[0], env[1], err, want)
+		}
 	}
 }
 

@@ -22,9 +22,10 @@ type Common struct {
 	LogLevel        slog.Level
 	MigrateOnStart  bool
 	ShutdownTimeout time.Duration
-	// Tracing is whether the OTEL_* variables configure a trace exporter
-	// (tracing.Configured); the OpenTelemetry SDK reads the rest of them.
-	Tracing bool
+	// Tracing is the trace exporter the OTEL_* variables configure
+	// (tracing.ExporterFrom), ExporterOff for none; the OpenTelemetry SDK
+	// reads the rest of them.
+	Tracing tracing.Exporter
 }
 
 // ReadCommon reads Common through e (getenv is e's, for the OTEL_*
@@ -39,8 +40,12 @@ func ReadCommon(e *envconfig.Reader, getenv func(string) string, httpAddr, opsAd
 		LogLevel:        e.Level("LOG_LEVEL", slog.LevelInfo),
 		MigrateOnStart:  e.Bool("MIGRATE_ON_START", true),
 		ShutdownTimeout: e.Duration("SHUTDOWN_TIMEOUT", 15*time.Second),
-		Tracing:         tracing.Configured(getenv),
 	}
+	exp, err := tracing.ExporterFrom(getenv)
+	if err != nil {
+		e.Fail(err)
+	}
+	c.Tracing = exp
 	if c.OpsAddr == c.HTTPAddr && !strings.HasSuffix(c.OpsAddr, ":0") { // :0 is any free port, two different ones
 		e.Fail(errors.New("OPS_ADDR must differ from HTTP_ADDR: the operational endpoints never share the public port"))
 	}

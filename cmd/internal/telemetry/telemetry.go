@@ -36,21 +36,21 @@ type Tracing struct {
 	log     *slog.Logger
 }
 
-// Start builds the tracer provider of service when enabled (the OTEL_*
-// variables configure an exporter: tracing.Configured), and nothing
+// Start builds the tracer provider of service when exp is an exporter (the
+// OTEL_* variables configure one: tracing.ExporterFrom), and nothing
 // otherwise. A bad OTEL_* value stops start-up with an error naming it.
 // Shutdown, given at most flush to export what is buffered, must follow.
 //
 // Enabled, it also sends the SDK's own errors (an export the collector
 // refused or never answered) to log, at most one line per ErrorLogInterval,
 // where the SDK would print them to stderr, outside the JSON log.
-func Start(ctx context.Context, enabled bool, service string, flush time.Duration, log *slog.Logger) (*Tracing, error) {
+func Start(ctx context.Context, exp tracing.Exporter, service string, flush time.Duration, log *slog.Logger) (*Tracing, error) {
 	t := &Tracing{timeout: flush, log: log}
-	if !enabled {
+	if exp == tracing.ExporterOff {
 		return t, nil
 	}
 	otel.SetErrorHandler(&errorLog{log: log, interval: ErrorLogInterval, now: time.Now})
-	sdk, err := tracing.NewProvider(ctx, service)
+	sdk, err := tracing.NewProvider(ctx, service, exp)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 )
 
 func TestErrorLogLogsOncePerIntervalAndCountsTheRest(t *testing.T) {
@@ -44,9 +46,10 @@ func TestErrorLogLogsOncePerIntervalAndCountsTheRest(t *testing.T) {
 
 // With tracing on, the SDK's errors reach the service's JSON log, not stderr.
 func TestStartSendsTheSDKsErrorsToTheLog(t *testing.T) {
-	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	// A loopback port nothing listens on: no span is exported by this test.
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
 	var buf bytes.Buffer
-	tr, err := Start(context.Background(), true, "test", time.Second, slog.New(slog.NewJSONHandler(&buf, nil)))
+	tr, err := Start(context.Background(), tracing.ExporterOTLPHTTP, "test", time.Second, slog.New(slog.NewJSONHandler(&buf, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
