@@ -102,11 +102,13 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	return cfg, e.Err()
 }
 
-// processorConfig is the inbox processor's tuning: the fan-out's.
-func (c config) processorConfig() inbox.ProcessorConfig {
+// processorConfig is the inbox processor's tuning: the fan-out's. Each
+// event it fans out wakes a delivery worker, once the batch committed: its
+// deliveries are visible then, not before.
+func (c config) processorConfig(worker *webhooks.Worker) inbox.ProcessorConfig {
 	return inbox.ProcessorConfig{
 		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,
-		BatchTimeout: c.ShutdownTimeout,
+		BatchTimeout: c.ShutdownTimeout, OnApplied: worker.Wake,
 	}
 }
 

@@ -144,20 +144,6 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 	return lifecycle.Migrate(ctx, pool, webhooksmigrations.FS, log)
 }
 
-// wakeOnFanout wakes the delivery workers after each inbox row the
-// processor committed: the fan-out's deliveries are visible then, not
-// before, so the wake-up is the metrics' callback, which runs after the
-// commit.
-type wakeOnFanout struct {
-	inbox.ProcessorMetrics
-	worker *webhooks.Worker
-}
-
-func (w wakeOnFanout) Processed(applied bool, sinceEvent time.Duration) {
-	w.ProcessorMetrics.Processed(applied, sinceEvent)
-	w.worker.Wake()
-}
-
 func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	cfg, err := loadConfig(getenv, true)
 	if err != nil {
@@ -230,7 +216,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// acknowledged at once, and the processor fans it out in the inbox row's
 	// transaction, so no HTTP call runs inside a transaction and a slow
 	// receiver holds no inbox row.
-	proc := inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, wakeOnFanout{inboxMetrics, worker}, time.Now, cfg.processorConfig())
+	proc := inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig(worker))
 	receiver := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 	consumer := sqs.NewConsumer(client, receiver, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
