@@ -30,7 +30,7 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 				pool := pgtest.New(b, ledgermigrations.FS)
 				store := ledgerstore.New(pool)
 				reg := prometheus.NewRegistry()
-				m := sqs.NewMetrics(reg)
+				m := sqs.NewMetrics(reg, "ledger")
 				bodies := make([][]byte, b.N)
 				for i := range bodies {
 					bodies[i] = newPayment(int64(1+i), "cus_b", "mer_b").body()

@@ -99,7 +99,7 @@ func TestConsumerAcksOnlyWhatCommitted(t *testing.T) {
 	f.put("q", "ok 1", "poison 2", "dup 3", "down 4", "new-type 5", "ok 6")
 	h := &fakeHandler{sqs: f}
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg)})
+	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger")})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -155,7 +155,7 @@ func TestConsumerCountsFailedDeletes(t *testing.T) {
 	f.failDel = true
 	f.put("q", "ok 1", "ok 2")
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg)})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger")})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

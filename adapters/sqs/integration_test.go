@@ -52,7 +52,7 @@ func newRig(t *testing.T, opts ...awstest.Option) *rig {
 	pool := pgtest.New(t, ledgermigrations.FS)
 	store := ledgerstore.New(pool)
 	reg := prometheus.NewRegistry()
-	return &rig{tq: tq, pool: pool, svc: newBooks(t, store), reg: reg, m: sqs.NewMetrics(reg)}
+	return &rig{tq: tq, pool: pool, svc: newBooks(t, store), reg: reg, m: sqs.NewMetrics(reg, "ledger")}
 }
 
 // books is the ledger as cmd/ledger wires it on a store: the shared inbox
@@ -436,7 +436,7 @@ func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 	h := stuckHandler{started: make(chan struct{}, 1)}
 	c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
-		Log: quietLog(), Metrics: sqs.NewMetrics(reg),
+		Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

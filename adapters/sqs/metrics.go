@@ -2,8 +2,8 @@ package sqs
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the consumer's Prometheus metrics. Create them once
-// per process with NewMetrics on the registry cmd/ledger serves.
+// Metrics are the consumer's Prometheus metrics. Create them once per
+// process with NewMetrics, on the registry the service serves.
 type Metrics struct {
 	processed  *prometheus.CounterVec
 	duplicates prometheus.Counter
@@ -14,13 +14,10 @@ type Metrics struct {
 	eventAge   prometheus.Histogram
 }
 
-// NewMetrics registers the ledger consumer's metrics on reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics { return NewServiceMetrics(reg, "ledger") }
-
-// NewServiceMetrics registers a consumer's metrics on reg, their names
-// starting with service and an underscore (webhooks_dlq_messages): each
-// consuming service's series are its own.
-func NewServiceMetrics(reg prometheus.Registerer, service string) *Metrics {
+// NewMetrics registers a consumer's metrics on reg, their names starting
+// with service and an underscore (ledger_dlq_messages,
+// webhooks_dlq_messages): each consuming service's series are its own.
+func NewMetrics(reg prometheus.Registerer, service string) *Metrics {
 	m := &Metrics{
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: service + "_messages_processed_total",

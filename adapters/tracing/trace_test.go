@@ -164,7 +164,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
 	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
-		Metrics: sqs.NewMetrics(prometheus.NewRegistry()), TracerProvider: led.tp,
+		Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), TracerProvider: led.tp,
 	})
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -1,25 +1,33 @@
 // Package inbox is the consuming side of the inbox pattern, shared by every
-// service that consumes the payments events: the ledger today, and any
-// other consumer (a webhooks service) with a handler of its own. It owns
-// what every consumer must get right, so that none writes it twice:
+// service that consumes the payments events: the ledger and the webhooks
+// service each bring a Handler of their own, and the inbox owns what every
+// consumer must get right, so that none writes it twice.
 //
-//   - one decode: a message body becomes an identified Event in one place
-//     (Decode), the broker's consumer, the processor and the tracing of its
-//     work all reading that;
-//   - receiving (Service.Receive): refuse what can never apply before
-//     anything is written (so it reaches the DLQ), record the message in the
-//     inbox keyed by its id (the first layer of idempotency), and in the sync
-//     mode apply it in the same transaction; in the async mode (Config.Mode)
-//     record it pending and wake the processor;
-//   - the Processor: claim pending rows, apply each in a savepoint, retry
-//     with backoff, park after MaxAttempts or at once when a retry would
-//     repeat the refusal (ErrPermanent), and replay the types a later
-//     version learned;
-//   - the rules that bound what the inbox keeps: its retention against the
-//     broker's redelivery window (CheckRetention), and the cap and window of
-//     the types no version applies yet (MaxUnhandledSize,
-//     Processor.ExpireUnhandled);
-//   - the operator's view: stats, gauges, retry of parked rows (Admin).
+// Read it in this order:
+//
+//   - inbox.go, the sync path, whole: Inbox.Receive decodes a message,
+//     refuses what can never apply before anything is written (so it
+//     reaches the DLQ), and in one transaction records it in the inbox
+//     keyed by its id (INSERT … ON CONFLICT DO NOTHING: the first layer of
+//     idempotency) and applies it with the handler; the broker acknowledges
+//     it after the commit. handler.go is what a consumer writes (Handler)
+//     and the checks every message passes; ports.go the store's port
+//     (Recorder) and what Receive returns; event.go the one decode of a
+//     message body into an identified Event.
+//   - What wraps the sync path, a file each, assembled by NewService
+//     (service.go): unhandled.go records the types the handler does not
+//     apply instead of refusing them, within a cap and a window; park.go
+//     records a message the database refuses for good parked, instead of
+//     leaving it to be redelivered until the DLQ; async.go is the async
+//     mode's receive, which records a message pending, and processor.go the
+//     Processor that applies pending rows later: claim, apply each in a
+//     savepoint, retry with backoff, park after MaxAttempts or at once when a
+//     retry would repeat the refusal (ErrPermanent), and replay the types a
+//     later version learned (backlog.go is its port).
+//   - The rules that bound what the inbox keeps: its retention against the
+//     broker's redelivery window (retention.go), and the cap and window of
+//     the types no version applies yet (unhandled.go); the operator's view:
+//     stats, gauges, retry of parked rows (Admin, backlog.go).
 //
 // What differs by consumer is its Handler: the event types it applies, how
 // it checks one before anything is written, and what applying one writes

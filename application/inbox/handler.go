@@ -1,7 +1,13 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -47,4 +53,64 @@ type Handler[R, E any] interface {
 	// idempotency). An error rolls back Apply's writes; whether the message
 	// is retried or parked follows from it (ErrPermanent).
 	Apply(ctx context.Context, repos R, e E, at time.Time) (bool, error)
+}
+
+// errNotApplied marks, beside ErrInvalidEvent, an event of a type the
+// handler does not apply. The sync path alone refuses it like any event it
+// cannot apply; the inbox as NewService builds it records it instead
+// (unhandled.go).
+var errNotApplied = errors.New("not a type this consumer applies")
+
+// checker is a handler with what the inbox derives from it once, shared by
+// the sync path, the async mode's receive and the processor, so that a
+// message is checked by the same rules wherever it is applied: the types it
+// applies, the versions of each, and the schemas every applied event is
+// checked against.
+type checker[R, E any] struct {
+	h        Handler[R, E]
+	schemas  Schemas
+	types    []string            // the applied types, sorted
+	versions map[string][]string // by applied type, sorted
+}
+
+func newChecker[R, E any](h Handler[R, E], schemas Schemas) *checker[R, E] {
+	c := &checker[R, E]{h: h, schemas: schemas, versions: map[string][]string{}}
+	for typ, vs := range h.Types() {
+		c.versions[typ] = slices.Sorted(slices.Values(vs))
+	}
+	c.types = slices.Sorted(maps.Keys(c.versions))
+	return c
+}
+
+// check turns ev into what its handler applies: its type must be one the
+// handler applies (else the error wraps errNotApplied too), its data version
+// one the handler decodes; the schemas must accept it, it must have its time
+// and data, and the handler's own Check must pass. Errors wrap
+// ErrInvalidEvent.
+func (c *checker[R, E]) check(ev Event) (E, error) {
+	var none E
+	if _, ok := c.versions[ev.Type]; !ok {
+		return none, fmt.Errorf("%w: %w: %s", ErrInvalidEvent, errNotApplied, ev.Type)
+	}
+	version, err := ev.Version()
+	if err != nil {
+		return none, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, ev.Type, err)
+	}
+	if !slices.Contains(c.versions[ev.Type], version) {
+		return none, fmt.Errorf("%w: %s data version %q, this consumer knows %s", ErrInvalidEvent, ev.Type, version, strings.Join(c.versions[ev.Type], ", "))
+	}
+	if err := c.schemas.Validate(ev.Type, version, ev.Body); err != nil {
+		return none, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, ev.Type, err)
+	}
+	if ev.Time.IsZero() {
+		return none, fmt.Errorf("%w: time %q is not RFC 3339", ErrInvalidEvent, ev.rawTime)
+	}
+	if len(bytes.TrimSpace(ev.Data)) == 0 {
+		return none, fmt.Errorf("%w: no data", ErrInvalidEvent)
+	}
+	e, err := c.h.Check(ev, version)
+	if err != nil {
+		return none, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, ev.Type, err)
+	}
+	return e, nil
 }

@@ -17,7 +17,7 @@ type Message struct {
 	ProcessedAt time.Time
 	// ParkedAt, when set, records the message as tried once and parked: it
 	// can never apply as it is (ErrPermanent), so it waits, counted, for an
-	// operator (`ledger inbox retry`).
+	// operator (the service's `inbox retry` command).
 	ParkedAt time.Time
 	Error    string // why it was not applied, or a note about how it was
 }
@@ -52,5 +52,62 @@ type Recorder[R any] interface {
 // repeat: the consumer's database refused its writes for good (the ledger:
 // an account's balance taken past what int64 holds). The inbox does not
 // retry such a message: it records it parked, with the reason, for an
-// operator to look at and `ledger inbox retry` once the cause is fixed.
+// operator to look at and retry once the cause is fixed.
 var ErrPermanent = errors.New("refused for good")
+
+// Result describes one message that Receive committed: what the broker's
+// adapter needs to acknowledge it, count it and log it.
+type Result struct {
+	MessageID   string
+	Type        string
+	Disposition Disposition
+	// EventTime is the event's own time (when the producer recorded the
+	// fact); zero if the event had none.
+	EventTime time.Time
+}
+
+// Disposition says what receiving a message did. Every one of them means
+// "committed: acknowledge the message"; a message that must not be
+// acknowledged comes back as an error.
+type Disposition int
+
+// The dispositions of Receive: the sync path's two, then those of what
+// wraps it.
+const (
+	// Applied: the message was new and what its handler writes is written.
+	Applied Disposition = iota + 1
+	// Duplicate: the message id was already in the inbox (a redelivery), or
+	// its business fact was already applied under another message id.
+	// Nothing changed.
+	Duplicate
+	// Ignored: an event type this version does not apply. It is recorded in
+	// the inbox, unapplied, so that a new event type never poisons an older
+	// consumer and a later version can still find it (unhandled.go).
+	Ignored
+	// Recorded: the message was new and is recorded in the inbox, pending,
+	// for the processor to apply (the async mode, async.go).
+	Recorded
+	// Parked: the message was new and can never apply as it is
+	// (ErrPermanent); it is recorded in the inbox parked, with the reason,
+	// where inbox_parked_rows counts it and the service's `inbox retry`
+	// command finds it (park.go). Nothing of it was applied.
+	Parked
+)
+
+// String names the disposition, for logs and metric labels.
+func (d Disposition) String() string {
+	switch d {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case Ignored:
+		return "ignored"
+	case Recorded:
+		return "recorded"
+	case Parked:
+		return "parked"
+	default:
+		return "unknown"
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/claimloop"
-	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 // ProcessorConfig tunes a Processor. Zero fields take the defaults named on
@@ -26,6 +25,12 @@ type ProcessorConfig struct {
 	// BatchTimeout bounds one batch, also during shutdown, when the batch in
 	// hand is allowed to finish. Default 30s.
 	BatchTimeout time.Duration
+	// OnApplied, when not nil, is called once for each row a batch applied,
+	// after the batch committed: what applying it wrote is visible to other
+	// transactions from then on, so a service that works from those writes
+	// wakes its workers here (the webhooks service's delivery workers). It
+	// runs on the processor's goroutine and must not block.
+	OnApplied func()
 }
 
 func (c ProcessorConfig) withDefaults() ProcessorConfig {
@@ -54,7 +59,8 @@ func (c ProcessorConfig) withDefaults() ProcessorConfig {
 }
 
 // ProcessorMetrics is what the processor reports. The binary exports it
-// (adapters/metrics); nil records nothing.
+// (adapters/metrics); nil records nothing. Metrics only count: what must
+// happen after a commit is ProcessorConfig.OnApplied.
 type ProcessorMetrics interface {
 	// Processed counts a committed row: applied, or found already applied
 	// under another message id. sinceEvent is the time from the event to
@@ -74,7 +80,8 @@ func (noProcessorMetrics) Backlog(Stats)                 {}
 
 // Processor is the inbox's second half in the async mode, and the replay of
 // types learned later in both modes: it claims pending rows of the types its
-// handler applies and applies each, as the Service does in the sync mode.
+// handler applies and applies each, checked and applied as the sync path
+// (Inbox) checks and applies a message.
 // Any number of processors (workers, replicas, `ledger inbox process`) share
 // the inbox: a claim skips the rows another holds.
 //
@@ -90,7 +97,7 @@ func (noProcessorMetrics) Backlog(Stats)                 {}
 type Processor[R, E any] struct {
 	cfg     ProcessorConfig
 	backlog Backlog[R]
-	c       *consumer[R, E]
+	c       *checker[R, E]
 	log     *slog.Logger
 	metrics ProcessorMetrics
 	now     func() time.Time
@@ -99,7 +106,7 @@ type Processor[R, E any] struct {
 }
 
 // NewProcessor returns a Processor claiming from b and applying with h, each
-// event checked against schemas as the Service checks it. metrics may be
+// event checked against schemas as the sync path checks it. metrics may be
 // nil; now is the clock.
 func NewProcessor[R, E any](b Backlog[R], h Handler[R, E], schemas Schemas, log *slog.Logger, metrics ProcessorMetrics, now func() time.Time, cfg ProcessorConfig) *Processor[R, E] {
 	cfg = cfg.withDefaults()
@@ -107,7 +114,7 @@ func NewProcessor[R, E any](b Backlog[R], h Handler[R, E], schemas Schemas, log 
 		metrics = noProcessorMetrics{}
 	}
 	p := &Processor[R, E]{
-		cfg: cfg, backlog: b, c: newConsumer(h, schemas), log: log, metrics: metrics, now: now,
+		cfg: cfg, backlog: b, c: newChecker(h, schemas), log: log, metrics: metrics, now: now,
 		sched: claimloop.NewSchedule(cfg.BackoffBase, cfg.BackoffMax),
 	}
 	p.loop = claimloop.New(claimloop.Whole(p.Step), func(ctx context.Context, err error) {
@@ -122,7 +129,7 @@ func NewProcessor[R, E any](b Backlog[R], h Handler[R, E], schemas Schemas, log 
 func (p *Processor[R, E]) Types() []string { return slices.Clone(p.c.types) }
 
 // Wake asks an idle worker to claim now instead of at its next poll. It never
-// blocks; the Service calls it after recording a message.
+// blocks; the async mode's receive calls it after recording a message.
 func (p *Processor[R, E]) Wake() { p.loop.Wake() }
 
 // Run claims and applies until ctx ends, then returns nil. A failed claim (a
@@ -277,13 +284,14 @@ func (p *Processor[R, E]) process(ctx context.Context, rows []PendingMessage, ap
 	return rep
 }
 
-// check decodes a claimed row and checks it as the Service checks a message.
+// check decodes a claimed row and checks it as the sync path checks a
+// message.
 func (p *Processor[R, E]) check(m PendingMessage) (job[E], error) {
 	ev, err := Decode(m.Payload)
 	if err != nil {
 		return job[E]{}, err
 	}
-	if ev.Type != m.Type || !p.c.applies(ev.Type) {
+	if ev.Type != m.Type {
 		return job[E]{}, fmt.Errorf("%w: row of type %q holds an event of type %q", ErrInvalidEvent, m.Type, ev.Type)
 	}
 	e, err := p.c.check(ev)
@@ -332,10 +340,14 @@ func (p *Processor[R, E]) fail(rep *batchReport, m PendingMessage, err error) {
 	rep.out.Retry = append(rep.out.Retry, f)
 }
 
-// report counts and logs a committed batch.
+// report counts and logs a committed batch, and calls OnApplied for each
+// row it applied.
 func (p *Processor[R, E]) report(ctx context.Context, rep batchReport) {
 	for i := range rep.out.Processed {
 		p.metrics.Processed(rep.applied[i], rep.ages[i])
+		if rep.applied[i] && p.cfg.OnApplied != nil {
+			p.cfg.OnApplied()
+		}
 	}
 	for range rep.out.Retry {
 		p.metrics.Failed(false)
@@ -347,7 +359,7 @@ func (p *Processor[R, E]) report(ctx context.Context, rep batchReport) {
 	}
 	for _, f := range rep.out.Parked {
 		p.metrics.Failed(true)
-		p.log.ErrorContext(ctx, "inbox message parked; `ledger inbox retry` applies it again once the cause is fixed",
+		p.log.ErrorContext(ctx, "inbox message parked; the service's `inbox retry` command applies it again once the cause is fixed",
 			"id", f.ID, "type", rep.types[f.ID], "attempts", f.Attempts, "err", f.Error)
 	}
 }
@@ -367,32 +379,4 @@ func (p *Processor[R, E]) RefreshGauges(ctx context.Context, admin Admin, every 
 		}
 	})
 	return nil
-}
-
-// ExpireUnhandled returns the retention.DeleteFunc of the unhandled rows:
-// the pending rows of types the processor does not apply, which the inbox
-// keeps for a version that does and which nothing else would ever remove,
-// so that anyone who can enqueue could grow the inbox without bound. Past
-// their window (start-up checks with CheckRetention that it outlives the
-// broker's redelivery window, so the queue has dropped the message too)
-// they are deleted rather than parked: parking would keep the bytes, which
-// are the harm. Each deletion loses a message for good, so none is silent:
-// every batch that deleted rows is logged once, with its count, and counted
-// in metrics (nil counts nothing). Rows of the types the processor applies,
-// pending or parked, parked rows of any type and processed rows are never
-// deleted here (Admin.DeleteUnhandled).
-func (p *Processor[R, E]) ExpireUnhandled(admin Admin, metrics UnhandledMetrics) retention.DeleteFunc {
-	if metrics == nil {
-		metrics = noUnhandledMetrics{}
-	}
-	types := p.Types()
-	return func(ctx context.Context, cutoff time.Time, limit int) (int, error) {
-		n, err := admin.DeleteUnhandled(ctx, types, cutoff, limit)
-		if n > 0 {
-			metrics.UnhandledDeleted(n)
-			p.log.WarnContext(ctx, "unhandled inbox rows deleted unapplied at the end of their window",
-				"deleted", n, "received_before", cutoff)
-		}
-		return n, err
-	}
 }

@@ -247,3 +247,42 @@ func TestAsyncReceiveWakesTheProcessor(t *testing.T) {
 	}
 	applied(2)
 }
+
+// TestOnAppliedFollowsTheCommit: the processor calls OnApplied once per row
+// it applied, after the batch committed (the row is processed by then), and
+// never for a batch that rolled back or a fact already applied.
+func TestOnAppliedFollowsTheCommit(t *testing.T) {
+	var r rig
+	calls, committed := 0, 0
+	r = newRig(newNotebook(), &inboxtest.FakeSchemas{}, nil, inbox.ProcessorConfig{
+		BackoffBase: time.Nanosecond, BackoffMax: time.Nanosecond,
+		OnApplied: func() {
+			calls++
+			for _, row := range r.store.Inbox() {
+				if !row.ProcessedAt.IsZero() {
+					committed++
+				}
+			}
+		},
+	})
+	ctx := context.Background()
+	for _, b := range [][]byte{noted(msgA, "k1", 1), noted(msgB, "k2", 2), noted(msgC, "k1", 3)} {
+		if _, err := r.async.Receive(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.store.FailCommits(errors.New("connection reset"))
+	if _, err := r.proc.Step(ctx); err == nil {
+		t.Fatal("Step with failing commits: got nil, want the commit's error")
+	}
+	if calls != 0 {
+		t.Fatalf("OnApplied called %d times for a batch that rolled back, want 0", calls)
+	}
+	r.store.FailCommits(nil)
+	if n := step(t, r.proc); n != 3 {
+		t.Fatalf("claimed %d, want 3", n)
+	}
+	if calls != 2 || committed != 2*3 {
+		t.Errorf("OnApplied: %d calls seeing %d processed rows in all; want 2 (k1's second message applies nothing), each after the commit of all 3", calls, committed)
+	}
+}

@@ -31,31 +31,3 @@ func CheckRetention(inbox time.Duration, queues ...time.Duration) error {
 	}
 	return nil
 }
-
-// MaxUnhandledSize is the largest message of a type this version does not
-// apply that the inbox records. Such a message is kept whole, for a version
-// that applies its type, and nothing has checked its data: a known type's
-// schema bounds what its row holds, but an unknown type's size is the only
-// bound on what anyone who can enqueue makes the inbox keep. 64 KiB is far
-// above any event the payments service publishes (docs/events) and a quarter
-// of what SNS delivers (256 KiB).
-//
-// A larger one is refused as malformed before anything is written: left
-// unacknowledged, it reaches the DLQ, where it is counted and pages
-// (ledger_dlq_messages), and once a version that applies its type is
-// deployed, `ledger dlq redrive` brings it back. Truncated, it would be a row
-// no version could apply; acknowledged unrecorded, it would be lost without
-// a trace. A known type is never capped: its schema decides.
-const MaxUnhandledSize = 64 << 10
-
-// UnhandledMetrics counts the unhandled rows deleted at the end of their
-// window (Processor.ExpireUnhandled). The binary exports it
-// (adapters/metrics); nil records nothing.
-type UnhandledMetrics interface {
-	// UnhandledDeleted counts n rows deleted unapplied.
-	UnhandledDeleted(n int)
-}
-
-type noUnhandledMetrics struct{}
-
-func (noUnhandledMetrics) UnhandledDeleted(int) {}

@@ -9,8 +9,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
+	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
 // config is the ledger service's whole configuration (the table in
@@ -105,12 +107,21 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	return cfg, e.Err()
 }
 
-// processorConfig is the inbox processor's tuning.
+// startup is what the consumer's start-up reads of the configuration.
+func (c config) startup() consumer.Config {
+	return consumer.Config{
+		Common: c.Common, Name: "ledger", Migrations: ledgermigrations.FS, PoolSize: c.poolSize(),
+		QueueURL: c.QueueURL, DLQURL: c.DLQURL, Workers: c.Workers, WaitTime: c.WaitTime, DLQPollInterval: c.DLQPollInterval,
+		InboxRetention: c.InboxRetention, UnhandledRetention: c.UnhandledRetention,
+	}
+}
+
 // handler is the ledger's inbox handler as configured; metrics may be nil.
 func (c config) handler(metrics bookkeeping.HandlerMetrics) bookkeeping.Handler {
 	return bookkeeping.Handler{Metrics: metrics, MaxAmount: c.MaxAmount}
 }
 
+// processorConfig is the inbox processor's tuning.
 func (c config) processorConfig() inbox.ProcessorConfig {
 	return inbox.ProcessorConfig{
 		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,

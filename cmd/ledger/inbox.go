@@ -17,13 +17,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
-
-// gaugeInterval is how often the inbox gauges are counted (at most: the wait
-// grows when counting is slow).
-const gaugeInterval = 15 * time.Second
 
 // runInbox runs the inbox commands:
 //
@@ -136,6 +133,6 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	g, gctx := errgroup.WithContext(ctx)
 	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() {})
 	g.Go(func() error { return proc.Run(gctx) })
-	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
+	g.Go(func() error { return proc.RefreshGauges(gctx, store, consumer.GaugeInterval) })
 	return g.Wait()
 }

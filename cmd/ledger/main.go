@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
-	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
@@ -26,14 +23,12 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/inbox"
-	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
-	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -135,126 +130,30 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if err != nil {
 		return err
 	}
-	log := newLogger(out, cfg.LogLevel)
-	tp, err := telemetry.Start(ctx, cfg.Tracing, "ledger", telemetry.FlushTimeout, log)
+	p, err := consumer.Start(ctx, cfg.startup(), out)
 	if err != nil {
 		return err
 	}
-	defer tp.Shutdown()
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.poolSize(), TracerProvider: tp.Provider})
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	defer pool.Close()
-	if cfg.MigrateOnStart {
-		if err := applyMigrations(ctx, pool, log); err != nil {
-			return err
-		}
-	}
-
-	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
+	defer p.Close()
+	store := ledgerstore.New(p.Pool)
+	ledgerMetrics, err := metrics.NewLedger(p.Registry)
 	if err != nil {
 		return err
 	}
-	queue, err := sqs.ReadQueueAttributes(ctx, client, cfg.QueueURL)
-	if err != nil {
-		return fmt.Errorf("LEDGER_QUEUE_URL: %w", err)
-	}
-	dlq, err := sqs.ReadQueueAttributes(ctx, client, cfg.DLQURL)
-	if err != nil {
-		return fmt.Errorf("LEDGER_DLQ_URL: %w", err)
-	}
-	// The inbox must remember a message id for as long as the broker can
-	// redeliver the message, or a late redelivery would post twice.
-	if err := inbox.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
-		return fmt.Errorf("INBOX_RETENTION: %w", err)
-	}
-	// An unhandled row deleted while the broker can still redeliver its
-	// message would come back as new: its end would not be the end.
-	if err := inbox.CheckRetention(cfg.UnhandledRetention, queue.Retention, dlq.Retention); err != nil {
-		return fmt.Errorf("INBOX_UNHANDLED_RETENTION: %w", err)
-	}
-
-	reg := lifecycle.NewRegistry()
-	consumerMetrics := sqs.NewMetrics(reg)
-	store := ledgerstore.New(pool)
-	schemas, err := eventschema.New()
-	if err != nil {
-		return fmt.Errorf("event schemas: %w", err)
-	}
-	inboxMetrics, err := metrics.NewInbox(reg)
-	if err != nil {
-		return err
-	}
-	ledgerMetrics, err := metrics.NewLedger(reg)
-	if err != nil {
-		return err
-	}
-	// The ledger's inbox: the shared machinery with the ledger's handler.
-	// The processor runs in both modes: in sync mode it applies the rows of
-	// types an earlier version recorded without applying (and the backlog
-	// left by a switch from async); in async mode the receiver wakes it
-	// after each message it records.
-	// Its transactions and postings are traced, each posting of the processor
-	// in the trace of the write that recorded its payment (tracing.Ledger).
-	traced := tracing.Ledger(store, tp.Provider)
-	proc := inbox.NewProcessor(traced, cfg.handler(ledgerMetrics), schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
-	receiver := inbox.NewService(traced, proc, time.Now, inbox.Config{Mode: cfg.InboxMode})
-	if cfg.InboxMode == inbox.Async && cfg.InboxWorkers == 0 {
-		log.WarnContext(ctx, "LEDGER_INBOX_MODE=async with LEDGER_INBOX_WORKERS=0: this process only records; run `ledger inbox process` to apply")
-	}
-	// The consumer and the HTTP server stop side by side, each within
-	// SHUTDOWN_TIMEOUT of the signal.
-	consumer := sqs.NewConsumer(client, receiver, sqs.Config{
-		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
-		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics, TracerProvider: tp.Provider,
-	})
-
-	httpMetrics := httpserver.NewMetrics(reg)
-	api := ledgerapi.NewHandler(bookkeeping.NewService(store), cfg.APITokens, log, ledgerapi.Config{Metrics: httpMetrics, TracerProvider: tp.Provider})
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg})
-	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
-	if err != nil {
-		return err
-	}
-	at := servers.Addrs()
-	log.InfoContext(ctx, "listening", "addr", at.API, "ops_addr", at.Ops, "workers", cfg.Workers, "queue", cfg.QueueURL,
-		"inbox_mode", cfg.InboxMode.String(), "inbox_workers", cfg.InboxWorkers)
+	api := ledgerapi.NewHandler(bookkeeping.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
 	if cfg.APITokens.Len() == 0 {
-		log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
+		p.Log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
-	if listening != nil {
-		listening <- at
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() {
-		log.Info("shutting down: no new receives; applying what the receives in flight return", "wait_time", cfg.WaitTime, "shutdown_timeout", cfg.ShutdownTimeout)
-	})
-	// The consumer stops receiving when gctx is cancelled and returns once the
-	// receives in flight have returned and every batch in hand is committed
-	// and acknowledged, or released when SHUTDOWN_TIMEOUT runs out.
-	g.Go(func() error { return consumer.Run(gctx) })
-	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, consumerMetrics, log) })
-	// Like the consumer, the processor claims nothing once gctx is
-	// cancelled and finishes (or rolls back) the batch in hand.
-	if cfg.InboxWorkers > 0 {
-		g.Go(func() error { return proc.Run(gctx) })
-	}
-	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
-	g.Go(func() error {
-		return retention.Run(gctx, retention.Job{
-			Name: "inbox", Delete: store.DeleteInboxBefore,
-			Retention: cfg.InboxRetention, Every: time.Hour, Batch: 1000,
-		}, time.Now, log)
-	})
-	g.Go(func() error {
-		return retention.Run(gctx, retention.Job{
-			Name: "unhandled inbox", Delete: proc.ExpireUnhandled(store, inboxMetrics),
-			Retention: cfg.UnhandledRetention, Every: time.Hour, Batch: 1000,
-		}, time.Now, log)
-	})
-	return g.Wait()
+	return consumer.Serve(ctx, p, consumer.Service[bookkeeping.Ledger, bookkeeping.Instruction]{
+		Store: store,
+		// The inbox's transactions and postings are traced, each posting of
+		// the processor in the trace of the write that recorded its payment.
+		Inbox:     tracing.Ledger(store, p.TracerProvider),
+		Handler:   cfg.handler(ledgerMetrics),
+		Mode:      cfg.InboxMode,
+		Processor: cfg.processorConfig(),
+		API:       api,
+	}, listening)
 }
 
 // queues opens the SQS client and names the queues of the configuration

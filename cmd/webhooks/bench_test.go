@@ -48,7 +48,7 @@ import (
 func BenchmarkCommitToDelivery(b *testing.B) {
 	for _, rate := range []int{100, 200, 1000} {
 		b.Run(fmt.Sprintf("rate=%d", rate), func(b *testing.B) {
-			st := newBenchStack(b, nil)
+			st := newBenchStack(b, nil, nil)
 			merchants := st.endpoints(b, 20, "/hook")
 			events := st.events(b.N, merchants)
 			st.start(b)
@@ -84,7 +84,7 @@ func BenchmarkDeliveries(b *testing.B) {
 		endpoints, idle int
 	}{{"service", 20, 0}, {"service", 1, 0}, {"service", 20, 2000}, {"http", 20, 0}} {
 		b.Run(fmt.Sprintf("path=%s/endpoints=%d/idle=%d", c.path, c.endpoints, c.idle), func(b *testing.B) {
-			st := newBenchStack(b, nil)
+			st := newBenchStack(b, nil, nil)
 			merchants := st.endpoints(b, c.endpoints, "/hook")
 			for i := range c.idle {
 				st.endpoint(b, fmt.Sprintf("mer_idle_%d", i), "/hook")
@@ -150,7 +150,7 @@ func BenchmarkSlowEndpoint(b *testing.B) {
 		b.Run(fmt.Sprintf("slow=%d/cap=%d", c.slow, c.cap), func(b *testing.B) {
 			st := newBenchStack(b, map[string]string{
 				"WEBHOOKS_ATTEMPT_TIMEOUT": "1s", "WEBHOOKS_ENDPOINT_CONCURRENCY": strconv.Itoa(c.cap),
-			})
+			}, nil)
 			merchants := st.endpoints(b, healthy, "/hook")
 			slowMerchant := "mer_slow"
 			if c.slow > 0 {
@@ -212,8 +212,9 @@ func (c *countingClaims) ClaimDeliveries(ctx context.Context, dc webhooks.Delive
 }
 
 // newBenchStack configures the service from the defaults and env, as
-// loadConfig reads them.
-func newBenchStack(b *testing.B, env map[string]string) *benchStack {
+// loadConfig reads them; tune, when not nil, changes the delivery workers'
+// configuration.
+func newBenchStack(b testing.TB, env map[string]string, tune func(*webhooks.WorkerConfig)) *benchStack {
 	b.Helper()
 	vars := baseEnv()
 	for k, v := range env {
@@ -255,8 +256,12 @@ func newBenchStack(b *testing.B, env map[string]string) *benchStack {
 	store := webhookstore.New(pool)
 	sender := webhooksender.New(webhooksender.Config{AllowPrivateTargets: true})
 	st.claims = &countingClaims{Deliveries: store}
-	st.worker = webhooks.NewWorker(st.claims, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, cfg.workerConfig())
-	st.proc = inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, wakeOnFanout{inboxMetrics, st.worker}, time.Now, cfg.processorConfig())
+	wcfg := cfg.workerConfig()
+	if tune != nil {
+		tune(&wcfg)
+	}
+	st.worker = webhooks.NewWorker(st.claims, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, wcfg)
+	st.proc = inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig(st.worker))
 	st.receiver = inbox.NewService(store, st.proc, time.Now, inbox.Config{Mode: inbox.Async})
 	st.svc = webhooks.NewService(store, sealer, time.Now, webhooks.Config{AllowPrivateTargets: true})
 	return st
@@ -264,7 +269,7 @@ func newBenchStack(b *testing.B, env map[string]string) *benchStack {
 
 // start runs the processor and the delivery workers until the benchmark
 // ends; the cleanup waits for them (the receiver is closed after).
-func (st *benchStack) start(b *testing.B) {
+func (st *benchStack) start(b testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
 	g.Go(func() error { return st.proc.Run(ctx) })
@@ -279,7 +284,7 @@ func (st *benchStack) start(b *testing.B) {
 
 // endpoints makes n merchants with one endpoint each, all subscribed to
 // every event, on the receiver's path.
-func (st *benchStack) endpoints(b *testing.B, n int, path string) []string {
+func (st *benchStack) endpoints(b testing.TB, n int, path string) []string {
 	merchants := make([]string, n)
 	for i := range merchants {
 		merchants[i] = fmt.Sprintf("mer_%d", i)
@@ -288,7 +293,7 @@ func (st *benchStack) endpoints(b *testing.B, n int, path string) []string {
 	return merchants
 }
 
-func (st *benchStack) endpoint(b *testing.B, merchant, path string) {
+func (st *benchStack) endpoint(b testing.TB, merchant, path string) {
 	_, err := st.svc.Create(context.Background(), webhooks.CreateEndpoint{Principal: platform, MerchantID: merchant,
 		URL: st.rcv.srv.URL + path, EnabledEvents: []string{webhooks.AllEvents}})
 	if err != nil {
@@ -407,7 +412,7 @@ type benchReceiver struct {
 	arrived chan struct{} // a signal after each new arrival
 }
 
-func newBenchReceiver(b *testing.B) *benchReceiver {
+func newBenchReceiver(b testing.TB) *benchReceiver {
 	r := &benchReceiver{first: map[string]time.Time{}, arrived: make(chan struct{}, 1)}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		now := time.Now()
@@ -440,7 +445,7 @@ func newBenchReceiver(b *testing.B) *benchReceiver {
 }
 
 // wait returns once every one of ids has arrived, failing after within.
-func (r *benchReceiver) wait(b *testing.B, ids []string, within time.Duration) {
+func (r *benchReceiver) wait(b testing.TB, ids []string, within time.Duration) {
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for {

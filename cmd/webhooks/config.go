@@ -8,8 +8,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
+	webhooksmigrations "github.com/payments-outbox/payments-outbox/migrations/webhooks"
 )
 
 // config is the webhooks service's whole configuration (the table in
@@ -102,11 +104,22 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	return cfg, e.Err()
 }
 
-// processorConfig is the inbox processor's tuning: the fan-out's.
-func (c config) processorConfig() inbox.ProcessorConfig {
+// startup is what the consumer's start-up reads of the configuration.
+func (c config) startup() consumer.Config {
+	return consumer.Config{
+		Common: c.Common, Name: "webhooks", Migrations: webhooksmigrations.FS, PoolSize: c.poolSize(),
+		QueueURL: c.QueueURL, DLQURL: c.DLQURL, Workers: c.Workers, WaitTime: c.WaitTime, DLQPollInterval: c.DLQPollInterval,
+		InboxRetention: c.InboxRetention, UnhandledRetention: c.UnhandledRetention,
+	}
+}
+
+// processorConfig is the inbox processor's tuning: the fan-out's. Each
+// event it fans out wakes a delivery worker, once the batch committed: its
+// deliveries are visible then, not before.
+func (c config) processorConfig(worker *webhooks.Worker) inbox.ProcessorConfig {
 	return inbox.ProcessorConfig{
 		BatchSize: c.InboxBatchSize, MaxAttempts: c.InboxMaxAttempts, PollInterval: c.InboxPoll, Workers: c.InboxWorkers,
-		BatchTimeout: c.ShutdownTimeout,
+		BatchTimeout: c.ShutdownTimeout, OnApplied: worker.Wake,
 	}
 }
 

@@ -14,10 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
-	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/webhookstore"
@@ -27,11 +24,11 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/probe"
-	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
 	webhooksmigrations "github.com/payments-outbox/payments-outbox/migrations/webhooks"
 )
 
@@ -57,10 +54,6 @@ func main() {
 }
 
 type addrs = lifecycle.Addrs
-
-// gaugeInterval is how often the inbox's and the deliveries' gauges are
-// counted (at most: the wait grows when counting is slow).
-const gaugeInterval = 15 * time.Second
 
 // deliveryRetention is how long a delivered or canceled delivery, and its
 // attempts, stay listed: a month of history for the merchant.
@@ -144,138 +137,60 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) 
 	return lifecycle.Migrate(ctx, pool, webhooksmigrations.FS, log)
 }
 
-// wakeOnFanout wakes the delivery workers after each inbox row the
-// processor committed: the fan-out's deliveries are visible then, not
-// before, so the wake-up is the metrics' callback, which runs after the
-// commit.
-type wakeOnFanout struct {
-	inbox.ProcessorMetrics
-	worker *webhooks.Worker
-}
-
-func (w wakeOnFanout) Processed(applied bool, sinceEvent time.Duration) {
-	w.ProcessorMetrics.Processed(applied, sinceEvent)
-	w.worker.Wake()
-}
-
 func serve(ctx context.Context, getenv func(string) string, out io.Writer, listening chan<- addrs) error {
 	cfg, err := loadConfig(getenv, true)
 	if err != nil {
 		return err
 	}
-	log := newLogger(out, cfg.LogLevel)
-	tp, err := telemetry.Start(ctx, cfg.Tracing, "webhooks", telemetry.FlushTimeout, log)
+	p, err := consumer.Start(ctx, cfg.startup(), out)
 	if err != nil {
 		return err
 	}
-	defer tp.Shutdown()
-	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.poolSize(), TracerProvider: tp.Provider})
-	if err != nil {
-		return fmt.Errorf("DATABASE_URL: %w", err)
-	}
-	defer pool.Close()
-	if cfg.MigrateOnStart {
-		if err := applyMigrations(ctx, pool, log); err != nil {
-			return err
-		}
-	}
-
-	client, err := sqs.NewClient(ctx, cfg.AWSRegion, cfg.AWSEndpointURL)
-	if err != nil {
-		return err
-	}
-	queue, err := sqs.ReadQueueAttributes(ctx, client, cfg.QueueURL)
-	if err != nil {
-		return fmt.Errorf("WEBHOOKS_QUEUE_URL: %w", err)
-	}
-	dlq, err := sqs.ReadQueueAttributes(ctx, client, cfg.DLQURL)
-	if err != nil {
-		return fmt.Errorf("WEBHOOKS_DLQ_URL: %w", err)
-	}
-	// The inbox must remember a message id for as long as the broker can
-	// redeliver the message, or a late redelivery would fan out again
-	// (the deliveries' unique pair would still absorb it, while they last).
-	if err := inbox.CheckRetention(cfg.InboxRetention, queue.Retention, dlq.Retention); err != nil {
-		return fmt.Errorf("INBOX_RETENTION: %w", err)
-	}
-	if err := inbox.CheckRetention(cfg.UnhandledRetention, queue.Retention, dlq.Retention); err != nil {
-		return fmt.Errorf("INBOX_UNHANDLED_RETENTION: %w", err)
-	}
+	defer p.Close()
 	sealer, err := webhooks.NewSealer(cfg.SecretsKey)
 	if err != nil {
 		return fmt.Errorf("WEBHOOKS_SECRETS_KEY: %w", err)
 	}
-
-	reg := lifecycle.NewRegistry()
-	consumerMetrics := sqs.NewServiceMetrics(reg, "webhooks")
-	inboxMetrics, err := metrics.NewInbox(reg)
+	webhookMetrics, err := metrics.NewWebhooks(p.Registry)
 	if err != nil {
 		return err
 	}
-	webhookMetrics, err := metrics.NewWebhooks(reg)
-	if err != nil {
-		return err
-	}
-	schemas, err := eventschema.New()
-	if err != nil {
-		return fmt.Errorf("event schemas: %w", err)
-	}
-	store := webhookstore.New(pool)
+	store := webhookstore.New(p.Pool)
 	if cfg.AllowPrivateTargets {
-		log.WarnContext(ctx, "WEBHOOKS_ALLOW_PRIVATE_TARGETS=true: webhooks may be sent over http and to private and loopback addresses; never in production")
+		p.Log.WarnContext(ctx, "WEBHOOKS_ALLOW_PRIVATE_TARGETS=true: webhooks may be sent over http and to private and loopback addresses; never in production")
 	}
 	sender := webhooksender.New(webhooksender.Config{AllowPrivateTargets: cfg.AllowPrivateTargets})
-	worker := webhooks.NewWorker(store, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, cfg.workerConfig())
-	// The inbox in the async mode only: a message is recorded and
-	// acknowledged at once, and the processor fans it out in the inbox row's
-	// transaction, so no HTTP call runs inside a transaction and a slow
-	// receiver holds no inbox row.
-	proc := inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, wakeOnFanout{inboxMetrics, worker}, time.Now, cfg.processorConfig())
-	receiver := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
-	consumer := sqs.NewConsumer(client, receiver, sqs.Config{
-		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
-		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics, TracerProvider: tp.Provider,
-	})
+	worker := webhooks.NewWorker(store, sender, sealer, cfg.Schedule, p.Log, webhookMetrics, time.Now, cfg.workerConfig())
 	svc := webhooks.NewService(store, sealer, time.Now, webhooks.Config{SecretGrace: cfg.SecretGrace, AllowPrivateTargets: cfg.AllowPrivateTargets})
-
-	httpMetrics := httpserver.NewMetrics(reg)
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg})
-	api, err := newAPI(svc, cfg, log, httpMetrics, tp.Provider)
+	api, err := newAPI(svc, cfg, p.Log, p.HTTPMetrics, p.TracerProvider)
 	if err != nil {
 		return err
 	}
-	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
-	if err != nil {
-		return err
-	}
-	at := servers.Addrs()
-	log.InfoContext(ctx, "listening", "addr", at.API, "ops_addr", at.Ops, "queue", cfg.QueueURL,
-		"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "retry_schedule", cfg.Schedule.Delays())
-	if listening != nil {
-		listening <- at
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	servers.Serve(gctx, g, cfg.ShutdownTimeout, func() {
-		log.Info("shutting down: no new receives, claims or attempts; letting those in flight finish", "shutdown_timeout", cfg.ShutdownTimeout)
-	})
-	g.Go(func() error { return consumer.Run(gctx) })
-	g.Go(func() error { return sqs.WatchDLQ(gctx, client, cfg.DLQURL, cfg.DLQPollInterval, consumerMetrics, log) })
-	g.Go(func() error { return proc.Run(gctx) })
-	g.Go(func() error { return proc.RefreshGauges(gctx, store, gaugeInterval) })
-	// The workers claim nothing once gctx ends; an attempt in flight
-	// finishes within SHUTDOWN_TIMEOUT or is cut and its lease released.
-	g.Go(func() error { return worker.Run(gctx) })
-	g.Go(func() error { return worker.RefreshGauges(gctx, gaugeInterval, metrics.TopEndpoints) })
-	for _, job := range []retention.Job{
-		{Name: "inbox", Delete: store.DeleteInboxBefore, Retention: cfg.InboxRetention, Every: time.Hour, Batch: 1000},
-		{Name: "unhandled inbox", Delete: proc.ExpireUnhandled(store, inboxMetrics), Retention: cfg.UnhandledRetention, Every: time.Hour, Batch: 1000},
-		{Name: "webhook deliveries", Delete: store.DeleteDeliveriesBefore, Retention: deliveryRetention, Every: time.Hour, Batch: 1000},
-		{Name: "webhook idempotency keys", Delete: store.DeleteKeysBefore, Retention: keyRetention, Every: time.Hour, Batch: 1000},
-	} {
-		g.Go(func() error { return retention.Run(gctx, job, time.Now, log) })
-	}
-	return g.Wait()
+	return consumer.Serve(ctx, p, consumer.Service[webhooks.Fanout, webhooks.Event]{
+		Store:   store,
+		Handler: webhooks.Handler{},
+		// The async mode only: a message is recorded and acknowledged at
+		// once, and the processor fans it out in the inbox row's
+		// transaction, so no HTTP call runs inside a transaction and a slow
+		// receiver holds no inbox row.
+		Mode:      inbox.Async,
+		Processor: cfg.processorConfig(worker),
+		API:       api,
+		// The workers claim nothing once the context ends; an attempt in
+		// flight finishes within SHUTDOWN_TIMEOUT or is cut and its lease
+		// released.
+		Run: []func(context.Context) error{
+			worker.Run,
+			func(ctx context.Context) error {
+				return worker.RefreshGauges(ctx, consumer.GaugeInterval, metrics.TopEndpoints)
+			},
+		},
+		Retention: []retention.Job{
+			{Name: "webhook deliveries", Delete: store.DeleteDeliveriesBefore, Retention: deliveryRetention, Every: time.Hour, Batch: 1000},
+			{Name: "webhook idempotency keys", Delete: store.DeleteKeysBefore, Retention: keyRetention, Every: time.Hour, Batch: 1000},
+		},
+		LogAttrs: []any{"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "retry_schedule", cfg.Schedule.Delays()},
+	}, listening)
 }
 
 // runInbox runs the inbox commands, which need the database only:

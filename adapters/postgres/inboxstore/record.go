@@ -1,0 +1,75 @@
+package inboxstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
+)
+
+// Record implements inbox.Recorder: it inserts msg and, when the row is
+// new, runs apply with the consumer's repositories, in one database
+// transaction; it commits when apply returns nil, rolls back otherwise, and
+// returns the commit's error (a deferred constraint fails at COMMIT). A
+// redelivery commits its empty transaction and reports false.
+//
+// It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
+// inbox insert instead of on its own: the consumer's hot path, where round
+// trips are what a message costs.
+func (s *Store[R]) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, R) (string, error)) (bool, error) {
+	var inserted bool
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
+		var err error
+		if inserted, err = insert(ctx, tx, msg); err != nil || !inserted || apply == nil {
+			return err
+		}
+		note, err := apply(ctx, s.repos(tx))
+		if err != nil || note == "" {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE inbox_messages SET error = $2 WHERE id = $1`, msg.ID, note); err != nil {
+			return fmt.Errorf("note inbox message: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return inserted, nil
+}
+
+// insert is the first layer of idempotency: the primary key on the message id
+// turns a redelivery into zero inserted rows. The row keeps the trace id of
+// the message, which the consumer put in ctx (NULL when it carried none).
+func insert(ctx context.Context, tx Tx, msg inbox.Message) (bool, error) {
+	var traceID *string
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		id := sc.TraceID().String()
+		traceID = &id
+	}
+	var processed *time.Time
+	if !msg.ProcessedAt.IsZero() {
+		processed = &msg.ProcessedAt
+	}
+	var errText *string
+	if msg.Error != "" {
+		errText = &msg.Error
+	}
+	var parked *time.Time // a parked row was tried once: attempts = 1
+	if !msg.ParkedAt.IsZero() {
+		parked = &msg.ParkedAt
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO inbox_messages (id, type, payload, received_at, processed_at, error, trace_id, parked_at, attempts)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CASE WHEN $8::timestamptz IS NULL THEN 0 ELSE 1 END)
+		ON CONFLICT (id) DO NOTHING`,
+		msg.ID, msg.Type, string(msg.Payload), msg.ReceivedAt, processed, errText, traceID, parked)
+	if err != nil {
+		return false, fmt.Errorf("insert inbox message: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
