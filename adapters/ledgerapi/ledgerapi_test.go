@@ -24,6 +24,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -71,8 +72,9 @@ func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction
 	if id != paymentID {
 		return nil, ledger.ErrPaymentNotFound
 	}
-	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: "m1", PaymentID: id, Kind: "payment", Payer: "cus_1", Merchant: "mer_1",
-		Amount: 1050, Currency: "BRL", OccurredAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, ledger.PayerToMerchant)
+	payment, _ := bookkeeping.PostingsOf("payment")
+	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: "m1", PaymentID: id, Payer: "cus_1", Merchant: "mer_1",
+		Amount: 1050, Currency: "BRL", OccurredAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, payment)
 	return []ledger.Transaction{tx}, err
 }
 

@@ -126,6 +126,35 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	return tag.RowsAffected() > 0, nil
 }
 
+// postedSQL finds the fact a fact of fact id $3 depends on: the payment's
+// transaction of kind $2 with that fact id, or with none. The business key's
+// index (payment_id, kind, fact_id) answers it.
+const postedSQL = `
+SELECT EXISTS (
+	SELECT 1 FROM ledger_transactions
+	WHERE payment_id = $1 AND kind = $2 AND (fact_id IS NULL OR fact_id = $3))`
+
+// Posted implements bookkeeping.Ledger.Posted.
+func (l ledgerRepo) Posted(ctx context.Context, paymentID string, kind ledger.Kind, factID string) (bool, error) {
+	var fact *string // NULL: only a fact with none matches
+	if factID != "" {
+		fact = &factID
+	}
+	var posted bool
+	// A batch of one, as Payment reads.
+	var b pgx.Batch
+	b.Queue(postedSQL, paymentID, string(kind), fact)
+	br := l.tx.SendBatch(ctx, &b)
+	err := br.QueryRow().Scan(&posted)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the posted %s of payment %s: %w", kind, paymentID, err)
+	}
+	return posted, nil
+}
+
 // paymentSQL reads what the ledger knows of a payment, locking its row for
 // the transaction: a capture and a refund of one payment applied side by
 // side take turns.
