@@ -220,7 +220,7 @@ type entriesResponse struct {
 type transactionJSON struct {
 	MessageID  string      `json:"message_id"`
 	Kind       string      `json:"kind"`
-	RefundID   string      `json:"refund_id,omitempty"` // the fact id: a refund's id is the only one today
+	FactID     string      `json:"fact_id,omitempty"` // tells apart the facts of one kind on a payment: a refund's id
 	Amount     int64       `json:"amount"`
 	Currency   string      `json:"currency"`
 	OccurredAt time.Time   `json:"occurred_at"`
