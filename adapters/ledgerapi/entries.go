@@ -94,7 +94,7 @@ func parseEntriesQuery(r *http.Request) (bookkeeping.ListEntries, error) {
 // toTransactionJSON is a ledger transaction as both entries routes show it.
 func toTransactionJSON(tx ledger.Transaction) transactionJSON {
 	tj := transactionJSON{
-		MessageID: tx.MessageID(), Kind: string(tx.Kind()), RefundID: tx.FactID(),
+		MessageID: tx.MessageID(), Kind: string(tx.Kind()), FactID: tx.FactID(),
 		Amount: tx.Amount(), Currency: tx.Currency(), OccurredAt: tx.OccurredAt().UTC(),
 	}
 	for _, e := range tx.Entries() {

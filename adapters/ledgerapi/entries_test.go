@@ -59,10 +59,11 @@ func TestAccountEntriesPages(t *testing.T) {
 	ctx := context.Background()
 	store := bookkeepingtest.NewFakeStore()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	payment, _ := bookkeeping.PostingsOf("payment")
 	post := func(n int, merchant string) {
 		msg := fmt.Sprintf("0190e7a0-0000-7000-8000-%012d", n)
-		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msg, PaymentID: msg, Kind: "payment", Payer: "cus_1", Merchant: merchant,
-			Amount: int64(n), Currency: "BRL", OccurredAt: at}, ledger.PayerToMerchant)
+		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msg, PaymentID: msg, Payer: "cus_1", Merchant: merchant,
+			Amount: int64(n), Currency: "BRL", OccurredAt: at}, payment)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -220,7 +220,7 @@ type entriesResponse struct {
 type transactionJSON struct {
 	MessageID  string      `json:"message_id"`
 	Kind       string      `json:"kind"`
-	RefundID   string      `json:"refund_id,omitempty"` // the fact id: a refund's id is the only one today
+	FactID     string      `json:"fact_id,omitempty"` // tells apart the facts of one kind on a payment: a refund's id
 	Amount     int64       `json:"amount"`
 	Currency   string      `json:"currency"`
 	OccurredAt time.Time   `json:"occurred_at"`
@@ -262,7 +262,7 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// The reason names only what the client sent (and the canonical
 		// name, when it sent another spelling of one).
 		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-account-id",
-			"not an account's name (merchant:<merchant_id> or payer:<merchant_id>:<payer_id>, each id percent-encoded): "+
+			"not an account's name ("+accountForms()+", each id percent-encoded): "+
 				strings.TrimPrefix(err.Error(), ledger.ErrInvalidAccount.Error()+": "))
 	case errors.Is(err, ledger.ErrAccountNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "nothing was ever posted to or held for this account (by as_of, when given)")
@@ -277,4 +277,14 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	httpserver.WriteProblem(w, p)
+}
+
+// accountForms lists the forms of the accounts' names, role by role:
+// "merchant:<merchant_id> or payer:<merchant_id>:<payer_id>".
+func accountForms() string {
+	var forms []string
+	for _, r := range ledger.Roles() {
+		forms = append(forms, r.Form())
+	}
+	return strings.Join(forms, " or ")
 }

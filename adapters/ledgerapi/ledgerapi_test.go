@@ -24,6 +24,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -71,10 +72,21 @@ func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction
 	if id != paymentID {
 		return nil, ledger.ErrPaymentNotFound
 	}
-	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: "m1", PaymentID: id, Kind: "payment", Payer: "cus_1", Merchant: "mer_1",
-		Amount: 1050, Currency: "BRL", OccurredAt: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, ledger.PayerToMerchant)
-	return []ledger.Transaction{tx}, err
+	payment, _ := bookkeeping.PostingsOf("payment")
+	refund, _ := bookkeeping.PostingsOf("refund")
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	paid, err := ledger.NewTransfer(ledger.Posting{MessageID: "m1", PaymentID: id, Payer: "cus_1", Merchant: "mer_1",
+		Amount: 1050, Currency: "BRL", OccurredAt: at}, payment)
+	if err != nil {
+		return nil, err
+	}
+	refunded, err := ledger.NewTransfer(ledger.Posting{MessageID: "m2", PaymentID: id, FactID: refundID, Payer: "cus_1", Merchant: "mer_1",
+		Amount: 300, Currency: "BRL", OccurredAt: at.Add(time.Minute)}, refund)
+	return []ledger.Transaction{paid, refunded}, err
 }
+
+// refundID is the fact id of the refund fakeQueries.Entries answers.
+const refundID = "5a0b1b42-5c4a-4d84-9d0c-9a1f2f0b3c11"
 
 // token is the operator token the tests' server accepts.
 var token = strings.Repeat("t", access.MinTokenLen)
@@ -143,6 +155,10 @@ func TestRoutes(t *testing.T) {
 		{"control character in account", fakeQueries{}, "/accounts/merchant:a%0Ab/balance", 400, "application/problem+json", `invalid-account-id`},
 		{"entries", fakeQueries{}, "/payments/" + paymentID + "/entries", 200, "application/json",
 			`"entries":[{"account_id":"payer:mer_1:cus_1","amount":-1050,"currency":"BRL"},{"account_id":"merchant:mer_1","amount":1050,"currency":"BRL"}]`},
+		{"a fact's id", fakeQueries{}, "/payments/" + paymentID + "/entries", 200, "application/json",
+			`"kind":"refund","fact_id":"` + refundID + `","amount":300`},
+		{"no fact id for a kind a payment has once", fakeQueries{}, "/payments/" + paymentID + "/entries", 200, "application/json",
+			`"kind":"payment","amount":1050`},
 		{"unknown payment", fakeQueries{}, "/payments/" + strings.Replace(paymentID, "7d", "8d", 1) + "/entries", 404, "application/problem+json", `payment-not-found`},
 		{"malformed payment id", fakeQueries{}, "/payments/42/entries", 400, "application/problem+json", `invalid-payment-id`},
 		{"unexpected failure", fakeQueries{err: errors.New("dial tcp: secret-host refused")}, "/accounts/merchant:mer_1/balance", 500, "application/problem+json", `"status":500`},

@@ -32,8 +32,9 @@ const eventParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 func transfer(t *testing.T) ledger.Transaction {
 	t.Helper()
-	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: uuid.NewString(), Kind: "payment",
-		Payer: "cus_1", Merchant: "mer_1", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, ledger.PayerToMerchant)
+	d, _ := bookkeeping.PostingsOf("payment")
+	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: uuid.NewString(),
+		Payer: "cus_1", Merchant: "mer_1", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, d)
 	if err != nil {
 		t.Fatal(err)
 	}

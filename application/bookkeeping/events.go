@@ -21,6 +21,15 @@ const (
 	TypePaymentCanceled   = "payment.canceled"
 )
 
+// The kinds of fact the ledger applies, as the registry declares them.
+const (
+	kindPayment       ledger.Kind = "payment"
+	kindRefund        ledger.Kind = "refund"
+	kindAuthorization ledger.Kind = "authorization"
+	kindCapture       ledger.Kind = "capture"
+	kindCancellation  ledger.Kind = "cancellation"
+)
+
 // rules is the ledger's registry: how the ledger posts each event type it
 // applies. Any other type is recorded in the inbox and acknowledged without
 // being applied, so that producers can ship a new type first. Adding a type
@@ -29,39 +38,44 @@ const (
 // from the view in which the payments service lists them (ledger_facts; a
 // test requires a branch there for every kind here).
 //
-// Each entry's effect says what applying it does (docs/LEDGER.md, "Which
-// way each fact moves money"): a payment captured at once and a refund post
-// a transfer; an authorization places a hold, which moves the merchant's
-// pending balance and no money; a capture posts the captured amount and
-// releases the whole hold, in one transaction; a cancellation releases it.
+// Each entry declares its kind's postings (ledger.Postings, the table of
+// docs/LEDGER.md, "Which way each fact moves money"): the role it debits,
+// the role it credits, and the kinds it depends on. Everything reads that
+// declaration: Check builds the transfer from it, Apply waits for the fact
+// it depends on, and reconcile derives from it the accounts each fact of the
+// payments database must have moved. Its effect says what else applying it
+// writes: a payment captured at once and a refund are checked against the
+// payment's record; an authorization places a hold, which moves the
+// merchant's pending balance and no money; a capture posts the captured
+// amount and releases the whole hold, in one transaction; a cancellation
+// releases it.
 var rules = map[string]rule{
 	TypePaymentCreated: {
-		kind:      "payment",
-		effect:    effectPayment,
-		direction: ledger.PayerToMerchant,
-		decode:    map[string]decoder{"1": decodeCreatedV1},
+		postings: ledger.Postings{Kind: kindPayment, Debit: ledger.RolePayer, Credit: ledger.RoleMerchant},
+		effect:   effectPayment,
+		decode:   map[string]decoder{"1": decodeCreatedV1},
 	},
 	TypePaymentRefunded: {
-		kind:      "refund",
-		effect:    effectRefund,
-		direction: ledger.MerchantToPayer,
-		decode:    map[string]decoder{"1": decodeRefundedV1},
+		postings: ledger.Postings{Kind: kindRefund, Debit: ledger.RoleMerchant, Credit: ledger.RolePayer,
+			DependsOn: []ledger.Kind{kindPayment, kindCapture}},
+		effect: effectRefund,
+		decode: map[string]decoder{"1": decodeRefundedV1},
 	},
 	TypePaymentAuthorized: {
-		kind:   "authorization",
-		effect: effectPlaceHold,
-		decode: map[string]decoder{"1": decodeAuthorizedV1},
+		postings: ledger.Postings{Kind: kindAuthorization},
+		effect:   effectPlaceHold,
+		decode:   map[string]decoder{"1": decodeAuthorizedV1},
 	},
 	TypePaymentCaptured: {
-		kind:      "capture",
-		effect:    effectCapture,
-		direction: ledger.PayerToMerchant,
-		decode:    map[string]decoder{"1": decodeCapturedV1},
+		postings: ledger.Postings{Kind: kindCapture, Debit: ledger.RolePayer, Credit: ledger.RoleMerchant,
+			DependsOn: []ledger.Kind{kindAuthorization}},
+		effect: effectCapture,
+		decode: map[string]decoder{"1": decodeCapturedV1},
 	},
 	TypePaymentCanceled: {
-		kind:   "cancellation",
-		effect: effectReleaseHold,
-		decode: map[string]decoder{"1": decodeCanceledV1},
+		postings: ledger.Postings{Kind: kindCancellation, DependsOn: []ledger.Kind{kindAuthorization}},
+		effect:   effectReleaseHold,
+		decode:   map[string]decoder{"1": decodeCanceledV1},
 	},
 }
 
@@ -73,25 +87,43 @@ var ignored = map[string]string{}
 
 // rule is how the ledger posts one event type.
 type rule struct {
-	// kind names the business fact the event posts. It is part of the
-	// business key, and reconciliation compares the facts of each kind.
-	kind ledger.Kind
-	// effect is what applying it writes: a transfer, a hold, or both.
+	// postings is the kind's declaration: its name, which is part of the
+	// business key and what reconciliation compares facts by, the roles it
+	// debits and credits, and the kinds it depends on. A kind is declared
+	// once: a test refuses two entries of one kind.
+	postings ledger.Postings
+	// effect is what applying it writes besides its postings: a hold, or
+	// the payment's record of what was captured and refunded.
 	effect effect
-	// direction is the posting rule of the transfer, when the effect posts
-	// one: which party pays the other.
-	direction ledger.Direction
 	// decode holds one decoder per data version accepted. A producer that
 	// bumps the version ships the new one; add its decoder beside the old.
 	decode map[string]decoder
+}
+
+// ruleOf returns the rule that declares kind.
+func ruleOf(kind ledger.Kind) (rule, bool) {
+	for _, r := range rules {
+		if r.postings.Kind == kind {
+			return r, true
+		}
+	}
+	return rule{}, false
+}
+
+// PostingsOf returns the declaration of kind: the roles it debits and
+// credits, and what it depends on. false: no rule posts the kind.
+func PostingsOf(kind ledger.Kind) (ledger.Postings, bool) {
+	r, ok := ruleOf(kind)
+	return r.postings, ok
 }
 
 // effect is what applying an event writes.
 type effect int
 
 const (
-	// effectTransfer posts a transfer and checks nothing of the payment: a
-	// kind whose facts need no other (a fork's new kind starts here).
+	// effectTransfer posts the kind's postings and writes nothing else: a
+	// kind whose facts need no record of the payment (a fork's new kind
+	// starts here, its order kept by its declaration's DependsOn).
 	effectTransfer effect = iota + 1
 	// effectPayment posts a payment captured at once and records what it
 	// captured, the limit of its refunds.
@@ -108,9 +140,70 @@ const (
 	effectReleaseHold
 )
 
-// posts reports whether the effect posts a ledger transaction.
+// posts reports whether the effect posts a ledger transaction: whether its
+// kind's declaration must move money.
 func (e effect) posts() bool {
 	return e == effectTransfer || e == effectPayment || e == effectRefund || e == effectCapture
+}
+
+// readsRecord reports whether applying the effect reads the payment's
+// record (ledger.Payment), and refuses, in its own words, what the record
+// contradicts.
+func (e effect) readsRecord() bool {
+	return e == effectRefund || e == effectPlaceHold || e == effectCapture || e == effectReleaseHold
+}
+
+// recorded reports whether a fact of the effect leaves its trace in the
+// payment's record: the facts that start it (a payment captured at once, an
+// authorization) and those that release its hold (a capture, a
+// cancellation). A refund's trace is a sum, a plain transfer's none: their
+// postings are their trace.
+func (e effect) recorded() bool {
+	return e == effectPayment || e == effectPlaceHold || e == effectCapture || e == effectReleaseHold
+}
+
+// trace is what the payment's record says of a fact the ledger waits for.
+type trace int
+
+const (
+	// notInRecord: the record keeps no trace of facts of this effect
+	// (recorded): the postings tell.
+	notInRecord trace = iota
+	// awaited: not applied, and the record leaves room for it.
+	awaited
+	// applied: the record shows the fact.
+	applied
+	// ruledOut: not applied, and never will be: the record holds another
+	// fact in its place (a payment captured at once has no authorization,
+	// a canceled one no capture).
+	ruledOut
+)
+
+// seen says what the payment's record shows of a fact of effect e. The
+// facts that start a record are a payment captured at once or an
+// authorization, one or the other; the facts that release a hold are a
+// capture or a cancellation, one or the other, once.
+func (e effect) seen(rec record) trace {
+	pay := rec.pay
+	switch e {
+	case effectPayment, effectPlaceHold:
+		switch {
+		case !rec.known:
+			return awaited
+		case (pay.Authorized() > 0) == (e == effectPlaceHold):
+			return applied
+		}
+		return ruledOut
+	case effectCapture, effectReleaseHold:
+		switch {
+		case !rec.known || pay.Authorized() > 0 && pay.ReleasedAt().IsZero():
+			return awaited
+		case pay.Authorized() > 0 && (pay.Captured() > 0) == (e == effectCapture):
+			return applied
+		}
+		return ruledOut
+	}
+	return notInRecord
 }
 
 // decoder parses and checks one version of an event's data into the parts of
@@ -141,22 +234,22 @@ func AppliedTypes() []string {
 func Kinds() []ledger.Kind {
 	var kinds []ledger.Kind
 	for _, r := range rules {
-		if !slices.Contains(kinds, r.kind) {
-			kinds = append(kinds, r.kind)
+		if !slices.Contains(kinds, r.postings.Kind) {
+			kinds = append(kinds, r.postings.Kind)
 		}
 	}
 	slices.Sort(kinds)
 	return kinds
 }
 
-// PostedKinds returns the kinds whose facts post a ledger transaction, sorted:
-// the kinds GET /payments/{id}/entries can answer. An authorization and a
-// cancellation post none: they move a hold.
+// PostedKinds returns the kinds whose facts post a ledger transaction (their
+// declaration moves money), sorted: the kinds GET /payments/{id}/entries can
+// answer. An authorization and a cancellation post none: they move a hold.
 func PostedKinds() []ledger.Kind {
 	var kinds []ledger.Kind
 	for _, r := range rules {
-		if r.effect.posts() && !slices.Contains(kinds, r.kind) {
-			kinds = append(kinds, r.kind)
+		if r.postings.Moves() && !slices.Contains(kinds, r.postings.Kind) {
+			kinds = append(kinds, r.postings.Kind)
 		}
 	}
 	slices.Sort(kinds)

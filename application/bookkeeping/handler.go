@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,9 +63,9 @@ var _ inbox.Handler[Ledger, Instruction] = Handler{}
 // the transfer it posts (a payment, a refund, a capture) and the hold it
 // places, captures or releases.
 type Instruction struct {
-	kind    ledger.Kind
-	effect  effect
-	posting ledger.Posting
+	postings ledger.Postings // the kind's declaration
+	effect   effect
+	posting  ledger.Posting
 	// authorized is the hold the event says it captures or releases.
 	authorized int64
 	// tx is the transfer the instruction posts, when its effect posts one.
@@ -72,7 +73,7 @@ type Instruction struct {
 }
 
 // Kind returns the registry kind of the event.
-func (in Instruction) Kind() ledger.Kind { return in.kind }
+func (in Instruction) Kind() ledger.Kind { return in.postings.Kind }
 
 // MessageID returns the id of the event's message.
 func (in Instruction) MessageID() string { return in.posting.MessageID }
@@ -82,7 +83,7 @@ func (in Instruction) PaymentID() string { return in.posting.PaymentID }
 
 // Transaction returns the transfer the instruction posts; false when it
 // posts none (an authorization, a cancellation).
-func (in Instruction) Transaction() (ledger.Transaction, bool) { return in.tx, in.effect.posts() }
+func (in Instruction) Transaction() (ledger.Transaction, bool) { return in.tx, in.postings.Moves() }
 
 // Types implements inbox.Handler: the registry's types, each with the data
 // versions it decodes.
@@ -100,9 +101,10 @@ func (Handler) Ignored() map[string]string { return maps.Clone(ignored) }
 
 // Check implements inbox.Handler: it decodes ev's data at version with its
 // rule's decoder into the instruction Apply applies: the transfer it posts
-// is built (and balanced) here, and so is a hold, so that an event that
-// could never apply is refused before anything is written. The envelope's
-// subject, when present, must name the payment the data is about.
+// is built (and balanced) here from its kind's postings, and so is a hold,
+// so that an event that could never apply is refused before anything is
+// written. The envelope's subject, when present, must name the payment the
+// data is about.
 //
 // A payment, captured at once or authorized, above MaxAmount is refused
 // here (ErrAmountLimit), and counted (Metrics) at each delivery until the
@@ -124,16 +126,20 @@ func (h Handler) Check(ev inbox.Event, version string) (Instruction, error) {
 	if err := checkSubject(ev.Subject, d.PaymentID); err != nil {
 		return Instruction{}, err
 	}
-	d.MessageID, d.Kind, d.OccurredAt = ev.ID, r.kind, ev.Time
+	kind := r.postings.Kind
+	d.MessageID, d.Kind, d.OccurredAt = ev.ID, kind, ev.Time
 	if (r.effect == effectPayment || r.effect == effectPlaceHold) && d.Amount > h.maxAmount() {
 		if h.Metrics != nil {
-			h.Metrics.Refused(r.kind, reasonAmountLimit)
+			h.Metrics.Refused(kind, reasonAmountLimit)
 		}
-		return Instruction{}, fmt.Errorf("%w: %s %s of %d %s is over %d", ErrAmountLimit, r.kind, d.PaymentID, d.Amount, d.Currency, h.maxAmount())
+		return Instruction{}, fmt.Errorf("%w: %s %s of %d %s is over %d", ErrAmountLimit, kind, d.PaymentID, d.Amount, d.Currency, h.maxAmount())
 	}
-	in := Instruction{kind: r.kind, effect: r.effect, posting: d.Posting, authorized: d.authorized}
-	if r.effect.posts() {
-		if in.tx, err = ledger.NewTransfer(d.Posting, r.direction); err != nil {
+	if r.effect.posts() != r.postings.Moves() {
+		return Instruction{}, fmt.Errorf("%w: kind %s: its effect and its postings disagree on whether it moves money", ledger.ErrInvalidTransaction, kind)
+	}
+	in := Instruction{postings: r.postings, effect: r.effect, posting: d.Posting, authorized: d.authorized}
+	if r.postings.Moves() {
+		if in.tx, err = ledger.NewTransfer(d.Posting, r.postings); err != nil {
 			return Instruction{}, err
 		}
 		return in, nil
@@ -182,22 +188,23 @@ func (Handler) Compare(a, b Instruction) int {
 // at the time the inbox records the message applied. false means its fact
 // was already applied under another message id.
 //
-// It checks what it is told against what the ledger knows of the payment
-// (ledger.Payment), locked for the transaction. A capture or cancellation
-// of a payment with no hold yet, or a refund of a payment not posted (or
-// not captured) yet, may be ahead of the event it depends on (delivery is
-// unordered): it returns ledger.ErrOutOfOrder, which the inbox retries, and
-// parks only when the attempts run out. What contradicts the ledger — a
-// capture past the hold, a second capture, a refund past what was
-// captured, an unknown currency — is inbox.ErrPermanent: never posted,
-// parked at once with the reason, and counted (Metrics).
+// An event ahead of the fact its kind depends on (its postings' DependsOn:
+// a capture before its authorization, a refund before the payment or the
+// capture it gives back) waits: Apply returns ledger.ErrOutOfOrder, which
+// the inbox retries, and parks only when the attempts run out, since
+// delivery is unordered. Then it checks what it is told against what the
+// ledger knows of the payment (ledger.Payment), locked for the
+// transaction. What contradicts the ledger — a capture past the hold, a
+// second capture, a refund past what was captured, an unknown currency —
+// is inbox.ErrPermanent: never posted, parked at once with the reason, and
+// counted (Metrics).
 func (h Handler) Apply(ctx context.Context, l Ledger, in Instruction, at time.Time) (bool, error) {
 	ok, err := h.apply(ctx, l, in, at)
 	if reason := Reason(err); reason != "" {
 		if h.Metrics != nil {
-			h.Metrics.Refused(in.kind, reason)
+			h.Metrics.Refused(in.Kind(), reason)
 		}
-		return false, fmt.Errorf("%w: %s %s refused: %w", inbox.ErrPermanent, in.kind, in.posting.MessageID, err)
+		return false, fmt.Errorf("%w: %s %s refused: %w", inbox.ErrPermanent, in.Kind(), in.posting.MessageID, err)
 	}
 	return ok, err
 }
@@ -207,8 +214,20 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 	if _, err := payment.ParseCurrency(p.Currency); err != nil {
 		return false, fmt.Errorf("%w: %q is no active ISO 4217 currency", ledger.ErrUnknownCurrency, p.Currency)
 	}
+	rec, err := readRecord(ctx, l, in)
+	if err != nil {
+		return false, err
+	}
+	if err := waitFor(ctx, l, in, rec); err != nil {
+		return false, err
+	}
 	switch in.effect {
 	case effectTransfer:
+		if rec.known { // read for what it depends on: the payment is the merchant's
+			if err := sameMerchant(rec.pay, p); err != nil {
+				return false, err
+			}
+		}
 		return l.Post(ctx, in.tx, at)
 
 	case effectPayment:
@@ -234,17 +253,12 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		if posted, err := l.Post(ctx, in.tx, at); err != nil || !posted {
 			return posted, err
 		}
-		pay, err := l.Payment(ctx, p.PaymentID)
+		pay, err := rec.payment(in)
 		if err != nil {
-			return false, waiting(err, "refund of a payment the ledger has not posted yet")
+			return false, err
 		}
 		if err := sameMerchant(pay, p); err != nil {
 			return false, err
-		}
-		if pay.Authorized() > 0 && pay.ReleasedAt().IsZero() {
-			// Authorized, its capture not applied yet: the refund of what it
-			// will capture waits for it.
-			return false, fmt.Errorf("%w: refund of payment %s, whose capture the ledger has not applied yet: retried until it is", ledger.ErrOutOfOrder, p.PaymentID)
 		}
 		if err := pay.Refund(p.Amount, p.Currency); err != nil {
 			return false, err
@@ -252,15 +266,13 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		return true, l.SavePayment(ctx, pay, at)
 
 	case effectPlaceHold:
-		pay, err := l.Payment(ctx, p.PaymentID)
+		pay := rec.pay
 		switch {
-		case err == nil && pay.Authorized() == p.Amount && pay.Currency() == p.Currency && pay.Merchant().Merchant() == p.Merchant:
+		case rec.known && pay.Authorized() == p.Amount && pay.Currency() == p.Currency && pay.Merchant().Merchant() == p.Merchant:
 			return false, nil // the same authorization under another message id
-		case err == nil:
+		case rec.known:
 			return false, fmt.Errorf("%w: authorization of %d %s for payment %s, which the ledger holds as %d %s authorized, %d captured",
 				ledger.ErrPaymentConflict, p.Amount, p.Currency, p.PaymentID, pay.Authorized(), pay.Currency(), pay.Captured())
-		case !errors.Is(err, ledger.ErrPaymentNotFound):
-			return false, err
 		}
 		hold, err := ledger.Authorize(p.PaymentID, p.Merchant, p.Currency, p.Amount, at)
 		if err != nil {
@@ -269,9 +281,9 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		return true, h.add(ctx, l, hold, at)
 
 	case effectCapture:
-		pay, err := l.Payment(ctx, p.PaymentID)
+		pay, err := rec.payment(in)
 		if err != nil {
-			return false, waiting(err, "capture of a payment with no hold yet")
+			return false, err
 		}
 		if err := sameMerchant(pay, p); err != nil {
 			return false, err
@@ -294,9 +306,9 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		return true, l.SavePayment(ctx, pay, at)
 
 	case effectReleaseHold:
-		pay, err := l.Payment(ctx, p.PaymentID)
+		pay, err := rec.payment(in)
 		if err != nil {
-			return false, waiting(err, "cancellation of a payment with no hold yet")
+			return false, err
 		}
 		if err := sameMerchant(pay, p); err != nil {
 			return false, err
@@ -313,7 +325,97 @@ func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 		}
 		return true, l.SavePayment(ctx, pay, at)
 	}
-	return false, fmt.Errorf("%w: kind %q has no effect", ledger.ErrInvalidTransaction, in.kind)
+	return false, fmt.Errorf("%w: kind %q has no effect", ledger.ErrInvalidTransaction, in.Kind())
+}
+
+// record is what the ledger knows of an instruction's payment
+// (ledger.Payment), read once and locked for the transaction, for the
+// effect and for the wait; known is false while it knows nothing of it.
+type record struct {
+	pay   ledger.Payment
+	known bool
+}
+
+// readRecord reads in's payment's record when its effect checks it or a
+// kind it depends on leaves its trace there, and the zero record otherwise.
+func readRecord(ctx context.Context, l Ledger, in Instruction) (record, error) {
+	needed := in.effect.readsRecord()
+	for _, k := range in.postings.DependsOn {
+		if r, ok := ruleOf(k); ok && r.effect.recorded() {
+			needed = true
+		}
+	}
+	if !needed {
+		return record{}, nil
+	}
+	pay, err := l.Payment(ctx, in.posting.PaymentID)
+	switch {
+	case errors.Is(err, ledger.ErrPaymentNotFound):
+		return record{}, nil
+	case err != nil:
+		return record{}, err
+	}
+	return record{pay: pay, known: true}, nil
+}
+
+// payment returns the record an effect works on. The wait saw to it that
+// the fact in's kind depends on was applied, and that fact made the
+// record: none means the kind's postings do not declare what it depends
+// on, and the event is retried until they do.
+func (rec record) payment(in Instruction) (ledger.Payment, error) {
+	if !rec.known {
+		return ledger.Payment{}, fmt.Errorf("%s of payment %s, of which the ledger knows nothing, and which its kind's postings let through: declare what it depends on (application/bookkeeping/events.go): %w",
+			in.Kind(), in.posting.PaymentID, ledger.ErrPaymentNotFound)
+	}
+	return rec.pay, nil
+}
+
+// waitFor returns ledger.ErrOutOfOrder while in must wait for a fact its
+// kind depends on (its postings' DependsOn): none of them is applied to its
+// payment, and one may still come. Each is looked for where its effect
+// leaves its trace: the payment's record (an authorization, a capture) or
+// the postings (a refund, a plain transfer: Ledger.Posted). When the record
+// rules every one of them out (a capture of a payment captured at once),
+// waiting is pointless: an effect that checks the record refuses it in its
+// own words, and a plain transfer is refused as a conflict.
+func waitFor(ctx context.Context, l Ledger, in Instruction, rec record) error {
+	deps := in.postings.DependsOn
+	if len(deps) == 0 {
+		return nil
+	}
+	p := in.posting
+	mayCome := false
+	for _, k := range deps {
+		r, ok := ruleOf(k)
+		if !ok {
+			return fmt.Errorf("kind %s depends on %s, which no rule of the registry declares (application/bookkeeping/events.go)", in.Kind(), k)
+		}
+		switch r.effect.seen(rec) {
+		case applied:
+			return nil
+		case awaited:
+			mayCome = true
+		case notInRecord:
+			posted, err := l.Posted(ctx, p.PaymentID, k, p.FactID)
+			if err != nil || posted {
+				return err
+			}
+			mayCome = true
+		}
+	}
+	names := make([]string, len(deps))
+	for i, k := range deps {
+		names[i] = string(k)
+	}
+	if !mayCome {
+		if in.effect.readsRecord() {
+			return nil
+		}
+		return fmt.Errorf("%w: %s of payment %s follows its %s, which the ledger's record of the payment rules out",
+			ledger.ErrPaymentConflict, in.Kind(), p.PaymentID, strings.Join(names, " or "))
+	}
+	return fmt.Errorf("%w: %s of payment %s waits for its %s: retried until it is applied",
+		ledger.ErrOutOfOrder, in.Kind(), p.PaymentID, strings.Join(names, " or "))
 }
 
 // sameMerchant refuses an event that names another merchant than the
@@ -338,15 +440,6 @@ func (h Handler) add(ctx context.Context, l Ledger, p ledger.Payment, at time.Ti
 		return fmt.Errorf("payment %s was recorded by another transaction meanwhile: retry to compare", p.ID())
 	}
 	return nil
-}
-
-// waiting says why an event waits for the one ahead of it: the inbox
-// retries it with backoff until its attempts run out.
-func waiting(err error, what string) error {
-	if errors.Is(err, ledger.ErrPaymentNotFound) {
-		return fmt.Errorf("%w: %s: retried until its authorization or payment is applied: %w", ledger.ErrOutOfOrder, what, err)
-	}
-	return err
 }
 
 // refusals names each refusal for the metric's reason label.

@@ -18,6 +18,11 @@ type Ledger interface {
 	// a commit that would take a balance past what int64 holds fails with
 	// ledger.ErrBalanceLimit, which is inbox.ErrPermanent too.
 	Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (bool, error)
+	// Posted reports whether a transaction of kind is posted for payment
+	// paymentID with fact id factID, or with none: the fact a fact of
+	// fact id factID depends on, when its kind leaves no trace but its
+	// postings (ledger.Postings.DependsOn). "" asks for the fact with none.
+	Posted(ctx context.Context, paymentID string, kind ledger.Kind, factID string) (bool, error)
 	// Payment returns what the ledger knows of payment id (its hold, what
 	// was captured and refunded), locked until the transaction ends, or
 	// ledger.ErrPaymentNotFound when it knows nothing of it yet.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -13,7 +14,7 @@ import (
 // Fact is one business fact that should have exactly one ledger transaction:
 // a payment, one refund of it, or a fact of any other kind the registry
 // posts. Both sides of a reconciliation describe their rows as Facts so they
-// can be compared key by key.
+// can be compared key by key, and then account by account.
 type Fact struct {
 	PaymentID string
 	Kind      ledger.Kind
@@ -21,6 +22,13 @@ type Fact struct {
 	Amount    int64
 	Currency  string
 	At        time.Time // payments side: when the fact was created
+	// Parties are who the fact is between, as the payments database says
+	// (payments side): the owners of the accounts its kind's postings
+	// name.
+	Parties ledger.Parties
+	// Entries are the legs the ledger posted for the fact (ledger side);
+	// none for a fact that moves no money, such as a hold.
+	Entries []ledger.Entry
 }
 
 // key is the business key shared by both sides.
@@ -37,13 +45,15 @@ func (f Fact) String() string {
 
 // PaymentFacts reads what the payments database says happened.
 type PaymentFacts interface {
-	// PaymentFacts returns every fact of every kind in Kinds.
+	// PaymentFacts returns every fact of every kind in Kinds, with its
+	// parties.
 	PaymentFacts(ctx context.Context) ([]Fact, error)
 }
 
 // LedgerFacts reads what the ledger posted.
 type LedgerFacts interface {
-	// LedgerFacts returns every posted ledger transaction.
+	// LedgerFacts returns every fact the ledger applied: each posted
+	// transaction, with its entries, and each hold placed or released.
 	LedgerFacts(ctx context.Context) ([]Fact, error)
 }
 
@@ -58,9 +68,11 @@ func (d Divergence) String() string { return d.Fact.String() + ": " + d.Problem 
 
 // Reconciler checks that the ledger matches the payments database: every
 // fact (a payment, a refund) has exactly one ledger transaction of the same
-// amount and currency, and no ledger transaction lacks its fact. The kinds
-// it compares are the registry's (Kinds): a fact of a kind no rule posts is
-// reported as such.
+// amount and currency, posted to the accounts its kind's postings name for
+// the fact's parties (ledger.Postings.Entries), and no ledger transaction
+// lacks its fact. A fact posted the wrong way, or to another payer's
+// account, is a divergence. The kinds it compares are the registry's
+// (Kinds): a fact of a kind no rule posts is reported as such.
 type Reconciler struct {
 	payments PaymentFacts
 	ledger   LedgerFacts
@@ -114,6 +126,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, grace time.Duration) ([]Dive
 		case got[0].Amount != f.Amount || got[0].Currency != f.Currency:
 			out = append(out, Divergence{f, fmt.Sprintf("ledger has %d %s, payments database has %d %s",
 				got[0].Amount, got[0].Currency, f.Amount, f.Currency)})
+		default:
+			if problem := compareEntries(f, got[0].Entries); problem != "" {
+				out = append(out, Divergence{f, problem})
+			}
 		}
 	}
 	for k, ps := range byKey {
@@ -123,4 +139,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, grace time.Duration) ([]Dive
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
+}
+
+// compareEntries compares what the ledger posted for f with the entries its
+// kind's postings imply for f's parties, amount and currency, and describes
+// the difference; "" when they are the same legs.
+func compareEntries(f Fact, posted []ledger.Entry) string {
+	d, _ := PostingsOf(f.Kind) // the caller checked that a rule posts the kind
+	var want []ledger.Entry
+	if d.Moves() {
+		var err error
+		if want, err = d.Entries(f.Parties, f.Amount, f.Currency); err != nil {
+			return fmt.Sprintf("the payments database's parties (merchant %q, payer %q) cannot own the accounts of its kind's postings: %v",
+				f.Parties.Merchant, f.Parties.Payer, err)
+		}
+	}
+	if got, exp := legs(posted), legs(want); got != exp {
+		return fmt.Sprintf("ledger posted %s; the postings of kind %s between merchant %q and payer %q are %s",
+			got, f.Kind, f.Parties.Merchant, f.Parties.Payer, exp)
+	}
+	return ""
+}
+
+// legs writes entries sorted, so that two sets of legs compare as strings:
+// "merchant:mer_1 -300 BRL, payer:mer_1:cus_1 +300 BRL", or "no entries".
+func legs(entries []ledger.Entry) string {
+	if len(entries) == 0 {
+		return "no entries"
+	}
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = fmt.Sprintf("%s %+d %s", e.Account(), e.Amount(), e.Currency())
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }

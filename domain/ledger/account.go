@@ -14,9 +14,10 @@ const maxPartLen = 255
 
 // Role is what an account is for in the ledger's chart of accounts
 // (docs/LEDGER.md). The set is closed: the roles below are the only ones,
-// and each names the owners that identify an account of it. A new role (a
-// merchant's held funds, a fee account) is a constant and a line in roles,
-// plus a constructor; the names storage holds do not change.
+// and each names the parties of a fact that own an account of it. A new role
+// (a merchant's dispute reserve, a fee account) is a constant and a line in
+// roles; the names storage holds do not change, and a kind's Postings can
+// name it at once.
 type Role uint8
 
 // The roles. The zero Role is invalid.
@@ -31,16 +32,44 @@ const (
 	RolePayer
 )
 
-// roleSpec is a role's canonical name and the owners that identify its
+// party is one of the parties of a fact, as a posting names them: an owner
+// of the accounts the fact moves money on.
+type party uint8
+
+const (
+	// theMerchant is the merchant: Parties.Merchant, which the payments
+	// service takes from the API key that created the payment.
+	theMerchant party = iota + 1
+	// thePayer is the payer as the merchant named it: Parties.Payer.
+	thePayer
+)
+
+// of returns the party's id among ps.
+func (p party) of(ps Parties) string {
+	if p == theMerchant {
+		return ps.Merchant
+	}
+	return ps.Payer
+}
+
+// String names the party's id in error messages and forms: "merchant id".
+func (p party) String() string {
+	if p == theMerchant {
+		return "merchant id"
+	}
+	return "payer id"
+}
+
+// roleSpec is a role's canonical name and the parties that own its
 // accounts, in the order they appear in the account's name.
 type roleSpec struct {
 	name   string
-	owners []string // what each owner is, for error messages
+	owners []party
 }
 
 var roles = [...]roleSpec{
-	RoleMerchant: {name: "merchant", owners: []string{"merchant id"}},
-	RolePayer:    {name: "payer", owners: []string{"merchant id", "payer id"}},
+	RoleMerchant: {name: "merchant", owners: []party{theMerchant}},
+	RolePayer:    {name: "payer", owners: []party{theMerchant, thePayer}},
 }
 
 // maxOwners is the most owners a role has: the length of AccountID.owners.
@@ -53,6 +82,16 @@ func (r Role) spec() (roleSpec, bool) {
 	return roles[r], true
 }
 
+// Roles returns every role, in the order they were declared: what the
+// ledger API's pattern of account names must admit.
+func Roles() []Role {
+	out := make([]Role, 0, len(roles)-1)
+	for r := Role(1); int(r) < len(roles); r++ {
+		out = append(out, r)
+	}
+	return out
+}
+
 // String returns the role's canonical name, the first part of its accounts'
 // names: "merchant", "payer".
 func (r Role) String() string {
@@ -60,6 +99,50 @@ func (r Role) String() string {
 		return s.name
 	}
 	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// Form describes the names of the role's accounts, each owner by what it
+// is: "merchant:<merchant_id>", "payer:<merchant_id>:<payer_id>". Error
+// messages and documents show it; "" for an invalid role.
+func (r Role) Form() string {
+	s, ok := r.spec()
+	if !ok {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(s.name)
+	for _, o := range s.owners {
+		b.WriteString(":<" + strings.ReplaceAll(o.String(), " ", "_") + ">")
+	}
+	return b.String()
+}
+
+// Parties are who a fact is between, as the payments service names them:
+// the owners of every account a posting moves money on. A role takes from
+// them the owners it names (RoleMerchant the merchant, RolePayer the
+// merchant and the payer), never an account's name from an event.
+type Parties struct {
+	// Merchant is the merchant's id, which the payments service takes from
+	// the API key that created the payment: no merchant can name another.
+	Merchant string
+	// Payer is the payer's id as the merchant named it: free text, which
+	// is why it only ever names an account of that merchant's.
+	Payer string
+}
+
+// Account returns the account of role r that ps own. Errors:
+// ErrInvalidAccount (an invalid role, or an owner id that cannot name an
+// account).
+func (r Role) Account(ps Parties) (AccountID, error) {
+	s, ok := r.spec()
+	if !ok {
+		return AccountID{}, fmt.Errorf("%w: %s", ErrInvalidAccount, r)
+	}
+	owners := make([]string, len(s.owners))
+	for i, o := range s.owners {
+		owners[i] = o.of(ps)
+	}
+	return newAccount(r, owners...)
 }
 
 // AccountID names a ledger account: a role and its owners. It is a
@@ -76,14 +159,14 @@ type AccountID struct {
 // non-empty valid UTF-8 of at most 255 bytes, without control characters.
 // Errors: ErrInvalidAccount.
 func MerchantAccount(merchantID string) (AccountID, error) {
-	return newAccount(RoleMerchant, merchantID)
+	return RoleMerchant.Account(Parties{Merchant: merchantID})
 }
 
 // PayerAccount returns the account of payer payerID as merchant merchantID
 // knows it. Each id must be non-empty valid UTF-8 of at most 255 bytes,
 // without control characters. Errors: ErrInvalidAccount.
 func PayerAccount(merchantID, payerID string) (AccountID, error) {
-	return newAccount(RolePayer, merchantID, payerID)
+	return RolePayer.Account(Parties{Merchant: merchantID, Payer: payerID})
 }
 
 func newAccount(r Role, owners ...string) (AccountID, error) {
@@ -136,10 +219,14 @@ func ParseAccountID(s string) (AccountID, error) {
 	}
 	spec, ok := r.spec()
 	if !ok {
-		return AccountID{}, fmt.Errorf("%w: %q does not start with a role (merchant:, payer:)", ErrInvalidAccount, s)
+		var names []string
+		for _, r := range Roles() {
+			names = append(names, r.String()+":")
+		}
+		return AccountID{}, fmt.Errorf("%w: %q does not start with a role (%s)", ErrInvalidAccount, s, strings.Join(names, ", "))
 	}
 	if len(fields)-1 != len(spec.owners) {
-		return AccountID{}, fmt.Errorf("%w: %q: a %s account is %s", ErrInvalidAccount, s, spec.name, spec.pattern())
+		return AccountID{}, fmt.Errorf("%w: %q: a %s account is %s", ErrInvalidAccount, s, spec.name, r.Form())
 	}
 	owners := make([]string, len(fields)-1)
 	for i, f := range fields[1:] {
@@ -157,16 +244,6 @@ func ParseAccountID(s string) (AccountID, error) {
 		return AccountID{}, fmt.Errorf("%w: %q is not canonical: the account's name is %q", ErrInvalidAccount, s, a.String())
 	}
 	return a, nil
-}
-
-// pattern describes the role's names for error messages.
-func (s roleSpec) pattern() string {
-	var b strings.Builder
-	b.WriteString(s.name)
-	for _, o := range s.owners {
-		b.WriteString(":<" + strings.ReplaceAll(o, " ", "_") + ">")
-	}
-	return b.String()
 }
 
 // String returns the account's canonical name: its role, then each owner

@@ -183,3 +183,25 @@ func FuzzParseAccountID(f *testing.F) {
 		}
 	})
 }
+
+// TestRolesAndTheirForms: every role is listed, with the form of its names,
+// each owner in the order its names hold it.
+func TestRolesAndTheirForms(t *testing.T) {
+	var got []string
+	for _, r := range ledger.Roles() {
+		got = append(got, r.Form())
+	}
+	if want := "merchant:<merchant_id> payer:<merchant_id>:<payer_id>"; strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
+	}
+	ps := ledger.Parties{Merchant: "mer_1", Payer: "cus_1"}
+	for _, r := range ledger.Roles() {
+		a, err := r.Account(ps)
+		if err != nil || a.Role() != r || a.Merchant() != "mer_1" {
+			t.Errorf("%s of %+v: got %v, %v", r, ps, a, err)
+		}
+	}
+	if _, err := ledger.Role(0).Account(ps); !errors.Is(err, ledger.ErrInvalidAccount) {
+		t.Errorf("the zero role's account: got %v, want ErrInvalidAccount", err)
+	}
+}

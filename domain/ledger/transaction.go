@@ -7,9 +7,9 @@ import (
 )
 
 // Kind names the business fact a transaction posts: "payment", "refund". The
-// consumer's registry of event types picks it; the ledger checks only its form
-// (lower-case letters and underscores, as the database does), so a new kind
-// needs no change here. Together with the payment id and the fact id it forms
+// consumer's registry of event types declares it (Postings); the ledger
+// checks only its form (lower-case letters and underscores, as the database
+// does), so a new kind needs no change here. Together with the payment id and the fact id it forms
 // the business key that storage keeps unique.
 type Kind string
 
@@ -24,21 +24,98 @@ func (k Kind) valid() bool {
 	return k != ""
 }
 
-// Direction is a posting rule: which of the two parties of a payment pays
-// the other. A new kind of fact picks one of these; only a fact that moves
-// money some other way (a fee to a third account, say) needs a new rule
-// here. Either way the rule builds the accounts from the posting's merchant
-// and payer ids (MerchantAccount, PayerAccount): a posting never takes an
-// account's name from the event.
-type Direction int
+// Postings is a kind's declaration: what a fact of that kind does to the
+// chart of accounts, and which fact it follows. Every kind the ledger
+// applies has one (the consumer's registry holds them), and everything the
+// ledger does with a fact reads it: NewTransfer builds the fact's entries
+// from it, the consumer waits for the fact it depends on, and
+// reconciliation derives from it the accounts the payments database implies.
+//
+// A new kind that moves money between roles that exist needs nothing else
+// here; one that moves it to an account of another kind (a dispute
+// reserve, a fee account) adds a Role first.
+type Postings struct {
+	// Kind is the kind declared.
+	Kind Kind
+	// Debit and Credit are the roles of the accounts a fact of the kind
+	// moves its amount from and to. Each account belongs to the fact's
+	// Parties as its role names them: RoleMerchant to the merchant,
+	// RolePayer to the payer as that merchant knows it. Both zero: the
+	// fact moves no money (an authorization places a hold).
+	Debit, Credit Role
+	// DependsOn lists the kinds of fact this one follows on its payment:
+	// the ledger applies it once a fact of one of them is applied, and
+	// until then it waits (ErrOutOfOrder), since delivery is unordered. A
+	// capture depends on its authorization; a refund on the payment or
+	// the capture that moved the money it gives back. The fact a fact
+	// with fact id F follows is its payment's fact of that kind with fact
+	// id F, or with none: a dispute's close follows the opening of the
+	// same dispute, a capture the payment's one authorization. Empty: the
+	// fact can come first.
+	DependsOn []Kind
+}
 
-// The posting rules.
-const (
-	// PayerToMerchant debits the payer and credits the merchant: a payment.
-	PayerToMerchant Direction = iota + 1
-	// MerchantToPayer moves money back from the merchant to the payer: a refund.
-	MerchantToPayer
-)
+// Moves reports whether a fact of the kind moves money: posts entries.
+func (d Postings) Moves() bool { return d.Debit != 0 || d.Credit != 0 }
+
+// Check reports whether d is a declaration the ledger can post by: a kind
+// of the database's form; two distinct roles, or none; and the kinds it
+// depends on of that form, none of them its own. Errors:
+// ErrInvalidTransaction.
+func (d Postings) Check() error {
+	if !d.Kind.valid() {
+		return fmt.Errorf("%w: kind %q is not lower-case letters and underscores", ErrInvalidTransaction, d.Kind)
+	}
+	if d.Moves() {
+		if _, ok := d.Debit.spec(); !ok {
+			return fmt.Errorf("%w: kind %s debits %s, no role", ErrInvalidTransaction, d.Kind, d.Debit)
+		}
+		if _, ok := d.Credit.spec(); !ok {
+			return fmt.Errorf("%w: kind %s credits %s, no role", ErrInvalidTransaction, d.Kind, d.Credit)
+		}
+		if d.Debit == d.Credit {
+			return fmt.Errorf("%w: kind %s debits and credits the same role, %s", ErrInvalidTransaction, d.Kind, d.Debit)
+		}
+	}
+	for _, k := range d.DependsOn {
+		if !k.valid() || k == d.Kind {
+			return fmt.Errorf("%w: kind %s depends on %q", ErrInvalidTransaction, d.Kind, k)
+		}
+	}
+	return nil
+}
+
+// Entries returns the two legs of a fact of the kind between ps: amount
+// debited from the Debit role's account of ps, credited to the Credit
+// role's. Reconciliation reads them as the legs the ledger must hold.
+// Errors: ErrInvalidTransaction (a kind that moves no money, an invalid
+// amount or currency, a party that cannot own an account).
+func (d Postings) Entries(ps Parties, amount int64, currency string) ([]Entry, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
+	if !d.Moves() {
+		return nil, fmt.Errorf("%w: a fact of kind %s moves no money", ErrInvalidTransaction, d.Kind)
+	}
+	if amount <= 0 || amount == math.MinInt64 {
+		return nil, fmt.Errorf("%w: amount %d is not positive", ErrInvalidTransaction, amount)
+	}
+	if !ValidCurrency(currency) {
+		return nil, fmt.Errorf("%w: currency %q is not an ISO 4217 code", ErrInvalidTransaction, currency)
+	}
+	debit, err := d.Debit.Account(ps)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
+	}
+	credit, err := d.Credit.Account(ps)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
+	}
+	return []Entry{
+		{account: debit, amount: -amount, currency: currency},
+		{account: credit, amount: amount, currency: currency},
+	}, nil
+}
 
 // Entry is one leg of a transaction: a signed amount on one account. Debits
 // are negative and credits positive, so a balanced transaction sums to zero.
@@ -78,7 +155,9 @@ type Transaction struct {
 type Posting struct {
 	MessageID string // the event's id: the idempotency key
 	PaymentID string // the payment the money belongs to
-	Kind      Kind   // the business fact, as the consumer's registry names it
+	// Kind is the business fact, as the consumer's registry names it:
+	// NewTransfer takes it from the kind's Postings.
+	Kind Kind
 	// FactID tells apart the facts of one kind on the same payment: a
 	// refund's id. It is empty for a kind a payment has at most once (the
 	// payment itself), so that a second such fact collides in storage.
@@ -95,58 +174,38 @@ type Posting struct {
 	OccurredAt time.Time // when the payments service recorded the fact
 }
 
-// NewTransfer posts p as a two-entry transaction moving p.Amount between the
-// payer's account and the merchant's in direction d. It needs nothing from
-// any other transaction, so a refund that arrives before its
-// payment.created posts just the same.
-func NewTransfer(p Posting, d Direction) (Transaction, error) {
-	if d != PayerToMerchant && d != MerchantToPayer {
-		return Transaction{}, fmt.Errorf("%w: unknown direction %d", ErrInvalidTransaction, d)
-	}
-	merchant, err := MerchantAccount(p.Merchant)
-	if err != nil {
-		return Transaction{}, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
-	}
-	payer, err := PayerAccount(p.Merchant, p.Payer)
-	if err != nil {
-		return Transaction{}, fmt.Errorf("%w: %w", ErrInvalidTransaction, err)
-	}
-	if d == PayerToMerchant {
-		return newTransfer(p, payer, merchant)
-	}
-	return newTransfer(p, merchant, payer)
-}
+// Parties returns who the posting is between: the owners of its accounts.
+func (p Posting) Parties() Parties { return Parties{Merchant: p.Merchant, Payer: p.Payer} }
 
-// newTransfer checks every rule before building anything, then returns a
-// two-entry transaction moving p.Amount from one account to another.
-func newTransfer(p Posting, debit, credit AccountID) (Transaction, error) {
+// NewTransfer posts p as a fact of d's kind: a two-entry transaction moving
+// p.Amount from the Debit role's account of p's parties to the Credit
+// role's (Postings.Entries). p.Kind, when set, must be d's. It needs
+// nothing from any other transaction: whether the fact may post yet (its
+// DependsOn) is the consumer's question, asked before it posts. Errors:
+// ErrInvalidTransaction.
+func NewTransfer(p Posting, d Postings) (Transaction, error) {
+	if p.Kind != "" && p.Kind != d.Kind {
+		return Transaction{}, fmt.Errorf("%w: a posting of kind %q by the postings of %q", ErrInvalidTransaction, p.Kind, d.Kind)
+	}
 	if p.MessageID == "" || p.PaymentID == "" {
 		return Transaction{}, fmt.Errorf("%w: message id and payment id are required", ErrInvalidTransaction)
-	}
-	if !p.Kind.valid() {
-		return Transaction{}, fmt.Errorf("%w: kind %q is not lower-case letters and underscores", ErrInvalidTransaction, p.Kind)
-	}
-	if p.Amount <= 0 || p.Amount == math.MinInt64 {
-		return Transaction{}, fmt.Errorf("%w: amount %d is not positive", ErrInvalidTransaction, p.Amount)
-	}
-	if !ValidCurrency(p.Currency) {
-		return Transaction{}, fmt.Errorf("%w: currency %q is not an ISO 4217 code", ErrInvalidTransaction, p.Currency)
 	}
 	if p.OccurredAt.IsZero() {
 		return Transaction{}, fmt.Errorf("%w: occurrence time is required", ErrInvalidTransaction)
 	}
+	entries, err := d.Entries(p.Parties(), p.Amount, p.Currency)
+	if err != nil {
+		return Transaction{}, err
+	}
 	return Transaction{
 		messageID:  p.MessageID,
 		paymentID:  p.PaymentID,
-		kind:       p.Kind,
+		kind:       d.Kind,
 		factID:     p.FactID,
 		amount:     p.Amount,
 		currency:   p.Currency,
 		occurredAt: p.OccurredAt,
-		entries: []Entry{
-			{account: debit, amount: -p.Amount, currency: p.Currency},
-			{account: credit, amount: p.Amount, currency: p.Currency},
-		},
+		entries:    entries,
 	}, nil
 }
 

@@ -697,7 +697,7 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 		amount int64
 	}
 	pays, refs := map[string]*posted{}, map[string]*posted{}
-	rows, err := led.Query(ctx, `SELECT payment_id::text, kind, coalesce(refund_id::text, ''), amount FROM ledger_transactions`)
+	rows, err := led.Query(ctx, `SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount FROM ledger_transactions`)
 	if err != nil {
 		t.Fatalf("read ledger: %v", err)
 	}

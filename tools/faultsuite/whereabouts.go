@@ -154,8 +154,8 @@ func readOutbox(ctx context.Context, pay *pgx.Conn) (map[string]outboxEvent, err
 // capture, a refund) and has no ledger transaction to where its event is
 // (check compares the holds), and returns one line each (at most limit).
 func unposted(ctx context.Context, pay, led *pgx.Conn, events map[string]outboxEvent, dlq []dlqMessage, delivered *deliveries, state drainState, limit int) ([]string, error) {
-	posted := map[string]bool{} // payment id + "/" + refund id
-	rows, err := led.Query(ctx, `SELECT payment_id::text, coalesce(refund_id::text, '') FROM ledger_transactions`)
+	posted := map[string]bool{} // payment id + "/" + fact id (a refund's id)
+	rows, err := led.Query(ctx, `SELECT payment_id::text, coalesce(fact_id::text, '') FROM ledger_transactions`)
 	if err != nil {
 		return nil, fmt.Errorf("read ledger: %w", err)
 	}

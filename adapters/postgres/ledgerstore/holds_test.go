@@ -135,7 +135,7 @@ func TestCaptureBeforeItsAuthorizationAsync(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT attempts, coalesce(error, ''), parked_at IS NOT NULL FROM inbox_messages WHERE id = $1`, capture.id).Scan(&attempts, &errText, &parked); err != nil {
 		t.Fatal(err)
 	}
-	if attempts < 1 || parked || !strings.Contains(errText, "no hold yet") {
+	if attempts < 1 || parked || !strings.Contains(errText, "waits for its authorization") {
 		t.Fatalf("the capture first: %d attempts, parked %v, error %q; want retried, not parked, waiting for its hold", attempts, parked, errText)
 	}
 	record(t, svc, p.authorization().body())

@@ -27,7 +27,7 @@ func TestNewKindNeedsNoMigration(t *testing.T) {
 		tx, err := ledger.NewTransfer(ledger.Posting{
 			MessageID: uuid.NewString(), PaymentID: paymentID, Kind: kind, FactID: factID,
 			Payer: "cus_k", Merchant: "mer_k", Amount: 100, Currency: "BRL", OccurredAt: time.Now(),
-		}, ledger.MerchantToPayer)
+		}, ledger.Postings{Kind: kind, Debit: ledger.RoleMerchant, Credit: ledger.RolePayer})
 		if err != nil {
 			t.Fatal(err)
 		}

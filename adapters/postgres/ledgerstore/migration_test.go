@@ -314,7 +314,7 @@ func TestFactIDMigration(t *testing.T) {
 		t.Fatalf("PaymentTransactions: got %d, %v; want the payment and refund %s", len(txs), err, refund1)
 	}
 	again, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: pay1, Kind: "refund", FactID: refund1,
-		Payer: "cus_f", Merchant: "mer_f", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, ledger.MerchantToPayer)
+		Payer: "cus_f", Merchant: "mer_f", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, declared(t, "refund"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func TestFactIDMigration(t *testing.T) {
 	}
 	refund2 := uuid.NewString()
 	fresh, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: pay1, Kind: "refund", FactID: refund2,
-		Payer: "cus_f", Merchant: "mer_f", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, ledger.MerchantToPayer)
+		Payer: "cus_f", Merchant: "mer_f", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, declared(t, "refund"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,10 +426,10 @@ func TestHoldsMigration(t *testing.T) {
 	ctx := context.Background()
 	pool, provider := ledgerAt(t, 7)
 	store := ledgerstore.New(pool)
-	post := func(kind string, paymentID, factID string, amount int64, d ledger.Direction) {
+	post := func(kind string, paymentID, factID string, amount int64) {
 		t.Helper()
-		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: paymentID, Kind: ledger.Kind(kind), FactID: factID,
-			Merchant: "mer_u", Payer: "cus_u", Amount: amount, Currency: "BRL", OccurredAt: time.Now()}, d)
+		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: paymentID, FactID: factID,
+			Merchant: "mer_u", Payer: "cus_u", Amount: amount, Currency: "BRL", OccurredAt: time.Now()}, declared(t, ledger.Kind(kind)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,9 +442,9 @@ func TestHoldsMigration(t *testing.T) {
 		}
 	}
 	paid, early := uuid.NewString(), uuid.NewString()
-	post("payment", paid, "", 1000, ledger.PayerToMerchant)
-	post("refund", paid, uuid.NewString(), 300, ledger.MerchantToPayer)
-	post("refund", early, uuid.NewString(), 50, ledger.MerchantToPayer) // before its payment, as refunds once posted
+	post("payment", paid, "", 1000)
+	post("refund", paid, uuid.NewString(), 300)
+	post("refund", early, uuid.NewString(), 50) // before its payment, as refunds once posted
 	if _, err := provider.UpTo(ctx, 8); err != nil {
 		t.Fatalf("migrate to 00008: %v", err)
 	}

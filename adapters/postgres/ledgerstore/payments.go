@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
@@ -12,8 +13,8 @@ import (
 // PaymentsDB reads the payments service's database for `ledger reconcile`.
 // It lives with the ledger because reconciliation is the ledger's question,
 // but it reads only the view ledger_facts, in which the payments service
-// states every fact the ledger must have posted
-// (migrations/payments/00005_ledger_facts.sql). So the ledger knows none of
+// states every fact the ledger must have posted, and between which parties
+// (migrations/payments/00005_ledger_facts.sql, 00013). So the ledger knows none of
 // the payments tables, a new kind of fact needs nothing here, and the role
 // it connects as needs SELECT on that view alone.
 type PaymentsDB struct {
@@ -27,14 +28,23 @@ func NewPaymentsDB(pool *pgxpool.Pool) *PaymentsDB {
 	return &PaymentsDB{pool: pool}
 }
 
-// PaymentFacts returns every fact in ledger_facts. It is one statement, so it
-// reads one snapshot: a refund never appears without its payment.
+// PaymentFacts returns every fact in ledger_facts, with its parties. It is
+// one statement, so it reads one snapshot: a refund never appears without
+// its payment.
 func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := p.pool.Query(ctx, `
-		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
+		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at, merchant_id, payer_id
 		FROM ledger_facts`)
 	if err != nil {
 		return nil, fmt.Errorf("query payments: %w", err)
 	}
-	return collectFacts(rows)
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bookkeeping.Fact, error) {
+		var f bookkeeping.Fact
+		err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At, &f.Parties.Merchant, &f.Parties.Payer)
+		return f, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the payments database's facts: %w", err)
+	}
+	return facts, nil
 }

@@ -115,9 +115,10 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PaymentFacts as %s: %v", role, err)
 	}
+	parties := ledger.Parties{Merchant: "mer_v", Payer: "cus_v"}
 	want := []bookkeeping.Fact{ // Postgres keeps microseconds
-		{PaymentID: p.paymentID, Kind: "payment", Amount: 1000, Currency: "BRL", At: p.at.Truncate(time.Microsecond)},
-		{PaymentID: p.paymentID, Kind: "refund", FactID: r.refundID, Amount: 300, Currency: "BRL", At: r.at.Truncate(time.Microsecond)},
+		{PaymentID: p.paymentID, Kind: "payment", Amount: 1000, Currency: "BRL", At: p.at.Truncate(time.Microsecond), Parties: parties},
+		{PaymentID: p.paymentID, Kind: "refund", FactID: r.refundID, Amount: 300, Currency: "BRL", At: r.at.Truncate(time.Microsecond), Parties: parties},
 	}
 	slices.SortFunc(facts, func(a, b bookkeeping.Fact) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 	if len(facts) != len(want) {
@@ -125,8 +126,9 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 	}
 	for i := range want {
 		if g, w := facts[i], want[i]; g.PaymentID != w.PaymentID || g.Kind != w.Kind || g.FactID != w.FactID ||
-			g.Amount != w.Amount || g.Currency != w.Currency || !g.At.Equal(w.At) {
-			t.Errorf("fact %d: got %s: %d %s at %s, want %s: %d %s at %s", i, g, g.Amount, g.Currency, g.At, w, w.Amount, w.Currency, w.At)
+			g.Amount != w.Amount || g.Currency != w.Currency || !g.At.Equal(w.At) || g.Parties != w.Parties {
+			t.Errorf("fact %d: got %s: %d %s at %s between %+v, want %s: %d %s at %s between %+v", i, g, g.Amount, g.Currency, g.At, g.Parties,
+				w, w.Amount, w.Currency, w.At, w.Parties)
 		}
 	}
 

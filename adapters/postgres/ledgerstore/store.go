@@ -126,6 +126,35 @@ func (l ledgerRepo) Post(ctx context.Context, tx ledger.Transaction, postedAt ti
 	return tag.RowsAffected() > 0, nil
 }
 
+// postedSQL finds the fact a fact of fact id $3 depends on: the payment's
+// transaction of kind $2 with that fact id, or with none. The business key's
+// index (payment_id, kind, fact_id) answers it.
+const postedSQL = `
+SELECT EXISTS (
+	SELECT 1 FROM ledger_transactions
+	WHERE payment_id = $1 AND kind = $2 AND (fact_id IS NULL OR fact_id = $3))`
+
+// Posted implements bookkeeping.Ledger.Posted.
+func (l ledgerRepo) Posted(ctx context.Context, paymentID string, kind ledger.Kind, factID string) (bool, error) {
+	var fact *string // NULL: only a fact with none matches
+	if factID != "" {
+		fact = &factID
+	}
+	var posted bool
+	// A batch of one, as Payment reads.
+	var b pgx.Batch
+	b.Queue(postedSQL, paymentID, string(kind), fact)
+	br := l.tx.SendBatch(ctx, &b)
+	err := br.QueryRow().Scan(&posted)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the posted %s of payment %s: %w", kind, paymentID, err)
+	}
+	return posted, nil
+}
+
 // paymentSQL reads what the ledger knows of a payment, locking its row for
 // the transaction: a capture and a refund of one payment applied side by
 // side take turns.
@@ -379,34 +408,46 @@ func readErr(err error) error {
 	return err
 }
 
-// LedgerFacts returns every posted transaction for reconciliation, and the
-// holds: an authorization fact per hold placed (its authorized amount), a
-// cancellation fact per hold released with nothing captured. It is one
-// statement, one snapshot.
+// LedgerFacts returns every posted transaction for reconciliation, with its
+// entries, and the holds: an authorization fact per hold placed (its
+// authorized amount), a cancellation fact per hold released with nothing
+// captured, neither with entries. It is one statement, one snapshot.
 func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at
-		FROM ledger_transactions
+		SELECT t.payment_id::text, t.kind, coalesce(t.fact_id::text, ''), t.amount, t.currency, t.occurred_at,
+		       array_agg(e.account_id ORDER BY e.id), array_agg(e.amount ORDER BY e.id), array_agg(e.currency ORDER BY e.id)
+		FROM ledger_transactions t JOIN ledger_entries e ON e.transaction_id = t.id
+		GROUP BY t.id
 		UNION ALL
-		SELECT payment_id::text, 'authorization', '', amount_authorized, currency, placed_at
+		SELECT payment_id::text, 'authorization', '', amount_authorized, currency, placed_at, '{}', '{}', '{}'
 		FROM ledger_payments WHERE amount_authorized IS NOT NULL
 		UNION ALL
-		SELECT payment_id::text, 'cancellation', '', amount_authorized, currency, released_at
+		SELECT payment_id::text, 'cancellation', '', amount_authorized, currency, released_at, '{}', '{}', '{}'
 		FROM ledger_payments WHERE released_at IS NOT NULL AND amount_captured = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("query ledger transactions: %w", err)
 	}
-	return collectFacts(rows)
-}
-
-func collectFacts(rows pgx.Rows) ([]bookkeeping.Fact, error) {
 	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bookkeeping.Fact, error) {
-		var f bookkeeping.Fact
-		err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At)
-		return f, err
+		var (
+			f          bookkeeping.Fact
+			accounts   []string
+			amounts    []int64
+			currencies []string
+		)
+		if err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At, &accounts, &amounts, &currencies); err != nil {
+			return f, err
+		}
+		for i, name := range accounts {
+			acc, err := ledger.ParseAccountID(name)
+			if err != nil {
+				return f, fmt.Errorf("stored entry of %s: %w", f, err)
+			}
+			f.Entries = append(f.Entries, ledger.RehydrateEntry(acc, amounts[i], currencies[i]))
+		}
+		return f, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read facts: %w", err)
+		return nil, fmt.Errorf("read the ledger's facts: %w", err)
 	}
 	return facts, nil
 }

@@ -43,10 +43,21 @@ const (
 
 var at = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
+// postings returns the registry's declaration of kind: the contract posts
+// as the ledger does.
+func postings(t *testing.T, kind ledger.Kind) ledger.Postings {
+	t.Helper()
+	d, ok := bookkeeping.PostingsOf(kind)
+	if !ok {
+		t.Fatalf("the registry declares no kind %q", kind)
+	}
+	return d
+}
+
 func payment(t *testing.T, msgID string) ledger.Transaction {
 	t.Helper()
 	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msgID, PaymentID: payment1, Kind: "payment", Payer: "cus_c", Merchant: "mer_c",
-		Amount: 1000, Currency: "BRL", OccurredAt: at}, ledger.PayerToMerchant)
+		Amount: 1000, Currency: "BRL", OccurredAt: at}, postings(t, "payment"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +67,7 @@ func payment(t *testing.T, msgID string) ledger.Transaction {
 func refund(t *testing.T, msgID string) ledger.Transaction {
 	t.Helper()
 	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msgID, PaymentID: payment1, Kind: "refund", FactID: refund1, Payer: "cus_c", Merchant: "mer_c",
-		Amount: 400, Currency: "BRL", OccurredAt: at.Add(time.Second)}, ledger.MerchantToPayer)
+		Amount: 400, Currency: "BRL", OccurredAt: at.Add(time.Second)}, postings(t, "refund"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,13 +181,48 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("Posted finds a payment's fact of a kind by its fact id, or one with none", func(t *testing.T) {
+		s := open(t)
+		for _, tx := range []ledger.Transaction{payment(t, msg1), refund(t, msg2)} {
+			if _, err := s.Record(ctx, inboxMsg(tx.MessageID()), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+				_, err := l.Post(ctx, tx, at)
+				return "", err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range []struct {
+			paymentID string
+			kind      ledger.Kind
+			factID    string
+			want      bool
+		}{
+			{payment1, "payment", "", true},
+			{payment1, "payment", refund1, true}, // a kind a payment has once has no fact id: any fact follows it
+			{payment1, "refund", refund1, true},
+			{payment1, "refund", msg3, false}, // another refund's
+			{payment1, "refund", "", false},
+			{payment1, "capture", "", false},
+			{msg3, "payment", "", false}, // another payment's
+		} {
+			var got bool
+			if _, err := s.Record(ctx, inboxMsg(msg3), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+				var err error
+				got, err = l.Posted(ctx, q.paymentID, q.kind, q.factID)
+				return "", errors.Join(err, errors.New("roll back"))
+			}); err == nil || got != q.want {
+				t.Errorf("Posted(%s, %s, %q): got %v, %v; want %v", q.paymentID, q.kind, q.factID, got, err, q.want)
+			}
+		}
+	})
+
 	t.Run("an account's entries, a page at a time", func(t *testing.T) { entriesContract(t, open) })
 
 	t.Run("balances per currency, sorted, and per merchant", func(t *testing.T) {
 		s := open(t)
 		post := func(msg, merchant, payer string, amount int64, currency string) {
 			tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msg, PaymentID: msg, Kind: "payment", Merchant: merchant, Payer: payer,
-				Amount: amount, Currency: currency, OccurredAt: at}, ledger.PayerToMerchant)
+				Amount: amount, Currency: currency, OccurredAt: at}, postings(t, "payment"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,13 +255,14 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		s := open(t)
 		const mer = "mer_big"
 		id := func(n int) string { return fmt.Sprintf("0190e7a0-0000-7000-8000-%012d", n) }
-		transfer := func(n int, payer string, amount int64, d ledger.Direction) ledger.Transaction {
-			kind, fact := ledger.Kind("payment"), ""
-			if d == ledger.MerchantToPayer {
-				kind, fact = "refund", id(n)
+		// A payment moves money to the merchant, a refund from it.
+		transfer := func(n int, payer string, amount int64, kind ledger.Kind) ledger.Transaction {
+			fact := ""
+			if kind == "refund" {
+				fact = id(n)
 			}
-			tx, err := ledger.NewTransfer(ledger.Posting{MessageID: id(n), PaymentID: id(n), Kind: kind, FactID: fact, Merchant: mer, Payer: payer,
-				Amount: amount, Currency: "BRL", OccurredAt: at}, d)
+			tx, err := ledger.NewTransfer(ledger.Posting{MessageID: id(n), PaymentID: id(n), FactID: fact, Merchant: mer, Payer: payer,
+				Amount: amount, Currency: "BRL", OccurredAt: at}, postings(t, kind))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,20 +285,20 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 		merchant, _ := ledger.MerchantAccount(mer)
 		x, _ := ledger.PayerAccount(mer, "cus_x")
-		if err := post(transfer(1, "cus_y", 5, ledger.MerchantToPayer)); err != nil {
+		if err := post(transfer(1, "cus_y", 5, "refund")); err != nil {
 			t.Fatal(err)
 		}
-		if err := post(transfer(2, "cus_x", math.MaxInt64, ledger.PayerToMerchant)); err != nil {
+		if err := post(transfer(2, "cus_x", math.MaxInt64, "payment")); err != nil {
 			t.Fatal(err)
 		}
 		// The payer's balance would fall below int64's least; the
 		// merchant's would not pass its greatest.
 		// A refusal a retry would repeat: inbox.ErrPermanent too, so the
 		// inbox parks the message instead of retrying it.
-		if err := post(transfer(3, "cus_x", 2, ledger.PayerToMerchant)); !errors.Is(err, ledger.ErrBalanceLimit) || !errors.Is(err, inbox.ErrPermanent) {
+		if err := post(transfer(3, "cus_x", 2, "payment")); !errors.Is(err, ledger.ErrBalanceLimit) || !errors.Is(err, inbox.ErrPermanent) {
 			t.Errorf("the payer past int64: got %v, want ErrBalanceLimit and inbox.ErrPermanent", err)
 		}
-		if err := post(transfer(4, "cus_z", 6, ledger.PayerToMerchant)); !errors.Is(err, ledger.ErrBalanceLimit) || !errors.Is(err, inbox.ErrPermanent) {
+		if err := post(transfer(4, "cus_z", 6, "payment")); !errors.Is(err, ledger.ErrBalanceLimit) || !errors.Is(err, inbox.ErrPermanent) {
 			t.Errorf("the merchant past int64: got %v, want ErrBalanceLimit and inbox.ErrPermanent", err)
 		}
 		if got, want := balance(merchant), int64(math.MaxInt64-5); got != want {
@@ -270,7 +317,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			}
 		}
 		// Money leaving the merchant still posts.
-		if err := post(transfer(5, "cus_y", 10, ledger.MerchantToPayer)); err != nil {
+		if err := post(transfer(5, "cus_y", 10, "refund")); err != nil {
 			t.Errorf("a refund from the full merchant: %v", err)
 		}
 	})

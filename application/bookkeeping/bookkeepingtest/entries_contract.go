@@ -23,7 +23,7 @@ func entriesContract(t *testing.T, open func(t *testing.T) Store) {
 		t.Helper()
 		msg := fmt.Sprintf("0190e7a0-0000-7000-8000-%012d", 100+n)
 		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msg, PaymentID: msg, Kind: "payment", Payer: "cus_c", Merchant: merchant,
-			Amount: int64(100 * n), Currency: "BRL", OccurredAt: at.Add(time.Duration(n) * time.Second)}, ledger.PayerToMerchant)
+			Amount: int64(100 * n), Currency: "BRL", OccurredAt: at.Add(time.Duration(n) * time.Second)}, postings(t, "payment"))
 		if err != nil {
 			t.Fatal(err)
 		}

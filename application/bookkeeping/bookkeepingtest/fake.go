@@ -237,6 +237,18 @@ func (m memLedger) Post(_ context.Context, tx ledger.Transaction, postedAt time.
 	return true, nil
 }
 
+func (m memLedger) Posted(_ context.Context, paymentID string, kind ledger.Kind, factID string) (bool, error) {
+	l := m.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, t := range l.txs {
+		if t.PaymentID() == paymentID && t.Kind() == kind && (t.FactID() == "" || t.FactID() == factID) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 func (m memLedger) Payment(_ context.Context, id string) (ledger.Payment, error) {
 	l := m.l
 	l.mu.Lock()
