@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,7 +245,7 @@ func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore
 	}
 
 	w.printf("\n")
-	w.say("The webhooks service tells a merchant what happened to its payments: it POSTs each event, signed, to the endpoints the merchant registered, with the same API key. Register the demo receiver, which `docker-compose.yml` runs on the compose network and which verifies every signature:")
+	w.say("The webhooks service tells a merchant what happened to its payments: it POSTs each event, signed, to the endpoints the merchant registered, with the same API key. Register the demo receiver, which verifies every signature (`docker-compose.yml` runs it on the compose network, `make dev` on 127.0.0.1):")
 	body := fmt.Sprintf(`{"url": %q, "enabled_events": ["payment.created", "payment.refunded"]}`, w.receiverURL)
 	reg, err := w.curl(ctx, "POST", w.webhooks, "/webhook_endpoints", body, w.key+"-webhooks", http.StatusCreated)
 	if err != nil {
@@ -259,7 +260,7 @@ func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore
 	}
 
 	w.say("The answer holds the endpoint's signing secret, this once and never again. Hand it to the receiver, which reads its secrets file on every request:")
-	if err := os.WriteFile(w.receiverSecretFile, []byte(ep.Secret+"\n"), 0o600); err != nil {
+	if err := writeReceiverSecret(w.receiverSecretFile, ep.Secret); err != nil {
 		return fmt.Errorf("hand the secret to the receiver: %w", err)
 	}
 	w.printf("```console\n$ echo '%s' > .webhook-receiver/secret\n```\n\n", ep.Secret)
@@ -277,6 +278,48 @@ func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore
 
 	w.say("The receiver checked the `webhook-signature` with the secret before answering `204`; its log line names the event by its `webhook-id`, the same on every retry, so a receiver can drop a duplicate:")
 	return w.receiverLine(ctx, eventID)
+}
+
+// writeReceiverSecret writes secret as the receiver's secrets file, whole
+// (a rename: the receiver, which reads it on every request, never sees half
+// of it), so that the receiver can read it. In docker-compose.yml the
+// receiver runs as uid 65532 and reads the file through a bind mount: that
+// uid is neither the file's owner nor of its group, so the file must be
+// readable by others (0644; 0600 got every delivery refused on Linux) and
+// its directory searchable by them (o+x; listing it, o+r, is not needed).
+// Nothing more is opened: others may read a demo's signing secret, not
+// change it. Whatever the umask, the modes are set explicitly.
+func writeReceiverSecret(file, secret string) error {
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o001 == 0 {
+		if err := os.Chmod(dir, fi.Mode().Perm()|0o001); err != nil {
+			return fmt.Errorf("let the receiver reach %s: %w", dir, err)
+		}
+	}
+	tmp, err := os.CreateTemp(dir, ".secret-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing to remove
+	if _, err := tmp.WriteString(secret + "\n"); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }
 
 // counter returns the sum of a counter's series at the ops base URL, 0 if
@@ -389,7 +432,7 @@ func (w *walk) receiverLine(ctx context.Context, eventID string) error {
 			}
 		}
 		if strings.Contains(last, `"webhook-id":"`+eventID+`"`) {
-			w.printf("```console\n$ docker compose logs --no-log-prefix webhook-receiver | grep '\"msg\":\"webhook\"' | tail -n 1\n%s\n```\n", strings.TrimSpace(last))
+			w.printf("```console\n$ %s | grep '\"msg\":\"webhook\"' | tail -n 1\n%s\n```\n", w.receiverLogs, strings.TrimSpace(last))
 			return nil
 		}
 		if time.Now().After(deadline) {
