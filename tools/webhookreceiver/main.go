@@ -6,8 +6,8 @@
 // webhooks service's retries, parking and deliveries list can be watched
 // against a receiver that checks what a real one must.
 //
-//	webhookreceiver [-addr :8083]
-//	webhookreceiver -healthcheck [-addr :8083]   # exit 0 when it serves
+//	webhookreceiver [-addr 127.0.0.1:8083]
+//	webhookreceiver -healthcheck [-addr 127.0.0.1:8083]   # exit 0 when it serves
 //
 // The signing secrets (whsec_…, as POST /webhook_endpoints answers them)
 // come from two places, and a delivery verifies when any of them signs it:
@@ -67,7 +67,7 @@ const shutdownTimeout = 10 * time.Second
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet("webhookreceiver", flag.ContinueOnError)
 	fs.SetOutput(out)
-	addr := fs.String("addr", ":8083", "listen address")
+	addr := fs.String("addr", "127.0.0.1:8083", "listen address (loopback unless told otherwise; its container says 0.0.0.0:8083)")
 	healthcheck := fs.Bool("healthcheck", false, "ask a running receiver on -addr for /healthz and exit 0 if it answers 200")
 	if err := fs.Parse(args); err != nil {
 		return err
