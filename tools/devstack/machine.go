@@ -154,7 +154,11 @@ func (m machine) preflight(cfg config, s *stack) (found, []string) {
 			if other > 65535 {
 				other = port - 10000
 			}
-			missing = append(missing, fmt.Sprintf("%s is taken (%s, for %s): stop what listens there, or move it, e.g. %s=%d make dev (make demo then finds it)", addr, hp.variable, hp.service, hp.variable, other))
+			msg := fmt.Sprintf("%s is taken (%s, for %s): stop what listens there, or move it, e.g. %s=%d make dev (make demo then finds it)", addr, hp.variable, hp.service, hp.variable, other)
+			if hp.service == "localstack" {
+				msg += ", or, if it is an SNS/SQS endpoint, name it: AWS_ENDPOINT_URL=http://" + addr + " make dev"
+			}
+			missing = append(missing, msg)
 			continue
 		}
 		ln.Close()
@@ -169,4 +173,4 @@ func lastLine(b []byte) string {
 
 // errMissing is what make dev exits with when preflight found something
 // missing; the message lists each piece.
-var errMissing = errors.New("make dev cannot start")
+var errMissing = errors.New("cannot start")

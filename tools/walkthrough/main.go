@@ -1,6 +1,7 @@
 // Command walkthrough runs the README's walkthrough against running services
 // and prints it as the README shows it: each curl command, then what the
-// service answered. `make demo` runs it against `docker compose up`.
+// service answered. `make demo` runs it against `docker compose up`, or
+// against `make dev`, which hands it the receiver's URL and log command.
 //
 //	go -C tools run ./walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
 //	    [-payments-ops http://localhost:9090] [-webhooks http://localhost:8082]
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 	// Relative to tools/, where `go -C tools run` runs: the repository's
 	// .webhook-receiver/, which docker-compose.yml mounts into the receiver.
 	fs.StringVar(&w.receiverSecretFile, "receiver-secret-file", "../.webhook-receiver/secret", "the demo receiver's secrets file, which the walkthrough writes the endpoint's secret to")
-	fs.StringVar(&w.receiverLogs, "receiver-logs", "docker compose logs --no-log-prefix webhook-receiver", "the command that prints the demo receiver's log (split on spaces)")
+	fs.StringVar(&w.receiverLogs, "receiver-logs", "docker compose logs --no-log-prefix webhook-receiver", "the command that prints the demo receiver's log (split on spaces; printed as the reader would type it)")
 	fs.StringVar(&w.apiKey, "api-key", demoAPIKey, "mer_1's API key (default: the demo key docker-compose.yml stores)")
 	fs.StringVar(&w.ledgerToken, "ledger-token", demoLedgerToken, "the ledger's operator token (default: docker-compose.yml's demo token)")
 	fs.StringVar(&w.key, "key", "order-"+time.Now().UTC().Format("20060102150405"), "Idempotency-Key of the payment")
