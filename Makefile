@@ -18,8 +18,21 @@ PAYMENTS_HOST_PORT   ?= 8080
 LEDGER_HOST_PORT     ?= 8081
 WEBHOOKS_HOST_PORT   ?= 8082
 PAYMENTS_OPS_HOST_PORT ?= 9090
+LEDGER_OPS_HOST_PORT ?= 9091
 WEBHOOKS_OPS_HOST_PORT ?= 9092
+RECEIVER_HOST_PORT   ?= 8083
 GRAFANA_HOST_PORT    ?= 3000
+# make demo's webhooks part: the demo receiver's URL as the webhooks service
+# reaches it, and the command that prints the receiver's log; compose's by
+# default. While `make dev` runs, it sets them (and the ports above) for
+# make demo in $(DEV_DIR)/demo.mk.
+DEMO_RECEIVER_URL  ?= http://webhook-receiver:8083/webhooks
+DEMO_RECEIVER_LOGS ?= docker compose logs --no-log-prefix webhook-receiver
+# make dev's directory: the binaries it builds, logs/ (every process's), and
+# demo.mk while it runs. Its throw-away Postgres lives in a temporary
+# directory it names and removes.
+DEV_DIR ?= $(CURDIR)/.dev
+-include $(DEV_DIR)/demo.mk
 # Linters, pinned and built by go run: nothing to install, and they stay out
 # of both go.mod files, whose module graphs they would otherwise join.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -48,10 +61,18 @@ down: ## stop everything, the observability profile too, and remove its volumes
 logs: ## follow the services' logs
 	docker compose logs -f payments ledger webhooks webhook-receiver
 
+# The devstack binary runs as make's own child (no shell between them), so
+# that Ctrl-C reaches it and make waits while it stops everything.
+.PHONY: dev
+dev: ## the stack without Docker, on 127.0.0.1 at compose's ports: a throw-away Postgres, moto (or AWS_ENDPOINT_URL), the three services, the demo receiver; logs in .dev/logs; Ctrl-C stops it all
+	$(TOOLS) build -o $(DEV_DIR)/bin/devstack ./devstack
+	$(DEV_DIR)/bin/devstack -repo $(CURDIR) -state $(DEV_DIR)
+
 .PHONY: demo
-demo: ## run the README walkthrough against the running services
+demo: ## run the README walkthrough against the running services (docker compose up, or make dev)
 	$(TOOLS) run ./walkthrough -payments http://localhost:$(PAYMENTS_HOST_PORT) -ledger http://localhost:$(LEDGER_HOST_PORT) -payments-ops http://localhost:$(PAYMENTS_OPS_HOST_PORT) \
-		-webhooks http://localhost:$(WEBHOOKS_HOST_PORT) -webhooks-ops http://localhost:$(WEBHOOKS_OPS_HOST_PORT) -receiver-secret-file $(CURDIR)/.webhook-receiver/secret
+		-webhooks http://localhost:$(WEBHOOKS_HOST_PORT) -webhooks-ops http://localhost:$(WEBHOOKS_OPS_HOST_PORT) -receiver-secret-file $(CURDIR)/.webhook-receiver/secret \
+		-receiver-url '$(DEMO_RECEIVER_URL)' -receiver-logs '$(DEMO_RECEIVER_LOGS)'
 
 .PHONY: run-payments
 run-payments: ## run the payments service from source (needs DATABASE_URL, PAYMENTS_TOPIC_ARN)

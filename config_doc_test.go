@@ -340,3 +340,79 @@ func sortedKeys[V any](m map[string]V) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// TestListenAddressesAreLoopbackAndDocumented: a service run from source
+// listens on this machine's loopback unless told otherwise (a container or
+// a pod says 0.0.0.0 in docker-compose.yml and deploy/kubernetes), and its
+// defaults are the ones docs/CONFIGURATION.md gives per service. Every
+// address literal (host:port) in a service's code must be one of them, so a
+// healthcheck that asks another default than the listener's fails too.
+func TestListenAddressesAreLoopbackAndDocumented(t *testing.T) {
+	doc, err := os.ReadFile("docs/CONFIGURATION.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]map[string]string{} // service → variable → default
+	perService := regexp.MustCompile("`([^`]+)` ([a-z]+)")
+	for _, r := range configdoc.Rows(string(doc)) {
+		if r.Name != "HTTP_ADDR" && r.Name != "OPS_ADDR" {
+			continue
+		}
+		for _, m := range perService.FindAllStringSubmatch(r.Default, -1) {
+			if documented[m[2]] == nil {
+				documented[m[2]] = map[string]string{}
+			}
+			documented[m[2]][r.Name] = m[1]
+		}
+	}
+	address := regexp.MustCompile(`^[0-9.]*:[0-9]+$`)
+	for _, svc := range servicesOf(t) {
+		want := documented[svc]
+		if want["HTTP_ADDR"] == "" || want["OPS_ADDR"] == "" {
+			t.Errorf("docs/CONFIGURATION.md gives %s no default HTTP_ADDR and OPS_ADDR (got %v)", svc, want)
+			continue
+		}
+		for name, addr := range want {
+			if !strings.HasPrefix(addr, "127.0.0.1:") {
+				t.Errorf("%s's default %s is %s: a service run from source listens on loopback (127.0.0.1) unless told otherwise", svc, name, addr)
+			}
+		}
+		found := map[string]bool{}
+		fset := token.NewFileSet()
+		err := filepath.WalkDir(filepath.Join("cmd", svc), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				s, ok := stringValue(asExpr(n), nil)
+				if !ok || !address.MatchString(s) {
+					return true
+				}
+				found[s] = true
+				if s != want["HTTP_ADDR"] && s != want["OPS_ADDR"] {
+					t.Errorf("%s: address %q is neither HTTP_ADDR's nor OPS_ADDR's default of docs/CONFIGURATION.md (%s, %s)", fset.Position(n.Pos()), s, want["HTTP_ADDR"], want["OPS_ADDR"])
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, addr := range want {
+			if !found[addr] {
+				t.Errorf("cmd/%s has no literal %q, the default %s docs/CONFIGURATION.md gives it", svc, addr, name)
+			}
+		}
+	}
+}
+
+// asExpr is n as an expression, or nil.
+func asExpr(n ast.Node) ast.Expr {
+	e, _ := n.(ast.Expr)
+	return e
+}

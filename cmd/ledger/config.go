@@ -56,7 +56,7 @@ type config struct {
 func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	e := envconfig.New(getenv)
 	cfg := config{
-		Common:          lifecycle.ReadCommon(e, getenv, ":8081", ":9091"),
+		Common:          lifecycle.ReadCommon(e, getenv, "127.0.0.1:8081", "127.0.0.1:9091"),
 		Workers:         e.Int("LEDGER_WORKERS", 4, 1, 256),
 		WaitTime:        e.Duration("LEDGER_WAIT_TIME", 10*time.Second),
 		InboxRetention:  e.Duration("INBOX_RETENTION", 360*time.Hour),

@@ -52,7 +52,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"wait not in whole seconds", "LEDGER_WAIT_TIME", "1500ms"},
 		{"bad shutdown timeout", "SHUTDOWN_TIMEOUT", "soon"},
 		{"short operator token", "LEDGER_API_TOKENS", "letmein"},
-		{"ops on the public port", "OPS_ADDR", ":8081"},
+		{"ops on the public port", "OPS_ADDR", "127.0.0.1:8081"},
 		{"unknown inbox mode", "LEDGER_INBOX_MODE", "later"},
 		{"negative inbox workers", "LEDGER_INBOX_WORKERS", "-1"},
 		{"empty inbox batch", "LEDGER_INBOX_BATCH_SIZE", "0"},
@@ -119,7 +119,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8081" || cfg.Workers != 4 || cfg.WaitTime != 10*time.Second || cfg.ShutdownTimeout != 15*time.Second ||
+	if cfg.HTTPAddr != "127.0.0.1:8081" || cfg.Workers != 4 || cfg.WaitTime != 10*time.Second || cfg.ShutdownTimeout != 15*time.Second ||
 		cfg.InboxRetention != 360*time.Hour || cfg.AWSRegion != "us-east-1" || !cfg.MigrateOnStart ||
 		cfg.InboxMode != inbox.Sync || cfg.InboxWorkers != 2 {
 		t.Errorf("defaults: got %+v", cfg)

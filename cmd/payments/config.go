@@ -54,7 +54,7 @@ type config struct {
 func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	e := envconfig.New(getenv)
 	cfg := config{
-		Common:             lifecycle.ReadCommon(e, getenv, ":8080", ":9090"),
+		Common:             lifecycle.ReadCommon(e, getenv, "127.0.0.1:8080", "127.0.0.1:9090"),
 		TopicARN:           e.String("PAYMENTS_TOPIC_ARN", ""),
 		OutboxPollInterval: e.Duration("OUTBOX_POLL_INTERVAL", time.Second),
 		OutboxBatchSize:    e.Int("OUTBOX_BATCH_SIZE", 100, 1, 10_000),

@@ -42,7 +42,7 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"bad level", "LOG_LEVEL", "loud", "LOG_LEVEL"},
 		{"bad rate limit", "API_RATE_LIMIT", "lots", "API_RATE_LIMIT"},
 		{"negative rate limit", "API_RATE_LIMIT", "-1", "API_RATE_LIMIT"},
-		{"ops on the public port", "OPS_ADDR", ":8080", "OPS_ADDR"},
+		{"ops on the public port", "OPS_ADDR", "127.0.0.1:8080", "OPS_ADDR"},
 		{"bad ordering", "OUTBOX_ORDERING", "fifo", "OUTBOX_ORDERING"},
 		{"short lease", "OUTBOX_LEASE_DURATION", "100ms", "OUTBOX_LEASE_DURATION"},
 		{"no active claims", "OUTBOX_ACTIVE_CLAIMS", "0", "OUTBOX_ACTIVE_CLAIMS"},
@@ -69,7 +69,7 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8080" || cfg.OpsAddr != ":9090" || cfg.APIRateLimit != 100 || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
+	if cfg.HTTPAddr != "127.0.0.1:8080" || cfg.OpsAddr != "127.0.0.1:9090" || cfg.APIRateLimit != 100 || cfg.OutboxBatchSize != 100 || cfg.OutboxPollInterval != time.Second ||
 		cfg.OutboxMaxAttempts != 10 || !cfg.OutboxNotify || cfg.OutboxRetention != 168*time.Hour || !cfg.MigrateOnStart || cfg.AWSRegion != "us-east-1" {
 		t.Errorf("defaults = %+v", cfg)
 	}

@@ -55,7 +55,7 @@ type config struct {
 func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	e := envconfig.New(getenv)
 	cfg := config{
-		Common:              lifecycle.ReadCommon(e, getenv, ":8082", ":9092"),
+		Common:              lifecycle.ReadCommon(e, getenv, "127.0.0.1:8082", "127.0.0.1:9092"),
 		AttemptTimeout:      e.Duration("WEBHOOKS_ATTEMPT_TIMEOUT", 15*time.Second),
 		EndpointConcurrency: e.Int("WEBHOOKS_ENDPOINT_CONCURRENCY", 4, 1, 256),
 		DeliveryWorkers:     e.Int("WEBHOOKS_DELIVERY_WORKERS", 16, 1, 1024),

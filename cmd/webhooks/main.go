@@ -94,7 +94,7 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 		if err := cli.NoArgs(cmd, args, "webhooks healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck).", out); err != nil {
 			return err
 		}
-		return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", ":9092"))
+		return probe.Ready(ctx, "OPS_ADDR", envconfig.New(getenv).String("OPS_ADDR", "127.0.0.1:9092"))
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(out, usage)
 		return err

@@ -72,7 +72,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"no attempts", "WEBHOOKS_INBOX_MAX_ATTEMPTS", "0"},
 		{"bad poll", "WEBHOOKS_INBOX_POLL_INTERVAL", "often"},
 		{"bad retention", "INBOX_RETENTION", "15 days"},
-		{"ops on the public port", "OPS_ADDR", ":8082"},
+		{"ops on the public port", "OPS_ADDR", "127.0.0.1:8082"},
 	}
 	for _, tt := range tests {
 		vars := baseEnv()
@@ -89,7 +89,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.HTTPAddr != ":8082" || cfg.OpsAddr != ":9092" || cfg.AttemptTimeout != 15*time.Second || cfg.EndpointConcurrency != 4 ||
+	if cfg.HTTPAddr != "127.0.0.1:8082" || cfg.OpsAddr != "127.0.0.1:9092" || cfg.AttemptTimeout != 15*time.Second || cfg.EndpointConcurrency != 4 ||
 		cfg.DeliveryWorkers != 16 || cfg.DisableAfter != 120*time.Hour || cfg.SecretGrace != 24*time.Hour || cfg.AllowPrivateTargets ||
 		cfg.Workers != 2 || cfg.WaitTime != 10*time.Second || cfg.InboxWorkers != 2 || cfg.Schedule.Attempts() != 10 {
 		t.Errorf("defaults: %+v", cfg)

@@ -134,7 +134,7 @@ func listens(p *types.Project, service, port string) bool {
 			return true
 		}
 	}
-	return composeEnv(p, service)["OPS_ADDR"] == ":"+port
+	return composeEnv(p, service)["OPS_ADDR"] == "0.0.0.0:"+port
 }
 
 // Prometheus scrapes each service's ops listener by its compose name, and
@@ -163,7 +163,7 @@ func TestObservabilityTargetsAreComposeServices(t *testing.T) {
 				if !listens(p, host, port) {
 					t.Errorf("Prometheus scrapes %s, which is no compose service's OPS_ADDR or port", target)
 				}
-				if composeEnv(p, host)["OPS_ADDR"] != ":"+port {
+				if composeEnv(p, host)["OPS_ADDR"] != "0.0.0.0:"+port {
 					t.Errorf("Prometheus scrapes %s, not %s's OPS_ADDR: /metrics is only there", target, host)
 				}
 				if sc.JobName != host {

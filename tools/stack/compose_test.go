@@ -348,13 +348,19 @@ func TestComposePortsAreLoopbackAndMovable(t *testing.T) {
 }
 
 // The services' healthchecks ask the ops listener (OPS_ADDR), which compose
-// publishes apart from the API's port.
+// publishes apart from the API's port. Both listeners say 0.0.0.0: the
+// services' defaults are loopback, which in a container nothing else
+// reaches (not the published port, not Prometheus).
 func TestComposeHealthchecksUseTheOpsListener(t *testing.T) {
 	p := loadCompose(t)
-	for name, port := range map[string]string{"payments": "9090", "ledger": "9091", "webhooks": "9092"} {
+	for name, ports := range map[string][2]string{"payments": {"8080", "9090"}, "ledger": {"8081", "9091"}, "webhooks": {"8082", "9092"}} {
 		s := p.Services[name]
-		if got := s.Environment["OPS_ADDR"]; got == nil || *got != ":"+port {
-			t.Errorf("%s: OPS_ADDR = %v, want :%s", name, got, port)
+		if got := s.Environment["HTTP_ADDR"]; got == nil || *got != "0.0.0.0:"+ports[0] {
+			t.Errorf("%s: HTTP_ADDR = %v, want 0.0.0.0:%s", name, got, ports[0])
+		}
+		port := ports[1]
+		if got := s.Environment["OPS_ADDR"]; got == nil || *got != "0.0.0.0:"+port {
+			t.Errorf("%s: OPS_ADDR = %v, want 0.0.0.0:%s", name, got, port)
 		}
 		if hc := s.HealthCheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/usr/local/bin/" + name, "healthcheck"}) {
 			t.Errorf("%s: healthcheck %v, want the binary's healthcheck (which asks OPS_ADDR)", name, hc)
@@ -530,7 +536,9 @@ func TestWorkflowRunsLintTestsAndTheStack(t *testing.T) {
 	if !regexp.MustCompile(`docker compose up .*--wait`).MatchString(compose) {
 		t.Error("the compose job does not wait for the stack to be healthy (docker compose up --wait)")
 	}
-	order := []string{"docker compose up", "make demo", "= 750", "= -750", "docker compose down --volumes"}
+	// The figures are the walkthrough's: TestReadmeWalkthrough
+	// (tools/walkthrough) compares them with what it leaves.
+	order := []string{"docker compose up", "make demo", `test "$merchant" = `, `test "$payer" = `, "docker compose down --volumes"}
 	at := 0
 	for _, want := range order {
 		i := strings.Index(compose[at:], want)
@@ -573,8 +581,10 @@ func TestComposeWebhooksDemo(t *testing.T) {
 	if !regexp.MustCompile(`go -C tools build .* \./webhookreceiver`).MatchString(readDockerfile(t)) {
 		t.Error("the Dockerfile does not build tools/webhookreceiver")
 	}
-	if !slices.Equal(r.Command, []string{"-addr", ":8083"}) {
-		t.Errorf("webhook-receiver runs %v, want -addr :8083", r.Command)
+	// 0.0.0.0: the receiver's default is loopback, which the webhooks
+	// container could not reach.
+	if !slices.Equal(r.Command, []string{"-addr", "0.0.0.0:8083"}) {
+		t.Errorf("webhook-receiver runs %v, want -addr 0.0.0.0:8083", r.Command)
 	}
 	file := composeEnv(p, "webhook-receiver")["WEBHOOKS_RECEIVER_SECRETS_FILE"]
 	var mounted bool
@@ -590,7 +600,7 @@ func TestComposeWebhooksDemo(t *testing.T) {
 	if !mounted {
 		t.Errorf("webhook-receiver reads its secrets from %q, which no bind mount provides", file)
 	}
-	if hc := r.HealthCheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/usr/local/bin/webhook-receiver", "-healthcheck", "-addr", ":8083"}) {
+	if hc := r.HealthCheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/usr/local/bin/webhook-receiver", "-healthcheck", "-addr", "0.0.0.0:8083"}) {
 		t.Errorf("webhook-receiver: healthcheck %v, want the binary's -healthcheck on its -addr", hc)
 	}
 }

@@ -1,6 +1,7 @@
 // Command walkthrough runs the README's walkthrough against running services
 // and prints it as the README shows it: each curl command, then what the
-// service answered. `make demo` runs it against `docker compose up`.
+// service answered. `make demo` runs it against `docker compose up`, or
+// against `make dev`, which hands it the receiver's URL and log command.
 //
 //	go -C tools run ./walkthrough [-payments http://localhost:8080] [-ledger http://localhost:8081]
 //	    [-payments-ops http://localhost:9090] [-webhooks http://localhost:8082]
@@ -32,6 +33,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer, client *http.Client)
 	// Relative to tools/, where `go -C tools run` runs: the repository's
 	// .webhook-receiver/, which docker-compose.yml mounts into the receiver.
 	fs.StringVar(&w.receiverSecretFile, "receiver-secret-file", "../.webhook-receiver/secret", "the demo receiver's secrets file, which the walkthrough writes the endpoint's secret to")
-	fs.StringVar(&w.receiverLogs, "receiver-logs", "docker compose logs --no-log-prefix webhook-receiver", "the command that prints the demo receiver's log (split on spaces)")
+	fs.StringVar(&w.receiverLogs, "receiver-logs", "docker compose logs --no-log-prefix webhook-receiver", "the command that prints the demo receiver's log (split on spaces; printed as the reader would type it)")
 	fs.StringVar(&w.apiKey, "api-key", demoAPIKey, "mer_1's API key (default: the demo key docker-compose.yml stores)")
 	fs.StringVar(&w.ledgerToken, "ledger-token", demoLedgerToken, "the ledger's operator token (default: docker-compose.yml's demo token)")
 	fs.StringVar(&w.key, "key", "order-"+time.Now().UTC().Format("20060102150405"), "Idempotency-Key of the payment")
@@ -244,7 +246,7 @@ func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore
 	}
 
 	w.printf("\n")
-	w.say("The webhooks service tells a merchant what happened to its payments: it POSTs each event, signed, to the endpoints the merchant registered, with the same API key. Register the demo receiver, which `docker-compose.yml` runs on the compose network and which verifies every signature:")
+	w.say("The webhooks service tells a merchant what happened to its payments: it POSTs each event, signed, to the endpoints the merchant registered, with the same API key. Register the demo receiver, which verifies every signature (`docker-compose.yml` runs it on the compose network, `make dev` on 127.0.0.1):")
 	body := fmt.Sprintf(`{"url": %q, "enabled_events": ["payment.created", "payment.refunded"]}`, w.receiverURL)
 	reg, err := w.curl(ctx, "POST", w.webhooks, "/webhook_endpoints", body, w.key+"-webhooks", http.StatusCreated)
 	if err != nil {
@@ -259,7 +261,7 @@ func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore
 	}
 
 	w.say("The answer holds the endpoint's signing secret, this once and never again. Hand it to the receiver, which reads its secrets file on every request:")
-	if err := os.WriteFile(w.receiverSecretFile, []byte(ep.Secret+"\n"), 0o600); err != nil {
+	if err := writeReceiverSecret(w.receiverSecretFile, ep.Secret); err != nil {
 		return fmt.Errorf("hand the secret to the receiver: %w", err)
 	}
 	w.printf("```console\n$ echo '%s' > .webhook-receiver/secret\n```\n\n", ep.Secret)
@@ -277,6 +279,48 @@ func (w *walk) webhooksPart(ctx context.Context, publishedBefore, consumedBefore
 
 	w.say("The receiver checked the `webhook-signature` with the secret before answering `204`; its log line names the event by its `webhook-id`, the same on every retry, so a receiver can drop a duplicate:")
 	return w.receiverLine(ctx, eventID)
+}
+
+// writeReceiverSecret writes secret as the receiver's secrets file, whole
+// (a rename: the receiver, which reads it on every request, never sees half
+// of it), so that the receiver can read it. In docker-compose.yml the
+// receiver runs as uid 65532 and reads the file through a bind mount: that
+// uid is neither the file's owner nor of its group, so the file must be
+// readable by others (0644; 0600 got every delivery refused on Linux) and
+// its directory searchable by them (o+x; listing it, o+r, is not needed).
+// Nothing more is opened: others may read a demo's signing secret, not
+// change it. Whatever the umask, the modes are set explicitly.
+func writeReceiverSecret(file, secret string) error {
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o001 == 0 {
+		if err := os.Chmod(dir, fi.Mode().Perm()|0o001); err != nil {
+			return fmt.Errorf("let the receiver reach %s: %w", dir, err)
+		}
+	}
+	tmp, err := os.CreateTemp(dir, ".secret-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is nothing to remove
+	if _, err := tmp.WriteString(secret + "\n"); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }
 
 // counter returns the sum of a counter's series at the ops base URL, 0 if
@@ -389,7 +433,7 @@ func (w *walk) receiverLine(ctx context.Context, eventID string) error {
 			}
 		}
 		if strings.Contains(last, `"webhook-id":"`+eventID+`"`) {
-			w.printf("```console\n$ docker compose logs --no-log-prefix webhook-receiver | grep '\"msg\":\"webhook\"' | tail -n 1\n%s\n```\n", strings.TrimSpace(last))
+			w.printf("```console\n$ %s | grep '\"msg\":\"webhook\"' | tail -n 1\n%s\n```\n", w.receiverLogs, strings.TrimSpace(last))
 			return nil
 		}
 		if time.Now().After(deadline) {

@@ -64,7 +64,8 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	}
 	got := strings.NewReplacer("http://"+svc.payAddr, "http://localhost:8080", "http://"+svc.ledAddr, "http://localhost:8081",
 		"http://"+svc.payOps, "http://localhost:9090", "http://"+svc.whAddr, "http://localhost:8082",
-		"http://"+svc.whOps, "http://localhost:9092", svc.receiverURL(), "http://webhook-receiver:8083/webhooks").Replace(out.String())
+		"http://"+svc.whOps, "http://localhost:9092", svc.receiverURL(), "http://webhook-receiver:8083/webhooks",
+		"cat "+svc.receiver.log, "docker compose logs --no-log-prefix webhook-receiver").Replace(out.String())
 
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -77,6 +78,22 @@ func walkthrough(t *testing.T, opts ...awstest.Option) {
 	if normalize(got) != normalize(string(m[1])) {
 		t.Errorf("the walkthrough's output differs from README.md (ids and timestamps aside).\ngot:\n%s\nREADME:\n%s", got, m[1])
 	}
+
+	// The GitHub workflow checks the balances one walkthrough leaves on the
+	// new ledger of its compose stack: they are these.
+	t.Run("the CI workflow's figures are what the walkthrough leaves", func(t *testing.T) {
+		w := &walk{ledger: "http://" + svc.ledAddr, ledgerToken: demoLedgerToken, client: svc.client}
+		want := ciFigures(t)
+		for _, account := range []string{merchantAccount, payerAccount} {
+			got, err := w.balance(ctx, account)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want[account] {
+				t.Errorf("the walkthrough leaves %s at %d BRL; .github/workflows/ci.yml wants %d", account, got, want[account])
+			}
+		}
+	})
 
 	// The walkthrough has used every route and moved an event through the
 	// outbox and the ledger, so each service now exposes every series it

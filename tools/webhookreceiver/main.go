@@ -6,8 +6,8 @@
 // webhooks service's retries, parking and deliveries list can be watched
 // against a receiver that checks what a real one must.
 //
-//	webhookreceiver [-addr :8083]
-//	webhookreceiver -healthcheck [-addr :8083]   # exit 0 when it serves
+//	webhookreceiver [-addr 127.0.0.1:8083]
+//	webhookreceiver -healthcheck [-addr 127.0.0.1:8083]   # exit 0 when it serves
 //
 // The signing secrets (whsec_…, as POST /webhook_endpoints answers them)
 // come from two places, and a delivery verifies when any of them signs it:
@@ -18,11 +18,13 @@
 //     request, so that the secret an endpoint's registration answers can be
 //     handed to a running receiver (docker-compose.yml mounts the file)
 //     without a restart, and a rotated secret can stand beside the old one.
-//     A missing file holds no secret yet.
 //
-// No secret configured is no error: the receiver serves and answers 400
-// until one arrives. Secrets are never logged. SIGTERM stops it gracefully:
-// the deliveries in flight are answered first.
+// No secret yet is no error: the receiver serves and answers 400 until one
+// arrives. The answer and the log say why no secret verified: none
+// configured, the file missing, unreadable (permission denied: the image
+// runs as uid 65532, to which a host's file must be readable), empty, or a
+// line that holds no usable secret. Secrets are never logged. SIGTERM stops
+// it gracefully: the deliveries in flight are answered first.
 package main
 
 import (
@@ -65,7 +67,7 @@ const shutdownTimeout = 10 * time.Second
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet("webhookreceiver", flag.ContinueOnError)
 	fs.SetOutput(out)
-	addr := fs.String("addr", ":8083", "listen address")
+	addr := fs.String("addr", "127.0.0.1:8083", "listen address (loopback unless told otherwise; its container says 0.0.0.0:8083)")
 	healthcheck := fs.Bool("healthcheck", false, "ask a running receiver on -addr for /healthz and exit 0 if it answers 200")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +86,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	srv := &http.Server{Handler: newHandler(secrets, log), ReadHeaderTimeout: 5 * time.Second}
 	log.Info("webhook receiver listening", "addr", ln.Addr().String(), "path", "/webhooks")
+	// Said once at start too, so that a file the receiver may not read
+	// shows before the first delivery fails on it.
+	if list, problems := secrets.current(); len(list) == 0 || len(problems) > 0 {
+		log.Warn("no usable secret yet", "why", strings.Join(problems, "; "))
+	}
 
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -108,10 +115,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 type secrets struct {
 	fixed []string
 	file  string
+	// readFile is os.ReadFile; a test swaps it to see a permission denied
+	// that root, which CI runs as, never gets.
+	readFile func(string) ([]byte, error)
 }
 
 func newSecrets(env, file string) (*secrets, error) {
-	s := &secrets{file: file}
+	s := &secrets{file: file, readFile: os.ReadFile}
 	if env = strings.TrimSpace(env); env != "" {
 		if err := checkSecret(env); err != nil {
 			return nil, fmt.Errorf("WEBHOOKS_RECEIVER_SECRET: %w", err)
@@ -133,30 +143,46 @@ func checkSecret(secret string) error {
 	return nil
 }
 
-// current returns the secrets to verify with now; problems name the file's
-// lines that hold no usable secret (never their content).
+// current returns the secrets to verify with now, and problems: what keeps
+// the file from holding a usable secret, each naming the file (and line),
+// never a secret's content. A missing or empty file is a problem only while
+// it leaves the receiver without any secret: the file is where the next one
+// will arrive.
 func (s *secrets) current() (list []string, problems []string) {
 	list = append(list, s.fixed...)
 	if s.file == "" {
-		return list, nil
+		if len(list) == 0 {
+			problems = append(problems, "no secret configured: set WEBHOOKS_RECEIVER_SECRET or WEBHOOKS_RECEIVER_SECRETS_FILE")
+		}
+		return list, problems
 	}
-	b, err := os.ReadFile(s.file)
-	if errors.Is(err, os.ErrNotExist) {
-		return list, nil
+	b, err := s.readFile(s.file)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if len(list) == 0 {
+			problems = append(problems, fmt.Sprintf("%s does not exist: write the whsec_… secret that registering the endpoint answered to it", s.file))
+		}
+		return list, problems
+	case errors.Is(err, os.ErrPermission):
+		return list, append(problems, fmt.Sprintf("%s: permission denied: the receiver runs as uid %d, which may not read it (the file needs o+r, its directory o+x)", s.file, os.Getuid()))
+	case err != nil:
+		return list, append(problems, err.Error())
 	}
-	if err != nil {
-		return list, []string{err.Error()}
-	}
+	found := false
 	for i, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		found = true
 		if err := checkSecret(line); err != nil {
 			problems = append(problems, fmt.Sprintf("%s:%d: %v", s.file, i+1, err))
 			continue
 		}
 		list = append(list, line)
+	}
+	if !found && len(list) == 0 {
+		problems = append(problems, fmt.Sprintf("%s is empty: write the whsec_… secret that registering the endpoint answered to it", s.file))
 	}
 	return list, problems
 }
@@ -176,9 +202,9 @@ func newHandler(s *secrets, log *slog.Logger) http.Handler {
 		}
 		list, problems := s.current()
 		for _, p := range problems {
-			log.ErrorContext(r.Context(), "secrets file holds no usable secret", "where", p)
+			log.ErrorContext(r.Context(), "no usable secret", "why", p)
 		}
-		reason := "no secret configured: set WEBHOOKS_RECEIVER_SECRET or write WEBHOOKS_RECEIVER_SECRETS_FILE"
+		reason := "no usable secret: " + strings.Join(problems, "; ")
 		verified := false
 		for _, secret := range list {
 			wh, err := standardwebhooks.NewWebhook(secret)

@@ -149,6 +149,75 @@ func TestReceiverVerifiesEachDelivery(t *testing.T) {
 	}
 }
 
+// A delivery that no secret verifies is answered, and logged, with what
+// keeps the receiver from having a secret: the reader is sent to the fix,
+// not told "no secret" when the file is there but unreadable.
+func TestReceiverSaysWhyItHasNoSecret(t *testing.T) {
+	t.Parallel()
+	secret := newSecret(t)
+	denied := func(name string) ([]byte, error) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: os.ErrPermission}
+	}
+	for _, tc := range []struct {
+		name     string
+		noFile   bool   // WEBHOOKS_RECEIVER_SECRETS_FILE unset
+		content  string // "" = the file does not exist
+		readFile func(string) ([]byte, error)
+		want     string
+	}{
+		{name: "nothing configured", noFile: true, want: "no secret configured: set WEBHOOKS_RECEIVER_SECRET or WEBHOOKS_RECEIVER_SECRETS_FILE"},
+		{name: "the file does not exist", want: "secret does not exist: write the whsec_"},
+		{name: "the file is empty", content: "\n# nothing yet\n", want: "secret is empty: write the whsec_"},
+		{name: "the file may not be read", content: secret, readFile: denied, want: "secret: permission denied: the receiver runs as uid"},
+		{name: "the file holds no secret", content: "sk_live_oops\n", want: "secret:1: want a whsec_… secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			file := filepath.Join(t.TempDir(), "secret")
+			if tc.content != "" {
+				if err := os.WriteFile(file, []byte(tc.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.noFile {
+				file = ""
+			}
+			s, err := newSecrets("", file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.readFile != nil {
+				s.readFile = tc.readFile
+			}
+			var out bytes.Buffer
+			rec := httptest.NewRecorder()
+			newHandler(s, slog.New(slog.NewJSONHandler(&out, nil))).ServeHTTP(rec, delivery(t, event, time.Now(), secret))
+			if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), tc.want) {
+				t.Errorf("answered %d %s, want 400 saying %q", rec.Code, rec.Body, tc.want)
+			}
+			if !strings.Contains(out.String(), tc.want) {
+				t.Errorf("the log does not say %q:\n%s", tc.want, out.String())
+			}
+			if strings.Contains(out.String(), "no usable secret: \"") || strings.Contains(rec.Body.String(), "verify: no usable secret: \"") {
+				t.Errorf("an empty reason:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// A secret in the environment needs no file: a missing file beside it is
+// where the next secret will arrive, not a problem to report.
+func TestReceiverWithAnEnvSecretNeedsNoFile(t *testing.T) {
+	t.Parallel()
+	s, err := newSecrets(newSecret(t), filepath.Join(t.TempDir(), "secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, problems := s.current(); len(list) != 1 || len(problems) != 0 {
+		t.Errorf("got %d secrets and problems %q, want the env's secret and none", len(list), problems)
+	}
+}
+
 // The file is read on every request: a secret written after start verifies
 // the next delivery, no restart.
 func TestReceiverRereadsTheSecretsFile(t *testing.T) {
