@@ -113,7 +113,7 @@ bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDP
 	$(TOOLS) run ./loadgen $(BENCH_ARGS)
 
 .PHONY: client-check
-client-check: ## generate a Go client from each OpenAPI document in api/ (the README's command) and build it; needs the Go module proxy
+client-check: ## the Go clients of the three APIs (tools/apiclients): regenerated with docs/CONTRACTS.md's command and compared, then every operation called on the running services (DATABASE_URL, AWS_ENDPOINT_URL, else containers); make test runs the same; needs the Go module proxy
 	bash scripts/client-check.sh
 
 .PHONY: asyncapi-check
