@@ -2,6 +2,7 @@ package apireference
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net"
 	"os"
@@ -22,18 +23,20 @@ import (
 	"github.com/payments-outbox/payments-outbox/tools/internal/oas"
 )
 
-// need returns the path of the program name, or skips the test without it —
-// and fails it under CI, which must never go green by skipping.
-func need(t *testing.T, name, why string) string {
+// need returns the path of the first of names installed, or skips the test
+// without any — and fails it under CI, which must never go green by skipping.
+func need(t *testing.T, why string, names ...string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but %s is not installed: %s", name, why)
+	for _, name := range names {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
 		}
-		t.Skipf("%s is not installed: %s", name, why)
 	}
-	return p
+	if os.Getenv("CI") != "" {
+		t.Fatalf("CI is set but none of %v is installed: %s", names, why)
+	}
+	t.Skipf("none of %v is installed: %s", names, why)
+	return ""
 }
 
 // TestReferenceShowsEveryOperation renders the reference as make api-docs
@@ -49,8 +52,10 @@ func TestReferenceShowsEveryOperation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("renders the reference with npm packages and opens it in Chromium")
 	}
-	need(t, "npm", "scripts/api-docs.sh installs Redocly CLI with it (Debian's npm package)")
-	browser := need(t, "chromium", ".ci/run installs Debian's chromium package")
+	need(t, "scripts/api-docs.sh installs Redocly CLI with it (Debian's npm package)", "npm")
+	// Debian's chromium, which .ci/run installs; $CHROMIUM, or Chrome, elsewhere.
+	browser := need(t, ".ci/run installs Debian's chromium package",
+		cmp.Or(os.Getenv("CHROMIUM"), "chromium"), "chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 	dir := t.TempDir()
 	build := exec.CommandContext(t.Context(), "bash", "../../scripts/api-docs.sh", dir)
