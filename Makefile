@@ -134,8 +134,12 @@ bench: ## whole-path benchmark, one table: tools/loadgen (DATABASE_URL; AWS_ENDP
 	$(TOOLS) run ./loadgen $(BENCH_ARGS)
 
 .PHONY: client-check
-client-check: ## generate a Go client from each OpenAPI document in api/ (the README's command) and build it; needs the Go module proxy
+client-check: ## the Go clients of the three APIs (tools/apiclients): regenerated with docs/CONTRACTS.md's command and compared, then every operation called on the running services (DATABASE_URL, AWS_ENDPOINT_URL, else containers); make test runs the same; needs the Go module proxy
 	bash scripts/client-check.sh
+
+.PHONY: api-docs
+api-docs: ## the API reference for a browser: each OpenAPI document in api/ rendered to docs/api/<name>.html, index.html beside them, offline from file://; needs node and npm
+	bash scripts/api-docs.sh docs/api
 
 .PHONY: asyncapi-check
 asyncapi-check: ## validate api/events.asyncapi.yaml with the AsyncAPI parser, its payloads compiled in their schemaFormat (also in lint); needs node and npm
