@@ -270,6 +270,9 @@ type LedgerTransaction struct {
 	// Entries The debit and the credit; their amounts sum to zero.
 	Entries []Entry `json:"entries"`
 
+	// FactId The fact's id, which tells apart the facts of one `kind` on the payment: a `refund`'s is the refund's id. Absent for a kind a payment has at most once.
+	FactId *openapi_types.UUID `json:"fact_id,omitempty"`
+
 	// Kind `payment`: the payer paid the merchant (a payment captured at once). `capture`: the payer paid the merchant what an authorized payment captured; the same transaction released its hold. `refund`: the merchant paid the payer back.
 	Kind LedgerTransactionKind `json:"kind"`
 
@@ -278,9 +281,6 @@ type LedgerTransaction struct {
 
 	// OccurredAt When the payments service recorded the fact.
 	OccurredAt time.Time `json:"occurred_at"`
-
-	// RefundId The refund's id; present only when `kind` is `refund`.
-	RefundId *openapi_types.UUID `json:"refund_id,omitempty"`
 }
 
 // LedgerTransactionKind `payment`: the payer paid the merchant (a payment captured at once). `capture`: the payer paid the merchant what an authorized payment captured; the same transaction released its hold. `refund`: the merchant paid the payer back.
