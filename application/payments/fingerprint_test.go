@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -24,9 +25,9 @@ type keyRecorder struct {
 	last *payments.IdempotencyKey
 }
 
-func (r *keyRecorder) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *keyRecorder) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	r.record(key)
-	return r.Repository.Create(ctx, p, outbox, key)
+	return r.Repository.Create(ctx, p, msgs, key)
 }
 
 func (r *keyRecorder) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {

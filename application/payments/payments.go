@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -86,11 +87,11 @@ type Committed struct {
 // does. The use cases encode the messages (EncodeEvent); the repository
 // stores their bytes as they are, and the relay publishes them unchanged.
 type Repository interface {
-	// Create stores the new payment p and outbox, the messages of the events
-	// p recorded. With a key it first looks the key up: a completed one with
+	// Create stores the new payment p and msgs, the outbox messages of the
+	// events p recorded. With a key it first looks the key up: a completed one with
 	// the same fingerprint returns what it committed, with Replayed set, and
 	// stores nothing. Errors: ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
-	Create(ctx context.Context, p *payment.Payment, outbox []Message, key *IdempotencyKey) (Committed, error)
+	Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *IdempotencyKey) (Committed, error)
 	// Update locks payment id, calls fn with it, and commits the new state
 	// together with the Change fn returns: the refund it made, if any, and
 	// the messages of the events it recorded. fn runs inside the transaction,
@@ -115,7 +116,7 @@ type Change struct {
 	Refund *payment.Refund
 	// Outbox holds the messages of the events the update recorded, in the
 	// order it recorded them.
-	Outbox []Message
+	Outbox []outbox.Message
 }
 
 // TraceContextFunc returns the trace context of the call ctx belongs to, or
@@ -254,11 +255,11 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error
 	if p.Amount().Minor() > s.maxAmount {
 		return Committed{}, fmt.Errorf("%w: %d is over %d (minor units)", ErrAmountLimit, p.Amount().Minor(), s.maxAmount)
 	}
-	outbox, err := outboxMessages(p.PullEvents(), s.traceContext(ctx))
+	msgs, err := outboxMessages(p.PullEvents(), s.traceContext(ctx))
 	if err != nil {
 		return Committed{}, err
 	}
-	return s.repo.Create(ctx, p, outbox, key)
+	return s.repo.Create(ctx, p, msgs, key)
 }
 
 // Get returns the payment with id if who may see it. Errors:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -42,7 +43,7 @@ func New(pool *pgxpool.Pool) *Repository {
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	s := p.Snapshot()
 	b := &pgx.Batch{}
 	// Ids are passed to pgx as plain strings throughout this file: for a
@@ -55,7 +56,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, outbox []pa
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, string(s.Status), s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt,
 		string(s.CaptureMethod), s.CapturedMinor, nullTime(s.CaptureBefore))
-	if err := queueCommit(b, p, payments.Change{Outbox: outbox}, key); err != nil {
+	if err := queueCommit(b, p, payments.Change{Outbox: msgs}, key); err != nil {
 		return payments.Committed{}, err
 	}
 	out := payments.Committed{Payment: p}
@@ -141,7 +142,7 @@ func queueCommit(b *pgx.Batch, p *payment.Payment, c payments.Change, key *payme
 		// encode as binary (building an error) and then parses, on every
 		// outbox row written.
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload, traceparent, tracestate) VALUES ($1, $2, $3, $4, $5, $6)`,
-			pgtype.UUID{Bytes: m.ID, Valid: true}, m.Type, string(m.AggregateID), m.Payload, m.Trace.Parent, m.Trace.State)
+			pgtype.UUID{Bytes: m.ID, Valid: true}, m.Type, pgtype.UUID{Bytes: m.AggregateID, Valid: true}, m.Payload, m.TraceParent, m.TraceState)
 	}
 	if key != nil {
 		result, err := json.Marshal(toStored(p.Snapshot(), c.Refund))
