@@ -26,9 +26,9 @@ const (
 	OpRefundFull Operation = "refund_full"
 )
 
-// StatusNone is the status of a payment that does not exist yet: where
-// the creations start from.
-const StatusNone Status = ""
+// StatusNone, the zero Status, is the status of a payment that does not
+// exist yet: where the creations start from. No payment is ever in it.
+const StatusNone = Status("")
 
 // Transition is one row of the payment's state machine: a payment in
 // status From may undergo Op, which takes it to status To and records one
