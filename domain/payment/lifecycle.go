@@ -26,8 +26,8 @@ const (
 	OpRefundFull Operation = "refund_full"
 )
 
-// StatusNone, the zero Status, is the status of a payment that does not
-// exist yet: where the creations start from. No payment is ever in it.
+// StatusNone is the zero Status: the status of a payment that does not
+// exist yet, where the creations start from. No payment is ever in it.
 const StatusNone = Status("")
 
 // Transition is one row of the payment's state machine: a payment in
