@@ -10,7 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/payments-outbox/payments-outbox/api"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 )
 
 // TestMessageAttributesAreDocumented: the attributes the publisher sets on a
@@ -41,13 +41,13 @@ func TestMessageAttributesAreDocumented(t *testing.T) {
 	}
 	// A message written by a traced request carries every attribute; one
 	// written without a trace context, only those every message carries.
-	attrs := messageAttributes(relay.Message{ID: uuid.New(), Type: "payment.created",
+	attrs := messageAttributes(outbox.Message{ID: uuid.New(), Type: "payment.created",
 		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "vendor=x"})
 	set := slices.Sorted(maps.Keys(attrs))
 	if documented := slices.Sorted(maps.Keys(headers.Properties)); !slices.Equal(set, documented) {
 		t.Errorf("the publisher sets the attributes %v; %s documents %v", set, api.AsyncAPIFile, documented)
 	}
-	always := slices.Sorted(maps.Keys(messageAttributes(relay.Message{ID: uuid.New(), Type: "payment.created"})))
+	always := slices.Sorted(maps.Keys(messageAttributes(outbox.Message{ID: uuid.New(), Type: "payment.created"})))
 	if required := slices.Sorted(slices.Values(headers.Required)); !slices.Equal(always, required) {
 		t.Errorf("the publisher sets %v on every message; %s requires %v", always, api.AsyncAPIFile, required)
 	}

@@ -6,19 +6,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
 func TestChunk(t *testing.T) {
 	t.Parallel()
-	msg := func(bytes int) relay.Message {
-		return relay.Message{Type: "payment.created", Payload: []byte(strings.Repeat("x", bytes))}
+	msg := func(bytes int) outbox.Message {
+		return outbox.Message{Type: "payment.created", Payload: []byte(strings.Repeat("x", bytes))}
 	}
 	small, third, tooBig := msg(100), msg(maxBatchBytes/3), msg(maxBatchBytes)
-	repeat := func(m relay.Message, n int) []relay.Message { return slices.Repeat([]relay.Message{m}, n) }
+	repeat := func(m outbox.Message, n int) []outbox.Message { return slices.Repeat([]outbox.Message{m}, n) }
 	tests := []struct {
 		name       string
-		msgs       []relay.Message
+		msgs       []outbox.Message
 		wantCalls  [][]int
 		wantTooBig []int
 	}{
@@ -27,7 +28,7 @@ func TestChunk(t *testing.T) {
 		{name: "ten per call", msgs: repeat(small, 21), wantCalls: [][]int{
 			{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, {20}}},
 		{name: "bytes split calls", msgs: repeat(third, 4), wantCalls: [][]int{{0, 1}, {2, 3}}},
-		{name: "too big alone is skipped, neighbours flow", msgs: []relay.Message{small, tooBig, small},
+		{name: "too big alone is skipped, neighbours flow", msgs: []outbox.Message{small, tooBig, small},
 			wantCalls: [][]int{{0, 2}}, wantTooBig: []int{1}},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -37,8 +38,8 @@ type killableStore struct {
 	killed *atomic.Bool
 }
 
-func (s killableStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
-	return s.Store.ClaimBatch(ctx, c, func(msgs []relay.Message) (relay.BatchResult, error) {
+func (s killableStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
+	return s.Store.ClaimBatch(ctx, c, func(msgs []outbox.Message) (relay.BatchResult, error) {
 		out, err := fn(msgs)
 		if s.killed.Load() {
 			return out, errKilled
@@ -79,7 +80,7 @@ type eventKey struct {
 	Seq     int       `json:"seq"`
 }
 
-func (h *handOffs) Publish(ctx context.Context, msgs []relay.Message) []error {
+func (h *handOffs) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	h.mu.Lock()
 	h.tick++
 	handed := h.tick

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -90,7 +91,7 @@ func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publish
 // only an id in Successful counts as acknowledged; an id in Failed gets its code
 // and message, marked relay.Permanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
 // is never marked PUBLISHED on a guess.
-func (p *Publisher) Publish(ctx context.Context, msgs []relay.Message) []error {
+func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	errs := make([]error, len(msgs))
 	var g errgroup.Group
 	g.SetLimit(p.inFlight)
@@ -106,7 +107,7 @@ func (p *Publisher) Publish(ctx context.Context, msgs []relay.Message) []error {
 
 // chunk splits msgs into PublishBatch calls, as index lists, within both SNS
 // limits. A message too large on its own gets ErrTooLarge in errs and no call.
-func chunk(msgs []relay.Message, errs []error) [][]int {
+func chunk(msgs []outbox.Message, errs []error) [][]int {
 	var (
 		calls [][]int
 		cur   []int
@@ -132,7 +133,7 @@ func chunk(msgs []relay.Message, errs []error) [][]int {
 
 // messageSize is what SNS counts against its limit: body plus each attribute's
 // name, data type and value.
-func messageSize(m relay.Message) int {
+func messageSize(m outbox.Message) int {
 	const idLen = 36 // a UUID in text form
 	n := len(m.Payload) + len(attrID) + len("String") + idLen + len(attrType) + len("String") + len(m.Type)
 	if m.TraceParent != "" {
@@ -144,7 +145,7 @@ func messageSize(m relay.Message) int {
 	return n
 }
 
-func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx []int, errs []error) {
+func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, idx []int, errs []error) {
 	entries := make([]types.PublishBatchRequestEntry, len(idx))
 	for j, i := range idx {
 		m := msgs[i]
@@ -196,7 +197,7 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []relay.Message, idx 
 }
 
 // messageAttributes returns the SNS message attributes of m.
-func messageAttributes(m relay.Message) map[string]types.MessageAttributeValue {
+func messageAttributes(m outbox.Message) map[string]types.MessageAttributeValue {
 	attrs := map[string]types.MessageAttributeValue{
 		attrID:   {DataType: aws.String("String"), StringValue: aws.String(m.ID.String())},
 		attrType: {DataType: aws.String("String"), StringValue: aws.String(m.Type)},

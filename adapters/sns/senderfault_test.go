@@ -11,6 +11,7 @@ import (
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -51,7 +52,7 @@ func TestSenderFaultIsPermanent(t *testing.T) {
 	})
 	pub := sns.NewPublisher(client, "arn:aws:sns:us-east-1:000000000000:t", 1)
 
-	errs := pub.Publish(context.Background(), []relay.Message{
+	errs := pub.Publish(context.Background(), []outbox.Message{
 		{Type: "payment.created", Payload: []byte(`{}`)},
 		{Type: "payment.created", Payload: []byte(`{}`)},
 		{Type: "payment.created", Payload: []byte(`{}`)},

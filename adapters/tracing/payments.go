@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -30,9 +31,9 @@ type tracedPayments struct {
 	tracer trace.Tracer
 }
 
-func (r tracedPayments) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r tracedPayments) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	ctx, span := r.start(ctx, "create payment", p.ID())
-	c, err := r.Repository.Create(ctx, p, outbox, key)
+	c, err := r.Repository.Create(ctx, p, msgs, key)
 	endWrite(span, err)
 	return c, err
 }

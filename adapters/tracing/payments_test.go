@@ -15,6 +15,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -65,10 +66,10 @@ func TestPaymentsWriteSpans(t *testing.T) {
 		t.Errorf("the repository ran in spans %v, want each write's own (%s, %s)", inner.spans, create.SpanContext().SpanID(), update.SpanContext().SpanID())
 	}
 
-	outbox := fake.Outbox()
+	msgs := fake.Outbox()
 	want := tracing.PaymentsTraceContext(ctx)
-	if want.Parent == "" || len(outbox) != 1 || outbox[0].Trace != want {
-		t.Errorf("outbox %+v, want one message carrying the request's trace context %+v", outbox, want)
+	if want.Parent == "" || len(msgs) != 1 || msgs[0].TraceParent != want.Parent || msgs[0].TraceState != want.State {
+		t.Errorf("outbox %+v, want one message carrying the request's trace context %+v", msgs, want)
 	}
 	if untraced := tracing.PaymentsTraceContext(context.Background()); untraced != (payments.TraceContext{}) {
 		t.Errorf("the trace context of an untraced call is %+v, want none", untraced)
@@ -89,9 +90,9 @@ type spanOfCall struct {
 	spans []trace.SpanID
 }
 
-func (r *spanOfCall) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *spanOfCall) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	r.spans = append(r.spans, trace.SpanContextFromContext(ctx).SpanID())
-	return r.Repository.Create(ctx, p, outbox, key)
+	return r.Repository.Create(ctx, p, msgs, key)
 }
 
 func (r *spanOfCall) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {

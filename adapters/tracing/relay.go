@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -41,10 +42,10 @@ type tracedStore struct {
 	topic  string
 }
 
-func (s tracedStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+func (s tracedStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
 	start := time.Now()
 	var batches []trace.Span // one per call of fn, ended once the claim committed
-	n, err := s.Store.ClaimBatch(ctx, c, func(msgs []relay.Message) (relay.BatchResult, error) {
+	n, err := s.Store.ClaimBatch(ctx, c, func(msgs []outbox.Message) (relay.BatchResult, error) {
 		links := make([]trace.Link, 0, len(msgs))
 		for _, m := range msgs {
 			if sc := SpanContext(m.TraceParent, m.TraceState); sc.IsValid() {
@@ -76,7 +77,7 @@ func (s tracedStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]re
 
 // publishSpans records one span per message of a batch the publisher handled
 // between sent and answered.
-func (s tracedStore) publishSpans(bctx context.Context, msgs []relay.Message, out relay.BatchResult, fnErr error, sent, answered time.Time) {
+func (s tracedStore) publishSpans(bctx context.Context, msgs []outbox.Message, out relay.BatchResult, fnErr error, sent, answered time.Time) {
 	failed := make(map[uuid.UUID]string, len(out.Retry)+len(out.Dead))
 	for _, f := range out.Retry {
 		failed[f.ID] = f.Error

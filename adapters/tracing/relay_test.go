@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -21,11 +22,11 @@ import (
 // outcome the relay wrote back.
 type oneBatch struct {
 	relay.Store // the methods the relay's Step does not call
-	msgs        []relay.Message
+	msgs        []outbox.Message
 	out         relay.BatchResult
 }
 
-func (s *oneBatch) ClaimBatch(_ context.Context, _ relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+func (s *oneBatch) ClaimBatch(_ context.Context, _ relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
 	if len(s.msgs) == 0 {
 		return 0, nil
 	}
@@ -42,7 +43,7 @@ func (s *oneBatch) Heartbeat(context.Context, string, time.Duration) (relay.Assi
 // failSecond acknowledges the first message of a batch and refuses the rest.
 type failSecond struct{}
 
-func (failSecond) Publish(_ context.Context, msgs []relay.Message) []error {
+func (failSecond) Publish(_ context.Context, msgs []outbox.Message) []error {
 	errs := make([]error, len(msgs))
 	for i := 1; i < len(msgs); i++ {
 		errs[i] = errors.New("throttled")
@@ -57,7 +58,7 @@ func TestRelayBatchAndPublishSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	const traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	store := &oneBatch{msgs: []relay.Message{
+	store := &oneBatch{msgs: []outbox.Message{
 		{ID: uuid.New(), Type: "payment.created", TraceParent: traced},
 		{ID: uuid.New(), Type: "payment.refunded"},
 	}}

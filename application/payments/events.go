@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -180,34 +181,27 @@ type canceledV1 struct {
 	CancellationReason string `json:"cancellation_reason"`
 }
 
-// Message is one event of a write, encoded: what the repository stores as
-// an outbox row in the write's transaction and the relay publishes.
-type Message struct {
-	// ID is the message id, the CloudEvent's id, by which consumers tell a
-	// redelivery from a new event. It is a UUIDv7: unique without
-	// coordination, and time-ordered, so new rows land at the end of the
-	// outbox's primary-key index.
-	ID          uuid.UUID
-	Type        string     // the event type, e.g. payment.created
-	AggregateID payment.ID // the payment the event belongs to
-	Payload     []byte     // the CloudEvents document EncodeEvent wrote; stored and published byte for byte
-	Trace       TraceContext
-}
-
 // outboxMessages encodes events, recorded by one write whose call has the
-// trace context tc, as the outbox messages that write commits.
-func outboxMessages(events []payment.Event, tc TraceContext) ([]Message, error) {
-	msgs := make([]Message, 0, len(events))
+// trace context tc, as the outbox messages that write commits: each gets a
+// new UUIDv7 id, the CloudEvents document EncodeEvent writes under it, and
+// the call's trace context.
+func outboxMessages(events []payment.Event, tc TraceContext) ([]outbox.Message, error) {
+	msgs := make([]outbox.Message, 0, len(events))
 	for _, e := range events {
 		id, err := uuid.NewV7()
 		if err != nil {
 			return nil, fmt.Errorf("outbox message id: %w", err)
 		}
+		aggregate, err := uuid.Parse(string(e.AggregateID()))
+		if err != nil {
+			return nil, fmt.Errorf("outbox message of %s: aggregate id: %w", e.EventType(), err)
+		}
 		payload, err := EncodeEvent(id.String(), e, tc)
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, Message{ID: id, Type: e.EventType(), AggregateID: e.AggregateID(), Payload: payload, Trace: tc})
+		msgs = append(msgs, outbox.Message{ID: id, Type: e.EventType(), AggregateID: aggregate, Payload: payload,
+			TraceParent: tc.Parent, TraceState: tc.State})
 	}
 	return msgs, nil
 }

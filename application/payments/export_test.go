@@ -16,3 +16,7 @@ func RegisteredEventTypes() []string {
 	}
 	return types
 }
+
+// NotFingerprinted reports whether field of a request is left out of its
+// fingerprint: what the fingerprint's tests skip.
+func NotFingerprinted(field string) bool { return notFingerprinted[field] }

@@ -14,15 +14,13 @@ package payments
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
 
@@ -86,11 +84,11 @@ type Committed struct {
 // does. The use cases encode the messages (EncodeEvent); the repository
 // stores their bytes as they are, and the relay publishes them unchanged.
 type Repository interface {
-	// Create stores the new payment p and outbox, the messages of the events
-	// p recorded. With a key it first looks the key up: a completed one with
+	// Create stores the new payment p and msgs, the outbox messages of the
+	// events p recorded. With a key it first looks the key up: a completed one with
 	// the same fingerprint returns what it committed, with Replayed set, and
 	// stores nothing. Errors: ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
-	Create(ctx context.Context, p *payment.Payment, outbox []Message, key *IdempotencyKey) (Committed, error)
+	Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *IdempotencyKey) (Committed, error)
 	// Update locks payment id, calls fn with it, and commits the new state
 	// together with the Change fn returns: the refund it made, if any, and
 	// the messages of the events it recorded. fn runs inside the transaction,
@@ -115,7 +113,7 @@ type Change struct {
 	Refund *payment.Refund
 	// Outbox holds the messages of the events the update recorded, in the
 	// order it recorded them.
-	Outbox []Message
+	Outbox []outbox.Message
 }
 
 // TraceContextFunc returns the trace context of the call ctx belongs to, or
@@ -218,19 +216,17 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error
 			}}
 		}
 	}
+	if c.CaptureMethod == "" {
+		c.CaptureMethod = string(payment.CaptureAutomatic)
+	}
 	method := payment.CaptureMethod(c.CaptureMethod)
-	if method == "" {
-		method = payment.CaptureAutomatic
-	}
-	parts := []string{"create", strconv.FormatInt(c.Amount, 10), strings.ToUpper(c.Currency), c.PayerID, c.MerchantID, c.Description}
-	if method != payment.CaptureAutomatic {
-		// Folded in only when it is not the default, so that the
-		// fingerprint of every request that creates an automatic payment —
-		// those sent before capture methods existed among them, whose keys
-		// are stored — stays what it was.
-		parts = append(parts, "capture_method", string(method))
-	}
-	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, parts...)
+	// Fingerprinted with its defaults filled in and its currency's case
+	// dropped, so that requests asking for the same payment are retries of
+	// each other. Only the fingerprint's copy is upper-cased: the domain
+	// checks the currency as it was sent (payment.ParseCurrency).
+	fingerprinted := c
+	fingerprinted.Currency = strings.ToUpper(c.Currency)
+	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, fingerprinted)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -254,11 +250,11 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error
 	if p.Amount().Minor() > s.maxAmount {
 		return Committed{}, fmt.Errorf("%w: %d is over %d (minor units)", ErrAmountLimit, p.Amount().Minor(), s.maxAmount)
 	}
-	outbox, err := outboxMessages(p.PullEvents(), s.traceContext(ctx))
+	msgs, err := outboxMessages(p.PullEvents(), s.traceContext(ctx))
 	if err != nil {
 		return Committed{}, err
 	}
-	return s.repo.Create(ctx, p, outbox, key)
+	return s.repo.Create(ctx, p, msgs, key)
 }
 
 // Get returns the payment with id if who may see it. Errors:
@@ -299,7 +295,7 @@ func (s *Service) Refund(ctx context.Context, c RefundPayment) (Committed, error
 	if !c.Principal.Valid() {
 		return Committed{}, access.ErrUnauthenticated
 	}
-	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, "refund", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
+	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, c)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -347,7 +343,7 @@ func (s *Service) Capture(ctx context.Context, c CapturePayment) (Committed, err
 	if !c.Principal.Valid() {
 		return Committed{}, access.ErrUnauthenticated
 	}
-	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, "capture", string(c.PaymentID), strconv.FormatInt(c.Amount, 10))
+	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, c)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -393,7 +389,7 @@ func (s *Service) Cancel(ctx context.Context, c CancelPayment) (Committed, error
 	if !c.Principal.Valid() {
 		return Committed{}, access.ErrUnauthenticated
 	}
-	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, "cancel", string(c.PaymentID), c.CancellationReason)
+	key, err := s.changeKey(ctx, c.Principal, c.PaymentID, c.IdempotencyKey, c)
 	if err != nil {
 		return Committed{}, err
 	}
@@ -416,11 +412,11 @@ func (s *Service) Cancel(ctx context.Context, c CancelPayment) (Committed, error
 	})
 }
 
-// changeKey is the idempotency key of a request that changes payment id,
-// scoped to the payment's merchant: a merchant's key is its own, and the
+// changeKey is the idempotency key of req, a request that changes payment
+// id, scoped to the payment's merchant: a merchant's key is its own, and the
 // platform's key is scoped to the payment's merchant, which only the payment
 // knows — it never changes, so reading it first is safe.
-func (s *Service) changeKey(ctx context.Context, who access.Principal, id payment.ID, key string, parts ...string) (*IdempotencyKey, error) {
+func (s *Service) changeKey(ctx context.Context, who access.Principal, id payment.ID, key string, req any) (*IdempotencyKey, error) {
 	merchant := who.Merchant()
 	if who.IsPlatform() && key != "" {
 		p, err := s.repo.Get(ctx, id)
@@ -429,7 +425,7 @@ func (s *Service) changeKey(ctx context.Context, who access.Principal, id paymen
 		}
 		merchant = p.MerchantID()
 	}
-	return idempotencyKey(merchant, key, parts...)
+	return idempotencyKey(merchant, key, req)
 }
 
 // actsFor reports another merchant's payment as not found, exactly like a
@@ -457,26 +453,4 @@ func (s *Service) update(ctx context.Context, id payment.ID, key *IdempotencyKey
 		}
 		return c, nil
 	})
-}
-
-// idempotencyKey validates merchant's key and fingerprints the request parts;
-// an empty key means the request is not idempotent and yields nil.
-func idempotencyKey(merchant, key string, parts ...string) (*IdempotencyKey, error) {
-	if key == "" {
-		return nil, nil
-	}
-	if len(key) > MaxKeyLen {
-		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidKey, MaxKeyLen)
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return nil, fmt.Errorf("%w: only printable ASCII without spaces is allowed", ErrInvalidKey)
-		}
-	}
-	h := sha256.New()
-	for _, p := range parts {
-		// Length-prefix each part so ("ab","c") and ("a","bc") differ.
-		fmt.Fprintf(h, "%d:%s|", len(p), p)
-	}
-	return &IdempotencyKey{Merchant: merchant, Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
 }

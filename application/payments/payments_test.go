@@ -51,7 +51,7 @@ func TestCreate(t *testing.T) {
 		t.Errorf("got %+v", p.Snapshot())
 	}
 	outbox := repo.Outbox()
-	if len(outbox) != 1 || outbox[0].Type != payment.TypeCreated || outbox[0].AggregateID != p.ID() {
+	if len(outbox) != 1 || outbox[0].Type != payment.TypeCreated || outbox[0].AggregateID.String() != string(p.ID()) {
 		t.Errorf("outbox = %+v, want one payment.created", outbox)
 	}
 }
@@ -229,8 +229,9 @@ func TestWritesHandTheEncodedEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Type != e.EventType() || m.AggregateID != p.ID() || m.Trace != tc || string(m.Payload) != string(payload) {
-			t.Errorf("message %d = %s %s %+v\n%s\nwant %s %s %+v\n%s", i, m.Type, m.AggregateID, m.Trace, m.Payload, e.EventType(), p.ID(), tc, payload)
+		got := payments.TraceContext{Parent: m.TraceParent, State: m.TraceState}
+		if m.Type != e.EventType() || m.AggregateID.String() != string(p.ID()) || got != tc || string(m.Payload) != string(payload) {
+			t.Errorf("message %d = %s %s %+v\n%s\nwant %s %s %+v\n%s", i, m.Type, m.AggregateID, got, m.Payload, e.EventType(), p.ID(), tc, payload)
 		}
 		if m.ID.Version() != 7 {
 			t.Errorf("message %d id %s is a UUIDv%d, want a time-ordered v7", i, m.ID, m.ID.Version())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 )
@@ -19,7 +20,7 @@ type orderedPublisher struct {
 	acked []uuid.UUID
 }
 
-func (p *orderedPublisher) Publish(_ context.Context, msgs []relay.Message) []error {
+func (p *orderedPublisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	errs := make([]error, len(msgs))
 	for i, m := range msgs {
 		if errs[i] = p.fail[m.ID]; errs[i] == nil {

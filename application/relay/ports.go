@@ -6,26 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
 
-// Message is one outbox row as the relay sees it. Payload is the complete
-// CloudEvents document the write side stored; the relay publishes it verbatim.
-// A field added here (a trace context, say) is read by the store's claim and
-// passed on by the relay untouched; only the Publisher interprets it.
-type Message struct {
-	ID uuid.UUID
-	// AggregateID is the entity the event is about (the payment): its events
-	// keep their order in ordered mode, and it is the FIFO message group.
-	AggregateID uuid.UUID
-	Type        string
-	Payload     []byte
-	Attempts    int       // failed publish attempts so far
-	CreatedAt   time.Time // commit time of the event, for the latency metric
-	// TraceParent and TraceState are the W3C trace context of the write that
-	// committed the event (empty when it was not traced). The publisher sends
-	// them with the message, so the consumer continues that trace.
-	TraceParent, TraceState string
-}
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+)
 
 // Permanent marks err as a publish failure no retry can fix — the broker refused
 // the message itself (too large, malformed), not the moment (throttling, an
@@ -103,7 +86,7 @@ type Store interface {
 	//
 	// It returns how many rows it locked: fewer than c.Limit when the
 	// partitions have no more (fn is not called when none is publishable).
-	ClaimBatch(ctx context.Context, c Claim, fn func([]Message) (BatchResult, error)) (int, error)
+	ClaimBatch(ctx context.Context, c Claim, fn func([]outbox.Message) (BatchResult, error)) (int, error)
 
 	// Heartbeat records owner as alive for ttl from now and renews the
 	// leases it holds for as long, then moves it towards its FairShare of
@@ -123,5 +106,5 @@ type Publisher interface {
 	// whole call fails every entry carries the error. It must never report nil for
 	// a message it does not know to be acknowledged: that row would be marked
 	// PUBLISHED and the event lost.
-	Publish(ctx context.Context, msgs []Message) []error
+	Publish(ctx context.Context, msgs []outbox.Message) []error
 }

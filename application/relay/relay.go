@@ -41,6 +41,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/claimloop"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 )
 
 // Relay drains the outbox to the broker. Build it with New, start it with Run,
@@ -145,7 +146,7 @@ func (r *Relay) step(ctx context.Context, partitions int, parts []int) (int, err
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
 	c := Claim{Limit: r.cfg.BatchSize, Partitions: partitions, Owned: parts, Owner: r.cfg.Owner, Ordered: r.cfg.Ordered}
-	n, err := r.store.ClaimBatch(bctx, c, func(msgs []Message) (BatchResult, error) {
+	n, err := r.store.ClaimBatch(bctx, c, func(msgs []outbox.Message) (BatchResult, error) {
 		defer turn.passWhilePublishing()()
 		return r.publish(bctx, msgs), nil
 	})
@@ -157,7 +158,7 @@ func (r *Relay) step(ctx context.Context, partitions int, parts []int) (int, err
 
 // publish sends one claimed batch and turns the broker's answer for each
 // message into its mark: PUBLISHED, a retry after a backoff, or DEAD.
-func (r *Relay) publish(ctx context.Context, msgs []Message) BatchResult {
+func (r *Relay) publish(ctx context.Context, msgs []outbox.Message) BatchResult {
 	start := r.now()
 	errs := r.pub.Publish(ctx, msgs)
 	acked := r.now()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 )
@@ -27,7 +28,7 @@ type fakePublisher struct {
 	release chan struct{} // if set, each call waits for it
 }
 
-func (p *fakePublisher) Publish(ctx context.Context, msgs []relay.Message) []error {
+func (p *fakePublisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	if p.entered != nil {
 		p.entered <- struct{}{}
 	}

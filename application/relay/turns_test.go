@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 )
@@ -27,7 +28,7 @@ func newHeldStore(now func() time.Time, hold time.Duration) *heldStore {
 	return &heldStore{FakeStore: relaytest.NewFakeStore(now), hold: hold, second: make(chan struct{})}
 }
 
-func (s *heldStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+func (s *heldStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
 	s.mu.Lock()
 	s.calls++
 	n := s.calls

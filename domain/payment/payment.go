@@ -1,6 +1,7 @@
 package payment
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -46,11 +47,8 @@ func isUUID(s string) bool {
 // automatic is created, then partially_refunded for as long as refunds leave
 // something to refund, then refunded. One with capture method manual is
 // authorized, then either canceled or captured, and a captured one is
-// refunded as an automatic one is:
-//
-//	automatic: created ──────────────┐
-//	manual:    authorized ─► captured ┴─► partially_refunded ─► refunded
-//	               └───────► canceled
+// refunded as an automatic one is. Which operation leads from which status
+// to which is the state machine's table (transitions, lifecycle.go).
 type Status string
 
 // The statuses a payment moves through; it never moves back.
@@ -112,8 +110,12 @@ func New(id ID, amount int64, currency, payerID, merchantID, description string,
 	if err != nil {
 		return nil, err
 	}
-	p.captureMethod, p.captured, p.status = CaptureAutomatic, p.amount.minor, StatusCreated
-	p.record(Created{PaymentID: id, Amount: p.amount, PayerID: payerID, MerchantID: merchantID, At: p.createdAt})
+	t, err := p.step(OpCreate, "create")
+	if err != nil {
+		return nil, err
+	}
+	p.captureMethod, p.captured = CaptureAutomatic, p.amount.minor
+	p.apply(t, Created{PaymentID: id, Amount: p.amount, PayerID: payerID, MerchantID: merchantID, At: p.createdAt})
 	return p, nil
 }
 
@@ -130,9 +132,13 @@ func Authorize(id ID, amount int64, currency, payerID, merchantID, description s
 	if err != nil {
 		return nil, err
 	}
-	p.captureMethod, p.status = CaptureManual, StatusAuthorized
+	t, err := p.step(OpAuthorize, "authorize")
+	if err != nil {
+		return nil, err
+	}
+	p.captureMethod = CaptureManual
 	p.captureBefore = p.createdAt.Add(ttl)
-	p.record(Authorized{
+	p.apply(t, Authorized{
 		PaymentID: id, Amount: p.amount, PayerID: payerID, MerchantID: merchantID,
 		CaptureBefore: p.captureBefore, At: p.createdAt,
 	})
@@ -226,27 +232,33 @@ func (p *Payment) Refund(id RefundID, amount Money, now time.Time) (Refund, erro
 	if amount.IsZero() {
 		return Refund{}, fmt.Errorf("%w: refund amount is required", ErrInvalidAmount)
 	}
-	switch p.status {
-	case StatusAuthorized, StatusCanceled:
-		return Refund{}, fmt.Errorf("%w: refund of a payment %s, which moved no money", ErrInvalidTransition, p.status)
+	remaining := p.captured - p.refunded
+	op := OpRefundPartial
+	if amount.minor == remaining {
+		op = OpRefundFull
+	}
+	exceeds := func() error {
+		return fmt.Errorf("%w: %s requested, %d %s refundable", ErrRefundExceedsAmount, amount, remaining, p.amount.currency)
+	}
+	t, err := p.step(op, "refund")
+	if errors.Is(err, ErrRefundExceedsAmount) { // nothing left: worded as any refund past what is left
+		return Refund{}, exceeds()
+	}
+	if err != nil {
+		return Refund{}, err
 	}
 	if amount.currency != p.amount.currency {
 		return Refund{}, fmt.Errorf("%w: refund in %s of a payment in %s", ErrCurrencyMismatch, amount.currency, p.amount.currency)
 	}
-	remaining := p.captured - p.refunded
 	if amount.minor > remaining {
-		return Refund{}, fmt.Errorf("%w: %s requested, %d %s refundable", ErrRefundExceedsAmount, amount, remaining, p.amount.currency)
+		return Refund{}, exceeds()
 	}
 	now = now.UTC()
 	p.refunded += amount.minor
-	p.status = StatusPartiallyRefunded
-	if p.refunded == p.captured {
-		p.status = StatusRefunded
-	}
 	p.updatedAt = now
 	r := Refund{ID: id, PaymentID: p.id, Amount: amount, CreatedAt: now}
 	total := Money{minor: p.refunded, currency: p.amount.currency}
-	p.record(Refunded{
+	p.apply(t, Refunded{
 		PaymentID: p.id, RefundID: id, Amount: amount, RefundedTotal: total,
 		PayerID: p.payerID, MerchantID: p.merchantID, At: now,
 	})
@@ -286,7 +298,12 @@ func (e Refunded) AggregateID() ID { return e.PaymentID }
 // OccurredAt implements Event.
 func (e Refunded) OccurredAt() time.Time { return e.At }
 
-func (p *Payment) record(e Event) { p.events = append(p.events, e) }
+// apply makes transition t: p takes its status, and records e, the event
+// of type t.Event that says what happened.
+func (p *Payment) apply(t Transition, e Event) {
+	p.status = t.To
+	p.events = append(p.events, e)
+}
 
 // PullEvents returns the events recorded since the last call and forgets them,
 // so that each event reaches the outbox exactly once.
@@ -458,8 +475,9 @@ func utcOrZero(t time.Time) time.Time {
 // ErrAuthorizationExpired at or after capture_before, ErrCurrencyMismatch,
 // ErrCaptureExceedsAmount; nothing changes when a rule fails.
 func (p *Payment) Capture(amount Money, now time.Time) error {
-	if p.status != StatusAuthorized {
-		return fmt.Errorf("%w: capture of a payment %s", ErrInvalidTransition, p.status)
+	t, err := p.step(OpCapture, "capture")
+	if err != nil {
+		return err
 	}
 	now = now.UTC()
 	if !now.Before(p.captureBefore) {
@@ -474,8 +492,8 @@ func (p *Payment) Capture(amount Money, now time.Time) error {
 	if amount.minor > p.amount.minor {
 		return fmt.Errorf("%w: %s requested, %s authorized", ErrCaptureExceedsAmount, amount, p.amount)
 	}
-	p.captured, p.status, p.capturedAt, p.updatedAt = amount.minor, StatusCaptured, now, now
-	p.record(Captured{
+	p.captured, p.capturedAt, p.updatedAt = amount.minor, now, now
+	p.apply(t, Captured{
 		PaymentID: p.id, Amount: amount, Authorized: p.amount,
 		PayerID: p.payerID, MerchantID: p.merchantID, At: now,
 	})
@@ -491,15 +509,20 @@ func (p *Payment) Cancel(reason CancellationReason, now time.Time) error {
 	if !reason.valid() {
 		return &ValidationError{Problems: []FieldProblem{{Field: "cancellation_reason", Detail: fmt.Sprintf("%q is not a cancellation reason", reason)}}}
 	}
-	if p.status != StatusAuthorized {
-		return fmt.Errorf("%w: cancel of a payment %s", ErrInvalidTransition, p.status)
+	op := OpCancel
+	if reason == CancelExpired {
+		op = OpExpire
+	}
+	t, err := p.step(op, "cancel")
+	if err != nil {
+		return err
 	}
 	now = now.UTC()
-	if reason == CancelExpired && now.Before(p.captureBefore) {
+	if op == OpExpire && now.Before(p.captureBefore) {
 		return fmt.Errorf("%w: the authorization expires at %s, not before", ErrInvalidTransition, p.captureBefore.Format(time.RFC3339))
 	}
-	p.status, p.canceledAt, p.cancellationReason, p.updatedAt = StatusCanceled, now, reason, now
-	p.record(Canceled{
+	p.canceledAt, p.cancellationReason, p.updatedAt = now, reason, now
+	p.apply(t, Canceled{
 		PaymentID: p.id, Amount: p.amount, PayerID: p.payerID, MerchantID: p.merchantID,
 		Reason: reason, At: now,
 	})
@@ -509,7 +532,8 @@ func (p *Payment) Cancel(reason CancellationReason, now time.Time) error {
 // Expired reports whether p is an authorization past its capture_before at
 // now: what the expiry job cancels with CancelExpired.
 func (p *Payment) Expired(now time.Time) bool {
-	return p.status == StatusAuthorized && !now.Before(p.captureBefore)
+	_, err := Step(p.status, OpExpire)
+	return err == nil && !now.Before(p.captureBefore)
 }
 
 // CaptureMethod says when an authorized amount becomes money moved:

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -24,7 +25,7 @@ import (
 // throughput says nothing about the relay's.
 type nullPublisher struct{ latency time.Duration }
 
-func (p nullPublisher) Publish(ctx context.Context, msgs []relay.Message) []error {
+func (p nullPublisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	errs := make([]error, len(msgs))
 	if p.latency > 0 {
 		t := time.NewTimer(p.latency)
@@ -56,7 +57,7 @@ func newDrainPass(target int, latency time.Duration) *drainPass {
 // passPublisher publishes with the latency of the current pass.
 type passPublisher struct{ cur *atomic.Pointer[drainPass] }
 
-func (p passPublisher) Publish(ctx context.Context, msgs []relay.Message) []error {
+func (p passPublisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	return nullPublisher{latency: p.cur.Load().latency}.Publish(ctx, msgs)
 }
 
@@ -67,7 +68,7 @@ type countingStore struct {
 	cur *atomic.Pointer[drainPass]
 }
 
-func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
 	p := s.cur.Load()
 	n, err := s.Store.ClaimBatch(ctx, c, fn)
 	if err == nil && p.n.Add(int64(n)) >= p.target {

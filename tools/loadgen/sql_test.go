@@ -14,6 +14,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -83,8 +84,8 @@ func TestRawWriteAndBacklogFitTheSchema(t *testing.T) {
 // marks nothing, so the rows stay PENDING.
 func checkClaimed(t *testing.T, pool *pgxpool.Pool, n int, paymentIDs []string) {
 	t.Helper()
-	var msgs []relay.Message
-	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), relay.Claim{Limit: n + 1}, func(m []relay.Message) (relay.BatchResult, error) {
+	var msgs []outbox.Message
+	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), relay.Claim{Limit: n + 1}, func(m []outbox.Message) (relay.BatchResult, error) {
 		msgs = m
 		return relay.BatchResult{}, nil
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -20,7 +21,7 @@ import (
 // rate before the broker does.
 type nullPublisher struct{}
 
-func (nullPublisher) Publish(_ context.Context, msgs []relay.Message) []error {
+func (nullPublisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	return make([]error, len(msgs))
 }
 

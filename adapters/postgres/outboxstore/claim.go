@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -167,7 +168,7 @@ WHERE o.id = f.id AND o.status = 'PENDING'`
 // The transaction costs two round trips (postgres.Transact): BEGIN travels with
 // the claim, and the marks with COMMIT. A failed mark never commits, and the
 // transaction is rolled back even when ctx has ended (a shutdown mid-batch).
-func (s *Store) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+func (s *Store) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
 	if c.Owned != nil && len(c.Owned) == 0 {
 		return 0, nil
 	}
@@ -178,11 +179,11 @@ func (s *Store) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.M
 			return fmt.Errorf("claim: %w", err)
 		}
 		n = len(locked)
-		var msgs []relay.Message
+		var msgs []outbox.Message
 		if c.Ordered {
 			msgs = firstDuePerAggregate(locked)
 		} else {
-			msgs = make([]relay.Message, len(locked))
+			msgs = make([]outbox.Message, len(locked))
 			for i, r := range locked {
 				msgs[i] = r.Message
 			}
@@ -205,7 +206,7 @@ func (s *Store) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.M
 
 // claimedRow is a locked row and whether it is due.
 type claimedRow struct {
-	relay.Message
+	outbox.Message
 	due bool
 }
 
@@ -214,9 +215,9 @@ type claimedRow struct {
 // publisher may send the rows of one batch in any order, and a row of an
 // aggregate whose first row is not due (failed while this claim waited for
 // it) stays behind it.
-func firstDuePerAggregate(rows []claimedRow) []relay.Message {
+func firstDuePerAggregate(rows []claimedRow) []outbox.Message {
 	seen := make(map[uuid.UUID]bool, len(rows))
-	msgs := make([]relay.Message, 0, len(rows))
+	msgs := make([]outbox.Message, 0, len(rows))
 	for _, r := range rows {
 		if !seen[r.AggregateID] && r.due {
 			msgs = append(msgs, r.Message)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -180,7 +181,7 @@ func (p *partitionPublisher) setReplicas(reps []*replica) {
 	p.mu.Unlock()
 }
 
-func (p *partitionPublisher) Publish(_ context.Context, msgs []relay.Message) []error {
+func (p *partitionPublisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.count == nil {
@@ -299,7 +300,7 @@ type ackLog struct {
 	byAgg map[uuid.UUID][]uuid.UUID
 }
 
-func (l *ackLog) Publish(_ context.Context, msgs []relay.Message) []error {
+func (l *ackLog) Publish(_ context.Context, msgs []outbox.Message) []error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.byAgg == nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
 	"github.com/payments-outbox/payments-outbox/application/retention"
@@ -107,8 +108,8 @@ func TestClaimBatchWritesTheBatchResult(t *testing.T) {
 	publishedAt := time.Now().UTC().Truncate(time.Microsecond)
 	retryAt := publishedAt.Add(time.Hour)
 
-	var got []relay.Message
-	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.BatchResult, error) {
+	var got []outbox.Message
+	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 		got = msgs
 		return relay.BatchResult{
 			PublishedAt: publishedAt,
@@ -156,7 +157,7 @@ func TestClaimBatchWritesTheBatchResult(t *testing.T) {
 		t.Errorf("retry: got next_attempt_at %v, want %v", s.NextAttempt, retryAt)
 	}
 	// The retry is not due and the others are done: nothing left to claim.
-	n, err = store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
+	n, err = store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func([]outbox.Message) (relay.BatchResult, error) {
 		t.Error("fn called with nothing due")
 		return relay.BatchResult{}, nil
 	})
@@ -202,8 +203,8 @@ func TestEveryClaimReturnsTheStoredBytes(t *testing.T) {
 		{"partitions ordered", relay.Claim{Limit: 10, Partitions: partitions, Owner: "t", Owned: []int{(own + 1) % partitions, own, (own + 2) % partitions}, Ordered: true}},
 	} {
 		slices.Sort(c.claim.Owned)
-		var got []relay.Message
-		_, err := store.ClaimBatch(context.Background(), c.claim, func(msgs []relay.Message) (relay.BatchResult, error) {
+		var got []outbox.Message
+		_, err := store.ClaimBatch(context.Background(), c.claim, func(msgs []outbox.Message) (relay.BatchResult, error) {
 			got = msgs
 			return relay.BatchResult{}, nil // nothing recorded: the row stays PENDING for the next claim
 		})
@@ -235,7 +236,7 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 	}
 	store := outboxstore.New(pool)
 	ids := insertRows(t, pool, 3, "payment.created")
-	publishAll := func(msgs []relay.Message) (relay.BatchResult, error) {
+	publishAll := func(msgs []outbox.Message) (relay.BatchResult, error) {
 		out := relay.BatchResult{PublishedAt: time.Now()}
 		for _, m := range msgs {
 			out.Published = append(out.Published, m.ID)
@@ -287,7 +288,7 @@ type countingPublisher struct {
 	count map[uuid.UUID]int
 }
 
-func (p *countingPublisher) Publish(_ context.Context, msgs []relay.Message) []error {
+func (p *countingPublisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.count == nil {
@@ -347,7 +348,7 @@ type blockingPublisher struct {
 	acked   map[uuid.UUID]bool
 }
 
-func (p *blockingPublisher) Publish(_ context.Context, msgs []relay.Message) []error {
+func (p *blockingPublisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	p.once.Do(func() {
 		close(p.entered)
 		<-p.release

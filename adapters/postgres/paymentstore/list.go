@@ -14,8 +14,8 @@ import (
 )
 
 // List implements payments.Repository with keyset pagination on the index
-// payments_merchant_created_idx (merchant_id, created_at DESC, id DESC),
-// migrations/payments/00012: the cursor is a row comparison, never an
+// payments_merchant_created_idx (merchant_id, created_at DESC, id DESC):
+// the cursor is a row comparison, never an
 // OFFSET, so a page costs one index range however deep it is. A page before
 // a cursor reads the index the other way, nearest first, and is turned
 // round here.

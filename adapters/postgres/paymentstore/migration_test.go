@@ -15,6 +15,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -127,10 +128,10 @@ func TestPreviousReleaseSurvivesThePayloadMigration(t *testing.T) {
 			t.Fatalf("the previous release's write: %v", err)
 		}
 	}
-	outbox := outboxstore.New(old)
-	claim := func() ([]relay.Message, error) {
-		var got []relay.Message
-		_, err := outbox.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.BatchResult, error) {
+	store := outboxstore.New(old)
+	claim := func() ([]outbox.Message, error) {
+		var got []outbox.Message
+		_, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 			got = msgs
 			return relay.BatchResult{}, nil // nothing recorded: the rows stay PENDING
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -94,9 +95,9 @@ type notifying struct {
 	n *Notifier
 }
 
-func (r notifying) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
-	c, err := r.Repository.Create(ctx, p, outbox, key)
-	r.committed(c, err, len(outbox))
+func (r notifying) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+	c, err := r.Repository.Create(ctx, p, msgs, key)
+	r.committed(c, err, len(msgs))
 	return c, err
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -37,8 +38,8 @@ func TestNotifyingSignalsOnlyWritesThatCommittedRows(t *testing.T) {
 		p.PullEvents()
 		return p
 	}
-	msg := func(p *payment.Payment) []payments.Message {
-		return []payments.Message{{ID: uuid.Must(uuid.NewV7()), Type: payment.TypeCreated, AggregateID: p.ID(), Payload: []byte(`{}`)}}
+	msg := func(p *payment.Payment) []outbox.Message {
+		return []outbox.Message{{ID: uuid.Must(uuid.NewV7()), Type: payment.TypeCreated, AggregateID: uuid.MustParse(string(p.ID())), Payload: []byte(`{}`)}}
 	}
 	key := &payments.IdempotencyKey{Merchant: "mer_1", Key: "k", Fingerprint: "f"}
 

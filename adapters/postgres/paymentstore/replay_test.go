@@ -17,13 +17,14 @@ import (
 )
 
 // TestEveryFieldSurvivesReplayAndRead: a retry with the same Idempotency-Key
-// is answered from the stored result (storedResult, keys.go), and a read
-// and a list from the payments row (get, repository.go; listSQL, list.go);
-// each must give back every field of the payment (payment.Snapshot) and of
-// the refund (payment.Refund) that the write committed. The fields are found by reflection, so a field
-// added to the domain fails here until the stored result and the SQL carry
-// it — and until one of the samples below sets it, since a field left at its
-// zero value would pass however it is stored. No one payment sets every
+// is answered from the stored result (storedResult, idempotency.go), and a
+// read and a list from the payments row as the INSERT or the UPDATE left it
+// (get, repository.go; listSQL, list.go); each must give back every field of
+// the payment (payment.Snapshot) and of the refund (payment.Refund) that the
+// write committed. All of them derive from one mapping (row.go); the fields
+// are found by reflection, so a field added to the domain fails here until
+// the mapping carries it — and until one of the samples below sets it, since
+// a field left at its zero value would pass however it is stored. No one payment sets every
 // field (a canceled one is never captured), so the samples are a payment of
 // each capture method and both ends of a manual one: captured then
 // refunded, and canceled.
@@ -166,7 +167,7 @@ func requireSameFields(t *testing.T, what string, want, got any) {
 			same = wt.Equal(gf.(time.Time))
 		}
 		if !same {
-			t.Errorf("%s: %s.%s = %v, want %v: the stored result (storedResult, keys.go) or the SQL (repository.go) does not carry it", what, w.Type(), w.Type().Field(i).Name, gf, wf)
+			t.Errorf("%s: %s.%s = %v, want %v: the mapping of the row (row.go) does not carry it", what, w.Type(), w.Type().Field(i).Name, gf, wf)
 		}
 	}
 }

@@ -9,7 +9,6 @@ package paymentstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -42,20 +42,11 @@ func New(pool *pgxpool.Pool) *Repository {
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(ctx context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	s := p.Snapshot()
 	b := &pgx.Batch{}
-	// Ids are passed to pgx as plain strings throughout this file: for a
-	// named string type such as payment.ID pgx first tries the binary uuid
-	// format, fails, builds an error with fmt.Errorf and only then falls
-	// back to text, on every parameter of every request. A plain string
-	// goes straight to the text format.
-	b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at,
-			capture_method, amount_captured, capture_before)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, string(s.Status), s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt,
-		string(s.CaptureMethod), s.CapturedMinor, nullTime(s.CaptureBefore))
-	if err := queueCommit(b, p, payments.Change{Outbox: outbox}, key); err != nil {
+	b.Queue(insertPaymentSQL, paymentRow.values(&s)...)
+	if err := queueCommit(b, p, payments.Change{Outbox: msgs}, key); err != nil {
 		return payments.Committed{}, err
 	}
 	out := payments.Committed{Payment: p}
@@ -106,10 +97,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 		}
 		s := p.Snapshot()
 		b := &pgx.Batch{}
-		b.Queue(`UPDATE payments SET refunded_amount = $2, status = $3, updated_at = $4,
-				amount_captured = $5, captured_at = $6, canceled_at = $7, cancellation_reason = $8 WHERE id = $1`,
-			string(s.ID), s.RefundedMinor, string(s.Status), s.UpdatedAt,
-			s.CapturedMinor, nullTime(s.CapturedAt), nullTime(s.CanceledAt), nullString(string(s.CancellationReason)))
+		b.Queue(updatePaymentSQL, paymentRow.values(&s)...)
 		if err := queueCommit(b, p, change, key); err != nil {
 			return err
 		}
@@ -127,24 +115,24 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 // result. Queued into one batch, the whole write is a single round trip
 // inside its transaction.
 func queueCommit(b *pgx.Batch, p *payment.Payment, c payments.Change, key *payments.IdempotencyKey) error {
-	if f := c.Refund; f != nil {
-		b.Queue(`INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
-			string(f.ID), string(f.PaymentID), f.Amount.Minor(), f.CreatedAt)
+	if c.Refund != nil {
+		rec := recordOf(*c.Refund)
+		b.Queue(insertRefundSQL, refundRow.values(&rec)...)
 	}
 	for _, m := range c.Outbox {
 		// The payload goes in as bytes and stays them: the column is json,
 		// which keeps its input text, so the relay publishes exactly what
-		// the application encoded (migrations/payments/00009).
+		// the application encoded.
 		//
 		// pgtype.UUID, not uuid.UUID: pgx encodes it straight to binary,
 		// while uuid.UUID is a driver.Valuer whose string pgx first fails to
 		// encode as binary (building an error) and then parses, on every
 		// outbox row written.
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload, traceparent, tracestate) VALUES ($1, $2, $3, $4, $5, $6)`,
-			pgtype.UUID{Bytes: m.ID, Valid: true}, m.Type, string(m.AggregateID), m.Payload, m.Trace.Parent, m.Trace.State)
+			pgtype.UUID{Bytes: m.ID, Valid: true}, m.Type, pgtype.UUID{Bytes: m.AggregateID, Valid: true}, m.Payload, m.TraceParent, m.TraceState)
 	}
 	if key != nil {
-		result, err := json.Marshal(toStored(p.Snapshot(), c.Refund))
+		result, err := encodeResult(p.Snapshot(), c.Refund)
 		if err != nil {
 			return fmt.Errorf("encode idempotent result: %w", err)
 		}
@@ -153,57 +141,6 @@ func queueCommit(b *pgx.Batch, p *payment.Payment, c payments.Change, key *payme
 	}
 	return nil
 }
-
-// claimKey makes the idempotency key this transaction's. A transaction-scoped
-// advisory lock on the key tells an in-flight twin apart (ErrKeyInFlight); once
-// held, a committed row with the key means a retry: its stored result is
-// returned with done set, or ErrKeyReused if the request differs. The lock is
-// taken before the read so the read's snapshot sees any twin that committed.
-//
-// The lock is on a 64-bit hash of the merchant and the key. Two different
-// pairs that collide — about one chance in 2^64 for two requests in flight at
-// once — cost the later one a 409 its retry gets past; they can never share a
-// row, since the row's primary key is the pair itself.
-func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
-	if key == nil {
-		return payments.Committed{}, false, nil
-	}
-	var locked bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, LockName(key)).Scan(&locked); err != nil {
-		return payments.Committed{}, false, fmt.Errorf("lock idempotency key: %w", err)
-	}
-	if !locked {
-		return payments.Committed{}, false, payments.ErrKeyInFlight
-	}
-	var fingerprint string
-	var raw []byte
-	err := tx.QueryRow(ctx, `SELECT fingerprint, result FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
-		key.Merchant, key.Key).Scan(&fingerprint, &raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return payments.Committed{}, false, nil
-	}
-	if err != nil {
-		return payments.Committed{}, false, fmt.Errorf("read idempotency key: %w", err)
-	}
-	if fingerprint != key.Fingerprint {
-		return payments.Committed{}, false, payments.ErrKeyReused
-	}
-	var stored storedResult
-	if err := json.Unmarshal(raw, &stored); err != nil {
-		return payments.Committed{}, false, fmt.Errorf("decode idempotent result: %w", err)
-	}
-	p, refund, err := stored.decode()
-	if err != nil {
-		return payments.Committed{}, false, fmt.Errorf("decode idempotent result: %w", err)
-	}
-	return payments.Committed{Payment: p, Refund: refund, Replayed: true}, true, nil
-}
-
-// LockName is the text whose hash names key's advisory lock: the merchant
-// and the key, joined by a separator neither can hold (merchant ids have no
-// control characters, keys are printable ASCII), so that different pairs
-// never make the same text.
-func LockName(key *payments.IdempotencyKey) string { return key.Merchant + "\x1f" + key.Key }
 
 // Get implements payments.Repository.
 func (r *Repository) Get(ctx context.Context, id payment.ID) (*payment.Payment, error) {
@@ -225,26 +162,11 @@ func get(ctx context.Context, q querier, id payment.ID, lock string) (*payment.P
 	return p, nil
 }
 
-// paymentColumns are the columns of a payments row that scanPayment reads,
-// in its order: every read of a payment (get, List) selects these, so a new
-// column is added in one place.
-const paymentColumns = `id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at,
-	capture_method, amount_captured, capture_before, captured_at, canceled_at, cancellation_reason`
-
 // scanPayment reads one row of paymentColumns into a payment.
 func scanPayment(row pgx.Row) (*payment.Payment, error) {
-	var (
-		s                                     payment.Snapshot
-		captureBefore, capturedAt, canceledAt *time.Time
-		reason                                *string
-	)
-	if err := row.Scan(&s.ID, &s.AmountMinor, &s.RefundedMinor, &s.Currency, &s.Status, &s.PayerID, &s.MerchantID, &s.Description, &s.CreatedAt, &s.UpdatedAt,
-		&s.CaptureMethod, &s.CapturedMinor, &captureBefore, &capturedAt, &canceledAt, &reason); err != nil {
+	var s payment.Snapshot
+	if err := paymentRow.scan(row, &s); err != nil {
 		return nil, err
-	}
-	s.CaptureBefore, s.CapturedAt, s.CanceledAt = orZero(captureBefore), orZero(capturedAt), orZero(canceledAt)
-	if reason != nil {
-		s.CancellationReason = payment.CancellationReason(*reason)
 	}
 	return payment.Rehydrate(s)
 }
@@ -262,29 +184,6 @@ func (r *Repository) ExpiredAuthorizations(ctx context.Context, now time.Time, l
 		return nil, mapErr(fmt.Errorf("list expired authorizations: %w", err))
 	}
 	return ids, nil
-}
-
-// nullTime is t as a nullable timestamptz: the domain's zero time is NULL.
-func nullTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func orZero(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return *t
-}
-
-// nullString is s as nullable text: the empty string is NULL.
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // mapErr turns the storage errors a caller can act on into port errors: a twin

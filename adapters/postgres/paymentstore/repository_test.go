@@ -17,6 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -130,12 +131,12 @@ func TestOutboxKeepsTheBytesItIsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.PullEvents() // the store never reads them: it stores the messages it is handed
-	msg := payments.Message{
-		ID: uuid.Must(uuid.NewV7()), Type: "payment.created", AggregateID: p.ID(),
-		Payload: []byte(`{ "z":1,  "a":"\u00fc<&>", "n":1.50 }`),
-		Trace:   payments.TraceContext{Parent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", State: "vendor=opaque"},
+	msg := outbox.Message{
+		ID: uuid.Must(uuid.NewV7()), Type: "payment.created", AggregateID: uuid.MustParse(string(p.ID())),
+		Payload:     []byte(`{ "z":1,  "a":"\u00fc<&>", "n":1.50 }`),
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "vendor=opaque",
 	}
-	if _, err := repo.Create(context.Background(), p, []payments.Message{msg}, nil); err != nil {
+	if _, err := repo.Create(context.Background(), p, []outbox.Message{msg}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var typ, aggregate, parent, state string
@@ -143,8 +144,8 @@ func TestOutboxKeepsTheBytesItIsGiven(t *testing.T) {
 		msg.ID.String()).Scan(&typ, &aggregate, &parent, &state); err != nil {
 		t.Fatal(err)
 	}
-	if typ != msg.Type || aggregate != string(p.ID()) || parent != msg.Trace.Parent || state != msg.Trace.State {
-		t.Errorf("outbox row = %s %s %q %q, want %s %s %q %q", typ, aggregate, parent, state, msg.Type, p.ID(), msg.Trace.Parent, msg.Trace.State)
+	if typ != msg.Type || aggregate != string(p.ID()) || parent != msg.TraceParent || state != msg.TraceState {
+		t.Errorf("outbox row = %s %s %q %q, want %s %s %q %q", typ, aggregate, parent, state, msg.Type, p.ID(), msg.TraceParent, msg.TraceState)
 	}
 	if got := payloadText(t, pool, msg.ID.String()); got != string(msg.Payload) {
 		t.Errorf("payload = %s, want the bytes given, %s", got, msg.Payload)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -265,15 +266,15 @@ func twelveDigits(n int) string {
 
 // encode is what the use cases hand a repository for the events p recorded:
 // one message each, encoded, as the contract's writes carry them.
-func encode(p *payment.Payment) ([]payments.Message, error) {
-	var msgs []payments.Message
+func encode(p *payment.Payment) ([]outbox.Message, error) {
+	var msgs []outbox.Message
 	for _, e := range p.PullEvents() {
 		id := uuid.Must(uuid.NewV7())
 		payload, err := payments.EncodeEvent(id.String(), e, payments.TraceContext{})
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, payments.Message{ID: id, Type: e.EventType(), AggregateID: e.AggregateID(), Payload: payload})
+		msgs = append(msgs, outbox.Message{ID: id, Type: e.EventType(), AggregateID: uuid.MustParse(string(e.AggregateID())), Payload: payload})
 	}
 	return msgs, nil
 }

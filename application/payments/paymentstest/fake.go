@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -27,7 +28,7 @@ type FakeRepository struct {
 	mu       sync.Mutex
 	payments map[payment.ID]payment.Snapshot
 	keys     map[string]storedKey
-	outbox   []payments.Message
+	outbox   []outbox.Message
 }
 
 type storedKey struct {
@@ -42,21 +43,21 @@ func NewFakeRepository() *FakeRepository {
 }
 
 // Outbox returns every committed message so far, in commit order.
-func (r *FakeRepository) Outbox() []payments.Message {
+func (r *FakeRepository) Outbox() []outbox.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]payments.Message(nil), r.outbox...)
+	return append([]outbox.Message(nil), r.outbox...)
 }
 
 // Create implements payments.Repository.
-func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, outbox []payments.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
 		return out, err
 	}
 	r.payments[p.ID()] = p.Snapshot()
-	r.commit(p, payments.Change{Outbox: outbox}, key)
+	r.commit(p, payments.Change{Outbox: msgs}, key)
 	return payments.Committed{Payment: p}, nil
 }
 

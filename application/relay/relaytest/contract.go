@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -40,7 +41,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		ids := h.Insert(t, 5)
 		var got []uuid.UUID
-		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 3}, func(msgs []relay.Message) (relay.BatchResult, error) {
+		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 3}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 			for _, m := range msgs {
 				got = append(got, m.ID)
 			}
@@ -60,7 +61,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		h := newHarness(t)
 		ids := h.Insert(t, 3)
-		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]outbox.Message) (relay.BatchResult, error) {
 			return relay.BatchResult{
 				PublishedAt: time.Now(),
 				Published:   []uuid.UUID{ids[0]},
@@ -81,7 +82,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 		}
 		// Published and dead rows are done; the retry is an hour away.
-		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
+		n, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]outbox.Message) (relay.BatchResult, error) {
 			t.Error("fn called with nothing due")
 			return relay.BatchResult{}, nil
 		})
@@ -95,7 +96,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		h := newHarness(t)
 		ids := h.Insert(t, 2)
 		boom := errors.New("boom")
-		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]relay.Message) (relay.BatchResult, error) {
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func([]outbox.Message) (relay.BatchResult, error) {
 			return relay.BatchResult{Published: ids}, boom
 		})
 		if !errors.Is(err, boom) {
@@ -112,10 +113,10 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		t.Parallel()
 		h := newHarness(t)
 		h.Insert(t, 4)
-		holding, release := make(chan []relay.Message), make(chan struct{})
+		holding, release := make(chan []outbox.Message), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 2}, func(msgs []relay.Message) (relay.BatchResult, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 2}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 				holding <- msgs
 				<-release
 				return relay.BatchResult{}, nil
@@ -125,8 +126,8 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			}
 		})
 		first := <-holding
-		var second []relay.Message
-		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func(msgs []relay.Message) (relay.BatchResult, error) {
+		var second []outbox.Message
+		_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 			second = msgs
 			return relay.BatchResult{}, nil
 		})
@@ -160,9 +161,9 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			h.InsertFor(t, aggs[i], 1)
 		}
 		p := relay.PartitionOf(aggs[0], a.Partitions)
-		var got []relay.Message
+		var got []outbox.Message
 		_, err = h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 100, Partitions: a.Partitions, Owned: []int{p}, Owner: "contract"},
-			func(msgs []relay.Message) (relay.BatchResult, error) {
+			func(msgs []outbox.Message) (relay.BatchResult, error) {
 				got = msgs
 				return relay.BatchResult{}, nil
 			})
@@ -204,7 +205,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 					slices.Sort(owned)
 					var got int
 					_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Partitions: a.Partitions, Owned: owned, Owner: owner, Ordered: ordered},
-						func(msgs []relay.Message) (relay.BatchResult, error) {
+						func(msgs []outbox.Message) (relay.BatchResult, error) {
 							got = len(msgs)
 							return relay.BatchResult{}, nil
 						})
@@ -230,10 +231,10 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		xs := h.InsertFor(t, x, 3)
 		ys := h.InsertFor(t, y, 2)
 		ordered := relay.Claim{Limit: 10, Ordered: true}
-		claim := func(out func([]relay.Message) relay.BatchResult) []uuid.UUID {
+		claim := func(out func([]outbox.Message) relay.BatchResult) []uuid.UUID {
 			t.Helper()
 			var got []uuid.UUID
-			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []relay.Message) (relay.BatchResult, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), ordered, func(msgs []outbox.Message) (relay.BatchResult, error) {
 				for _, m := range msgs {
 					got = append(got, m.ID)
 				}
@@ -245,7 +246,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			return got
 		}
 		// x's first row fails; y's is published.
-		got := claim(func([]relay.Message) relay.BatchResult {
+		got := claim(func([]outbox.Message) relay.BatchResult {
 			return relay.BatchResult{PublishedAt: time.Now(), Published: []uuid.UUID{ys[0]},
 				Retry: []relay.Failure{{ID: xs[0], Error: "throttled", NextAttemptAt: time.Now().Add(time.Hour)}}}
 		})
@@ -253,7 +254,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 			t.Fatalf("first ordered claim: got %v, want the first row of each aggregate %v", got, []uuid.UUID{xs[0], ys[0]})
 		}
 		// x waits for its retry: only y's next row goes, nothing of x.
-		got = claim(func(msgs []relay.Message) relay.BatchResult {
+		got = claim(func(msgs []outbox.Message) relay.BatchResult {
 			return relay.BatchResult{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}
 		})
 		if !sameIDs(got, []uuid.UUID{ys[1]}) {
@@ -272,10 +273,10 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		// The first claim holds x's first row only, as one does whose window
 		// ends there: x's second row is free to lock, and a claim that skipped
 		// held rows would take it while the first is at the broker.
-		holding, release := make(chan []relay.Message), make(chan struct{})
+		holding, release := make(chan []outbox.Message), make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 1, Ordered: true}, func(msgs []relay.Message) (relay.BatchResult, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 1, Ordered: true}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 				holding <- msgs
 				<-release
 				return relay.BatchResult{PublishedAt: time.Now(), Published: []uuid.UUID{msgs[0].ID}}, nil
@@ -291,7 +292,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 		secondDone := make(chan []uuid.UUID, 1)
 		wg.Go(func() {
 			var got []uuid.UUID
-			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Ordered: true}, func(msgs []relay.Message) (relay.BatchResult, error) {
+			_, err := h.Store.ClaimBatch(context.Background(), relay.Claim{Limit: 10, Ordered: true}, func(msgs []outbox.Message) (relay.BatchResult, error) {
 				got = msgIDs(msgs)
 				if s, _ := h.State(t, xs[0]); len(got) > 0 && got[0] == xs[1] && s != "PUBLISHED" {
 					t.Errorf("x's second row claimed while its first is %s: it overtook a row at the broker", s)
@@ -405,7 +406,7 @@ func RunContract(t *testing.T, newHarness func(t *testing.T) Harness) {
 	})
 }
 
-func msgIDs(msgs []relay.Message) []uuid.UUID {
+func msgIDs(msgs []outbox.Message) []uuid.UUID {
 	ids := make([]uuid.UUID, len(msgs))
 	for i, m := range msgs {
 		ids[i] = m.ID

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -41,8 +42,8 @@ type fakeLease struct {
 
 // FakeRow is one outbox row of a FakeStore.
 type FakeRow struct {
-	Message     relay.Message // Attempts counts the failed publishes
-	Status      string        // PENDING, PUBLISHED or DEAD
+	Message     outbox.Message // Attempts counts the failed publishes
+	Status      string         // PENDING, PUBLISHED or DEAD
 	LastError   string
 	NextAttempt time.Time
 	locked      bool
@@ -89,7 +90,7 @@ func (s *FakeStore) AddFor(aggregate uuid.UUID, n int, typ string) []uuid.UUID {
 	for i := range ids {
 		ids[i] = uuid.New()
 		s.rows = append(s.rows, &FakeRow{
-			Message:     relay.Message{ID: ids[i], AggregateID: aggregate, Type: typ, Payload: []byte(`{}`), CreatedAt: s.now()},
+			Message:     outbox.Message{ID: ids[i], AggregateID: aggregate, Type: typ, Payload: []byte(`{}`), CreatedAt: s.now()},
 			Status:      "PENDING",
 			NextAttempt: s.now(),
 		})
@@ -106,7 +107,7 @@ func (s *FakeStore) FailClaims(err error) {
 }
 
 // ClaimBatch implements relay.Store.
-func (s *FakeStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]relay.Message) (relay.BatchResult, error)) (int, error) {
+func (s *FakeStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
 	s.mu.Lock()
 	if s.fail != nil {
 		s.mu.Unlock()
@@ -130,7 +131,7 @@ func (s *FakeStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]rel
 	} else {
 		pub = window
 	}
-	msgs := make([]relay.Message, len(pub))
+	msgs := make([]outbox.Message, len(pub))
 	for _, r := range window {
 		r.locked = true
 	}
