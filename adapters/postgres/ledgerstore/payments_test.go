@@ -218,15 +218,21 @@ func TestEveryStatusHasAReconcileRule(t *testing.T) {
 				canceledAt, reason = &at, &r
 			}
 		}
+		// A refunded payment refunded all it captured
+		// (payments_status_refunded_check): its refunds share the capture.
+		each := int64(refund)
+		if s == payment.StatusRefunded {
+			each = captured / int64(rule.refunds)
+		}
 		if _, err := pool.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at,
 				capture_method, amount_captured, capture_before, captured_at, canceled_at, cancellation_reason)
-			VALUES ($1, $2, $3, 'BRL', $4, 'cus_1', 'mer_1', $5, $5, $6, $7, $8, $9, $10, $11)`, id, amount, refund*rule.refunds, string(s), at,
+			VALUES ($1, $2, $3, 'BRL', $4, 'cus_1', 'mer_1', $5, $5, $6, $7, $8, $9, $10, $11)`, id, amount, each*int64(rule.refunds), string(s), at,
 			string(rule.method), captured, captureBefore, capturedAt, canceledAt, reason); err != nil {
 			t.Fatalf("store a payment in status %q: %v (does the payments table's CHECK on status know it?)", s, err)
 		}
 		for range rule.refunds {
 			if _, err := pool.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, $3, $4)`,
-				uuid.NewString(), id, refund, at); err != nil {
+				uuid.NewString(), id, each, at); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -65,7 +65,8 @@ func invariants() []invariant {
 		{rule: "the status says how much was refunded", table: "payments", holds: `CASE status
 			WHEN 'partially_refunded' THEN refunded_amount > 0 AND refunded_amount < amount_captured
 			WHEN 'refunded' THEN refunded_amount > 0 AND refunded_amount = amount_captured
-			ELSE refunded_amount = 0 END`},
+			ELSE refunded_amount = 0 END`,
+			constraint: "payments_status_refunded_check", kind: partCaptured, breaks: fmt.Sprintf(breakPayment, `status = 'refunded'`)},
 
 		{rule: "the currency is an ISO code", table: "payments", holds: `currency ~ '^[A-Z]{3}$'`,
 			constraint: "payments_currency_check", kind: authorized, breaks: fmt.Sprintf(breakPayment, `currency = 'brl'`)},
