@@ -49,7 +49,9 @@ bash -euo pipefail -c "$recipe"
 new=$(go list -m)
 [ "$(go -C tools list -m)" = "$new/tools" ] || fail "the tools module is $(go -C tools list -m), want $new/tools"
 new_name=$(sed -n 's/^name: *//p' docker-compose.yml)
-[ -n "$new_name" ] && [ "$new_name" != "$old_name" ] || fail "the recipe left the project name ${old_name} (docker-compose.yml's name:) unchanged"
+if [ -z "$new_name" ] || [ "$new_name" = "$old_name" ]; then
+	fail "the recipe left the project name ${old_name} (docker-compose.yml's name:) unchanged"
+fi
 [ "$(schema_host)" = "https://$new_name.example/" ] || fail "api.EventSchemaBase is on $(schema_host), want https://$new_name.example/"
 for leftover in "$old" "$old_host"; do
 	if left=$(grep -rlIF --exclude-dir=.git -- "$leftover" .); then
