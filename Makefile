@@ -105,7 +105,7 @@ test-short: ## unit tests only (no database, no broker), both modules
 	$(TOOLS) test -short -count=1 ./...
 
 .PHONY: fork-check
-fork-check: ## apply the fork recipe of docs/FORKING.md to a copy of the repository; build, vet and unit-test the copy
+fork-check: ## rename a copy of the repository with docs/FORKING.md's recipe, then run on it make lint, the unit tests and, under CI, the rolling-update test (not make test)
 	bash scripts/fork-check.sh
 
 .PHONY: fmt

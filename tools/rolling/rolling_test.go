@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,9 +56,10 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two releases and runs them against Postgres and SNS/SQS")
 	}
+	commit := previousRelease(t) // first: with nothing to roll from, nothing else matters
 	ctx := t.Context()
 	dir := t.TempDir()
-	oldRel := buildPrevious(t, dir)
+	oldRel := buildPrevious(t, dir, commit)
 	newRel := release{name: "new"}
 	var err error
 	if newRel.payments, err = proc.Build(ctx, dir, "payments"); err != nil {
@@ -123,20 +125,38 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	run(t, newRel.ledger, ledgerEnv, "reconcile", "--grace", "0s")
 }
 
-// buildPrevious builds the release deploy/PREVIOUS_RELEASE names from this
-// repository's history, its tree exported with git archive (no worktree to
-// clean up), each command in that tree's own module. Without the commit (a
-// shallow clone) the test skips, and fails under CI.
-func buildPrevious(t *testing.T, dir string) release {
+// noPreviousRelease starts the reason the test skips with when
+// deploy/PREVIOUS_RELEASE is none: a project before its first release has no
+// release to roll from, and a fork of this repository is one until it ships
+// (scripts/fork.sh writes none). tools/testrun lets CI pass this skip, and no
+// other (its expectedSkips quotes this text).
+const noPreviousRelease = "no previous release to roll from: deploy/PREVIOUS_RELEASE is none"
+
+// previousRelease is the commit deploy/PREVIOUS_RELEASE names, its one line
+// that is not a comment: a release of this module, in this clone's history.
+// When that line is none, the test skips (noPreviousRelease). Without the
+// commit (a shallow clone) the test skips, and fails under CI. A commit of
+// another module fails it: that release predates a fork of this repository,
+// whose events name other schemas, and is not its previous release.
+func previousRelease(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "deploy/PREVIOUS_RELEASE"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit := strings.TrimSpace(string(b))
-	if len(commit) != 40 {
-		t.Fatalf("deploy/PREVIOUS_RELEASE holds %q, want a full commit hash", commit)
+	var lines []string
+	for l := range strings.Lines(string(b)) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
 	}
+	if len(lines) == 1 && lines[0] == "none" {
+		t.Skip(noPreviousRelease + ": this project has not shipped; when its first release ships, write that release's commit there (docs/FORKING.md)")
+	}
+	if len(lines) != 1 || len(lines[0]) != 40 {
+		t.Fatalf("deploy/PREVIOUS_RELEASE holds %q besides its comments, want one line: the previous release's full commit hash, or none", lines)
+	}
+	commit := lines[0]
 	if out, err := exec.Command("git", "-C", root, "cat-file", "-e", commit+"^{commit}").CombinedOutput(); err != nil {
 		msg := fmt.Sprintf("the previous release %s is not in this clone (%v: %s); fetch the history", commit, err, out)
 		if os.Getenv("CI") != "" {
@@ -144,6 +164,56 @@ func buildPrevious(t *testing.T, dir string) release {
 		}
 		t.Skip(msg)
 	}
+	gomod, err := exec.Command("git", "-C", root, "show", commit+":go.mod").Output()
+	if err != nil {
+		t.Fatalf("git show %s:go.mod: %v", commit, err)
+	}
+	previous := filepath.Join(t.TempDir(), "go.mod")
+	if err := os.WriteFile(previous, gomod, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	was, is := modulePath(t, previous), modulePath(t, filepath.Join(root, "go.mod"))
+	if unversioned(was) != unversioned(is) {
+		t.Fatalf("deploy/PREVIOUS_RELEASE names %s, a release of %s, not of this module, %s: "+
+			"it predates the fork, and publishes events whose schemas this release does not know. "+
+			"Write none there until this project's first release ships, then that release's commit (docs/FORKING.md)",
+			commit[:12], was, is)
+	}
+	return commit
+}
+
+// modulePath is the module path the go.mod file at path declares, read by
+// go mod edit (the go command's own parser).
+func modulePath(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "edit", "-json", path).Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json %s: %v", path, err)
+	}
+	var f struct{ Module struct{ Path string } }
+	if err := json.Unmarshal(out, &f); err != nil || f.Module.Path == "" {
+		t.Fatalf("go mod edit -json %s: no module path in %s (%v)", path, out, err)
+	}
+	return f.Module.Path
+}
+
+// unversioned is module path p without its major version suffix (/v2): a
+// new major version of a module is the same project, and rolls from its
+// previous release.
+func unversioned(p string) string {
+	if i := strings.LastIndex(p, "/v"); i > 0 {
+		if _, err := strconv.Atoi(p[i+2:]); err == nil {
+			return p[:i]
+		}
+	}
+	return p
+}
+
+// buildPrevious builds the release of commit from this repository's
+// history, its tree exported with git archive (no worktree to clean up), each
+// command in that tree's own module.
+func buildPrevious(t *testing.T, dir, commit string) release {
+	t.Helper()
 	src := filepath.Join(dir, "previous")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)

@@ -82,6 +82,8 @@ func TestVerdict(t *testing.T) {
 		{"all passed under CI", summary{passed: 3}, nil, true, 0},
 		{"skips outside CI", summary{passed: 3, skipped: 2}, nil, false, 0},
 		{"skips under CI", summary{passed: 3, skipped: 1}, nil, true, 1},
+		{"an expected skip under CI", summary{passed: 3, skipped: 1, expected: 1}, nil, true, 0},
+		{"an expected skip and another under CI", summary{passed: 3, skipped: 2, expected: 1}, nil, true, 1},
 		{"a failed test", summary{passed: 3, failed: 1}, failed, false, 1},
 		{"go test failed without a counted failure", summary{passed: 3}, failed, false, 1},
 		{"no test ran", summary{}, nil, false, 1},
