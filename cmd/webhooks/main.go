@@ -230,13 +230,13 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	// acknowledged at once, and the processor fans it out in the inbox row's
 	// transaction, so no HTTP call runs inside a transaction and a slow
 	// receiver holds no inbox row.
-	proc := inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, wakeOnFanout{inboxMetrics, worker}, time.Now, cfg.processorConfig())
+	proc := inbox.NewProcessor(store, webhooks.Handler{MaxAmount: cfg.MaxAmount}, schemas, log, wakeOnFanout{inboxMetrics, worker}, time.Now, cfg.processorConfig())
 	receiver := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 	consumer := sqs.NewConsumer(client, receiver, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
 		VisibilityTimeout: queue.VisibilityTimeout, Log: log, Metrics: consumerMetrics, TracerProvider: tp.Provider,
 	})
-	svc := webhooks.NewService(store, sealer, time.Now, webhooks.Config{SecretGrace: cfg.SecretGrace, AllowPrivateTargets: cfg.AllowPrivateTargets})
+	svc := webhooks.NewService(store, sealer, time.Now, cfg.serviceConfig())
 
 	httpMetrics := httpserver.NewMetrics(reg)
 	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: store.Ping, Metrics: httpMetrics, Gatherer: reg})
@@ -250,7 +250,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	at := servers.Addrs()
 	log.InfoContext(ctx, "listening", "addr", at.API, "ops_addr", at.Ops, "queue", cfg.QueueURL,
-		"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "retry_schedule", cfg.Schedule.Delays())
+		"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "merchant_concurrency", cfg.MerchantConcurrency,
+		"retry_schedule", cfg.Schedule.Delays())
 	if listening != nil {
 		listening <- at
 	}
