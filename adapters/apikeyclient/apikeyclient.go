@@ -132,9 +132,13 @@ func (c *Client) Authenticate(ctx context.Context, key string) (access.Principal
 			return access.Principal{}, access.ErrMalformedKey
 		}
 		return access.Principal{}, access.ErrUnknownKey
+	case http.StatusTooManyRequests:
+		// The key's verifications are over their limit on payments: no
+		// verdict, so it is not let through; its holder slows down.
+		return access.Principal{}, access.ErrRateLimited
 	default:
-		// 429 (the key is over its rate limit on payments), 5xx, a
-		// redirect: no verdict on the key, so it is not let through.
+		// 5xx, a redirect: no verdict on the key, so it is not let
+		// through.
 		return access.Principal{}, fmt.Errorf("%w: the payments service answered an API key's verification %d", dependency.ErrUnavailable, res.StatusCode)
 	}
 }
