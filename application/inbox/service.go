@@ -62,6 +62,10 @@ type Result struct {
 	// EventTime is the event's own time (when the producer recorded the
 	// fact); zero if the event had none.
 	EventTime time.Time
+	// Conflicting is set on a Duplicate whose body is not the one the
+	// inbox recorded under its id (ErrConflictingDuplicate): dropped too,
+	// and worth a warning.
+	Conflicting bool
 }
 
 // Mode is when the inbox applies a message it receives.
@@ -183,6 +187,9 @@ func (s *Service[R, E]) Receive(ctx context.Context, body []byte) (Result, error
 		}
 	}
 	inserted, err := s.in.Record(ctx, msg, applyFn)
+	if errors.Is(err, ErrConflictingDuplicate) {
+		res.Conflicting, err = true, nil
+	}
 	switch {
 	case !inserted:
 		res.Disposition = Duplicate
@@ -215,6 +222,9 @@ func (s *Service[R, E]) park(ctx context.Context, res Result, msg Message, cause
 	msg.ProcessedAt, msg.ParkedAt, msg.Error = time.Time{}, msg.ReceivedAt, cause.Error()
 	res.Disposition = Parked
 	inserted, err := s.in.Record(ctx, msg, nil)
+	if errors.Is(err, ErrConflictingDuplicate) {
+		res.Conflicting, err = true, nil
+	}
 	if err == nil && !inserted {
 		res.Disposition = Duplicate
 	}
