@@ -23,20 +23,31 @@ import (
 // stops at its first unleased row): the claim's cost is the merchants'
 // and their endpoints', never the backlog's.
 
-// claimMerchantsSQL locks up to $4 merchants that have a due delivery, room
-// under their share ($2) and an endpoint with a due delivery and room
-// under its cap ($3; one while it is timing out), the merchant served
-// longest ago first: round robin. What it counts is a first look, from a
-// snapshot that may predate another claim's commit; claimLeasesSQL counts
-// again, under the lock. Each probe is a scalar subquery that takes the
-// first row in its index's order (ORDER BY … LIMIT 1), never an EXISTS: the
-// planner turns an EXISTS into a join, which a prepared statement's generic
-// plan reads through every due delivery, the whole backlog, as soon as the
-// merchants are few.
+// claimMerchantsSQL locks up to $4 merchants, but those of $5, that have a
+// due delivery, room under their share ($2) and an endpoint with a due
+// delivery and room under its cap ($3; one while it is timing out), the
+// merchant served longest ago first: round robin. The merchants looked at
+// are those with a pending delivery, found by skipping through the
+// merchant index one merchant at a time (pending): a merchant with nothing
+// to send costs nothing, however many there are. What it counts is a first
+// look, from a snapshot that may predate another claim's commit;
+// claimLeasesSQL counts again, under the lock. Each probe is a scalar
+// subquery that takes the first row in its index's order (ORDER BY …
+// LIMIT 1), never an EXISTS: the planner turns an EXISTS into a join, which
+// a prepared statement's generic plan reads through every due delivery,
+// the whole backlog, as soon as the merchants are few.
 const claimMerchantsSQL = `
+WITH RECURSIVE pending (merchant_id) AS (
+	(SELECT merchant_id FROM webhook_deliveries WHERE status = 'pending' ORDER BY merchant_id LIMIT 1)
+	UNION ALL
+	SELECT (SELECT d.merchant_id FROM webhook_deliveries d
+	        WHERE d.status = 'pending' AND d.merchant_id > p.merchant_id ORDER BY d.merchant_id LIMIT 1)
+	FROM pending p WHERE p.merchant_id IS NOT NULL
+)
 SELECT m.merchant_id
-FROM webhook_merchants m
-WHERE (SELECT d.id FROM webhook_deliveries d
+FROM webhook_merchants m JOIN pending p ON p.merchant_id = m.merchant_id
+WHERE m.merchant_id <> ALL($5::text[])
+  AND (SELECT d.id FROM webhook_deliveries d
        WHERE d.merchant_id = m.merchant_id AND d.status = 'pending' AND d.next_attempt_at <= $1
          AND (d.locked_until IS NULL OR d.locked_until <= $1)
        ORDER BY d.next_attempt_at LIMIT 1) IS NOT NULL
@@ -50,7 +61,7 @@ WHERE (SELECT d.id FROM webhook_deliveries d
          AND (SELECT d.id FROM webhook_deliveries d
               WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= $1
                 AND (d.locked_until IS NULL OR d.locked_until <= $1)
-              ORDER BY d.next_attempt_at LIMIT 1) IS NOT NULL
+              ORDER BY d.next_attempt_at, d.id LIMIT 1) IS NOT NULL
        LIMIT 1) IS NOT NULL
 ORDER BY m.served, m.merchant_id
 LIMIT $4
@@ -88,61 +99,35 @@ WITH share AS (
 )
 UPDATE webhook_deliveries d SET locked_until = $6
 FROM webhook_endpoints e
-WHERE d.id IN (SELECT id FROM picked) AND e.id = d.endpoint_id AND d.status = 'pending'
+WHERE d.id = ANY(ARRAY(SELECT id FROM picked)) AND e.id = d.endpoint_id AND d.status = 'pending'
 RETURNING d.id, d.endpoint_id, d.event_id::text, d.event_type, d.payload, d.attempts, d.created_at, d.locked_until, d.next_attempt_at,
 	e.url, e.secret_current, e.secret_previous, coalesce(e.previous_expires_at, 'epoch'), coalesce(e.failing_since, 'epoch'), e.timeouts`
 
-// claimSlack is how many merchants more than the claim's limit are
-// locked: the first look may find room a later count does not.
-const claimSlack = 2
+// claimRounds bounds how many times a claim looks for merchants: the
+// first look may find room the exact count does not (another claim took
+// it meanwhile), and then the claim looks again, past the merchants it
+// locked already. Each round locks no more merchants than the claim still
+// needs, so concurrent claims skip as few as they can.
+const claimRounds = 3
 
 // ClaimDeliveries implements webhooks.Deliveries.
 func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) ([]webhooks.Claimed, error) {
 	var out []webhooks.Claimed
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		out = nil
-		rows, err := tx.Query(ctx, claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit+claimSlack)
-		if err != nil {
-			return err
-		}
-		merchants, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, m := range merchants {
-			if len(out) >= c.Limit {
-				break
-			}
-			rows, err := tx.Query(ctx, claimLeasesSQL, m, c.PerMerchant, c.PerEndpoint, c.At, c.Limit-len(out), c.LeaseUntil)
+		tried := []string{} // not nil: NULL would match no merchant
+		for round := 0; round < claimRounds && len(out) < c.Limit; round++ {
+			rows, err := tx.Query(ctx, claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit-len(out), tried)
 			if err != nil {
 				return err
 			}
-			type leased struct {
-				webhooks.Claimed
-				due time.Time
-			}
-			var got []leased
-			for rows.Next() {
-				var (
-					d    webhooks.Claimed
-					next time.Time
-				)
-				if err := rows.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Payload, &d.Attempts, &d.CreatedAt, &d.LeaseUntil, &next,
-					&d.URL, &d.Secrets.Current, &d.Secrets.Previous, &d.Secrets.PreviousExpiresAt, &d.FailingSince, &d.Timeouts); err != nil {
-					rows.Close()
-					return err
-				}
-				d.CreatedAt, d.LeaseUntil = d.CreatedAt.UTC(), d.LeaseUntil.UTC()
-				d.Secrets.PreviousExpiresAt, d.FailingSince = unepoch(d.Secrets.PreviousExpiresAt), unepoch(d.FailingSince)
-				got = append(got, leased{d, next})
-			}
-			if err := rows.Err(); err != nil {
+			merchants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil || len(merchants) == 0 {
 				return err
 			}
-			// RETURNING keeps no order: the oldest due first, as leased.
-			slices.SortFunc(got, func(a, b leased) int { return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.ID, b.ID)) })
-			for _, l := range got {
-				out = append(out, l.Claimed)
+			tried = append(tried, merchants...)
+			if err := s.lease(ctx, tx, c, merchants, &out); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -151,6 +136,48 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) (
 		return nil, fmt.Errorf("claim webhook deliveries: %w", unavailable(err))
 	}
 	return out, nil
+}
+
+// lease leases, for each of merchants (locked) in turn, what claimLeasesSQL
+// finds, until c.Limit are leased in all, appending them to out.
+func (s *Store) lease(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, merchants []string, out *[]webhooks.Claimed) error {
+	for _, m := range merchants {
+		if len(*out) >= c.Limit {
+			return nil
+		}
+		rows, err := tx.Query(ctx, claimLeasesSQL, m, c.PerMerchant, c.PerEndpoint, c.At, c.Limit-len(*out), c.LeaseUntil)
+		if err != nil {
+			return err
+		}
+		type leased struct {
+			webhooks.Claimed
+			due time.Time
+		}
+		var got []leased
+		for rows.Next() {
+			var (
+				d    webhooks.Claimed
+				next time.Time
+			)
+			if err := rows.Scan(&d.ID, &d.EndpointID, &d.EventID, &d.EventType, &d.Payload, &d.Attempts, &d.CreatedAt, &d.LeaseUntil, &next,
+				&d.URL, &d.Secrets.Current, &d.Secrets.Previous, &d.Secrets.PreviousExpiresAt, &d.FailingSince, &d.Timeouts); err != nil {
+				rows.Close()
+				return err
+			}
+			d.CreatedAt, d.LeaseUntil = d.CreatedAt.UTC(), d.LeaseUntil.UTC()
+			d.Secrets.PreviousExpiresAt, d.FailingSince = unepoch(d.Secrets.PreviousExpiresAt), unepoch(d.FailingSince)
+			got = append(got, leased{d, next})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// RETURNING keeps no order: the oldest due first, as leased.
+		slices.SortFunc(got, func(a, b leased) int { return cmp.Or(a.due.Compare(b.due), cmp.Compare(a.ID, b.ID)) })
+		for _, l := range got {
+			*out = append(*out, l.Claimed)
+		}
+	}
+	return nil
 }
 
 // FinishDelivery implements webhooks.Deliveries in one transaction: the
