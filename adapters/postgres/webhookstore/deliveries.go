@@ -117,11 +117,16 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) (
 		out = nil
 		tried := []string{} // not nil: NULL would match no merchant
 		for round := 0; round < claimRounds && len(out) < c.Limit; round++ {
-			rows, err := tx.Query(ctx, claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit-len(out), tried)
-			if err != nil {
-				return err
+			var merchants []string
+			var err error
+			if round == 0 {
+				merchants, err = firstLook(ctx, tx, c, tried)
+			} else {
+				var rows pgx.Rows
+				if rows, err = tx.Query(ctx, claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit-len(out), tried); err == nil {
+					merchants, err = pgx.CollectRows(rows, pgx.RowTo[string])
+				}
 			}
-			merchants, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil || len(merchants) == 0 {
 				return err
 			}
@@ -136,6 +141,38 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) (
 		return nil, fmt.Errorf("claim webhook deliveries: %w", unavailable(err))
 	}
 	return out, nil
+}
+
+// genericPlans makes the claim's statements run on their generic plans, in
+// its transaction only. They cost more to plan than to run — the planner
+// proves every partial index of webhook_deliveries for each of their reads
+// — and with the parameters known, Postgres keeps planning them anew at
+// each execution, which made a claim several times dearer. Their generic
+// plans probe the indexes one merchant and one endpoint at a time, the
+// plans whose cost does not grow with the backlog.
+const genericPlans = `SET LOCAL plan_cache_mode = force_generic_plan`
+
+// firstLook sets genericPlans and runs claimMerchantsSQL in one round trip.
+func firstLook(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, tried []string) ([]string, error) {
+	b := &pgx.Batch{}
+	b.Queue(genericPlans)
+	b.Queue(claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit, tried)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	merchants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return merchants, br.Close()
 }
 
 // lease leases, for each of merchants (locked) in turn, what claimLeasesSQL
