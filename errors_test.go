@@ -79,6 +79,12 @@ var (
 		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodPost, "/webhook_endpoints/we_1/deliveries/evt_1/redeliver", nil))
 	}}
+	webhooksRecover = route{"the webhooks API's recovery", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+		req := httptest.NewRequest(http.MethodPost, "/webhook_endpoints/we_1/recover", strings.NewReader(`{"since": "2026-11-29T00:00:00Z"}`))
+		req.Header.Set("Content-Type", "application/json")
+		return h, authorized(req)
+	}}
 	webhooksAuth = route{"the webhooks API's authenticator", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
 		h := webhooksapi.NewHandler(failingWebhooks{nil}, failingAuth{err}, slog.New(slog.DiscardHandler), webhooksapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/webhook_endpoints/we_1", nil))
@@ -120,6 +126,7 @@ var answered = map[string]struct {
 	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries, webhooksUseCase, webhooksAuth}},
 	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
 	"access.ErrUnknownKey":            {err: access.ErrUnknownKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
+	"access.ErrRateLimited":           {err: access.ErrRateLimited, routes: []route{webhooksAuth}},
 	"access.ErrKeyExists":             {never: "only issuing a key (`payments apikey`) returns it; no route issues keys"},
 	"access.ErrUnauthenticated":       {never: "every route authenticates first, so a use case sees it only through a bug, which is answered 500"},
 	"ledger.ErrInvalidAccount":        {err: fmt.Errorf("%w: empty", ledger.ErrInvalidAccount), routes: []route{ledgerQueries}},
@@ -138,16 +145,19 @@ var answered = map[string]struct {
 
 	// The webhooks API's.
 	"webhooks.ErrInvalidEndpoint":  {err: fmt.Errorf("%w: the url must be https", webhooks.ErrInvalidEndpoint), routes: []route{webhooksUseCase}},
-	"webhooks.ErrEndpointNotFound": {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointNotFound), routes: []route{webhooksUseCase, webhooksRedeliver}},
+	"webhooks.ErrEndpointNotFound": {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointNotFound), routes: []route{webhooksUseCase, webhooksRedeliver, webhooksRecover}},
 	"webhooks.ErrEventNotFound":    {err: fmt.Errorf("%w: evt_1", webhooks.ErrEventNotFound), routes: []route{webhooksRedeliver}},
 	"webhooks.ErrEndpointDeleted":  {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointDeleted), routes: []route{webhooksRedeliver}},
-	"webhooks.ErrEndpointDisabled": {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointDisabled), routes: []route{webhooksRedeliver}},
-	"webhooks.ErrSealed":           {never: "only a WEBHOOKS_SECRETS_KEY changed under the stored secrets returns it (a replayed create, a delivery): the operator's fault, answered 500 and logged, never the client's"},
+	"webhooks.ErrEndpointDisabled": {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointDisabled), routes: []route{webhooksRedeliver, webhooksRecover}},
+	"webhooks.ErrSealed":           {never: "only a WEBHOOKS_SECRETS_KEY changed under the stored secrets returns it, to a delivery worker opening a secret: the operator's fault, logged, never a client's"},
 	"webhooks.ErrInvalidKey":       {err: webhooks.ErrInvalidKey, routes: []route{webhooksUseCase}},
-	"webhooks.ErrKeyReused":        {err: webhooks.ErrKeyReused, routes: []route{webhooksUseCase}},
+	"webhooks.ErrKeyReused":        {err: webhooks.ErrKeyReused, routes: []route{webhooksUseCase, webhooksRecover}},
 	"webhooks.ErrKeyInFlight":      {err: webhooks.ErrKeyInFlight, routes: []route{webhooksUseCase}},
 	"webhooks.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", webhooks.ErrInvalidListQuery), routes: []route{webhooksList}},
-	"webhooks.ErrUnknownCursor":    {err: fmt.Errorf("%w: we_1", webhooks.ErrUnknownCursor), routes: []route{webhooksList}},
+	"webhooks.ErrUnknownCursor":    {err: fmt.Errorf("%w: we_1", webhooks.ErrUnknownCursor), routes: []route{webhooksList, webhooksRecover}},
+	"webhooks.ErrTooManyEndpoints": {err: fmt.Errorf("%w: 50 of mer_1", webhooks.ErrTooManyEndpoints), routes: []route{webhooksUseCase}},
+	"webhooks.ErrInvalidRecover":   {err: fmt.Errorf("%w: since is in the future", webhooks.ErrInvalidRecover), routes: []route{webhooksRecover}},
+	"webhooks.ErrAmountLimit":      {never: "only checking an event returns it, which the queue dead-letters; the API only reads"},
 
 	// The lists' errors.
 	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
@@ -347,6 +357,9 @@ func (f failingWebhooks) Attempts(context.Context, webhooks.ListAttempts) (webho
 	return webhooks.AttemptPage{}, f.err
 }
 func (f failingWebhooks) Redeliver(context.Context, webhooks.Redeliver) error { return f.err }
+func (f failingWebhooks) Recover(context.Context, webhooks.Recover) (webhooks.Recovery, error) {
+	return webhooks.Recovery{}, f.err
+}
 
 type failingQueries struct{ err error }
 

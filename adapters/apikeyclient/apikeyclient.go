@@ -94,7 +94,8 @@ type apiKey struct {
 // Authenticate returns whom key acts as, as the payments service says now.
 // Errors: access.ErrMalformedKey (not of a key's form: nothing is sent),
 // access.ErrUnknownKey (payments answered 401: unknown or revoked),
-// dependency.ErrUnavailable (no answer in time, or any other answer), or
+// access.ErrRateLimited (payments answered 429: the key's verifications are
+// over their limit), dependency.ErrUnavailable (no answer in time, or any other answer), or
 // ctx's own error when the caller gave up first. None holds the key.
 func (c *Client) Authenticate(ctx context.Context, key string) (access.Principal, error) {
 	if _, err := access.ParseKey(key); err != nil {
@@ -131,9 +132,13 @@ func (c *Client) Authenticate(ctx context.Context, key string) (access.Principal
 			return access.Principal{}, access.ErrMalformedKey
 		}
 		return access.Principal{}, access.ErrUnknownKey
+	case http.StatusTooManyRequests:
+		// The key's verifications are over their limit on payments: no
+		// verdict, so it is not let through; its holder slows down.
+		return access.Principal{}, access.ErrRateLimited
 	default:
-		// 429 (the key is over its rate limit on payments), 5xx, a
-		// redirect: no verdict on the key, so it is not let through.
+		// 5xx, a redirect: no verdict on the key, so it is not let
+		// through.
 		return access.Principal{}, fmt.Errorf("%w: the payments service answered an API key's verification %d", dependency.ErrUnavailable, res.StatusCode)
 	}
 }

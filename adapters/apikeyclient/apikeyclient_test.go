@@ -198,7 +198,6 @@ func TestFailsClosed(t *testing.T) {
 		"connection refused":     {base: closed.URL},
 		"500":                    {handler: answer(500, `{"type":"/problems/internal"}`)},
 		"503":                    {handler: answer(503, `{"type":"/problems/unavailable"}`)},
-		"429":                    {handler: answer(429, `{"type":"/problems/rate-limited"}`)},
 		"a redirect":             {handler: answer(http.StatusFound, "")},
 		"not JSON":               {handler: answer(200, `<html>`)},
 		"another object":         {handler: answer(200, `{"object":"payment","id":"k1","merchant_id":"mer_1","platform":false}`)},
@@ -304,5 +303,27 @@ func TestTheWebhooksAPIRefusesARevokedKey(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Errorf("payments down: webhooks answered %d (Retry-After %q), want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+}
+
+// TestAKeyOverItsLimitIsRateLimited: the payments service's 429 is the
+// key's limit, not an outage: it fails closed as an outage does, but as
+// access.ErrRateLimited, which the webhooks API answers 429, not 503.
+func TestAKeyOverItsLimitIsRateLimited(t *testing.T) {
+	t.Parallel()
+	p := newPayments(t)
+	limited := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"type":"/problems/rate-limited","title":"Too Many Requests","status":429}`)
+	}))
+	t.Cleanup(limited.Close)
+	c, err := apikeyclient.New(limited.URL, apikeyclient.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Authenticate(context.Background(), p.mer1); got.Valid() || !errors.Is(err, access.ErrRateLimited) || errors.Is(err, dependency.ErrUnavailable) {
+		t.Errorf("a 429: got %+v, %v; want no principal and access.ErrRateLimited, not an outage", got, err)
 	}
 }

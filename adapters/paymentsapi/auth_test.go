@@ -328,6 +328,33 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 	return srv, keys
 }
 
+// TestKeyVerificationsHaveABucketOfTheirOwn: the webhooks service verifies
+// every request it is sent with GET /api_key; those verifications are
+// limited per key as every request is, but in a bucket of their own, so
+// that a key's webhooks traffic does not spend its payments budget.
+func TestKeyVerificationsHaveABucketOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	const limit = 3
+	srv, keys := newFakeAPI(t, limit, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	exhaust := func(path string) {
+		t.Helper()
+		for range 10 * limit {
+			if do(t, srv, "GET", path, "", "", "Authorization", "Bearer "+keys.mer1).status == http.StatusTooManyRequests {
+				return
+			}
+		}
+		t.Fatalf("GET %s never hit the limit of %d per second", path, limit)
+	}
+	exhaust("/api_key")
+	if res := do(t, srv, "GET", "/payments/"+uuid.NewString(), "", "", "Authorization", "Bearer "+keys.mer1); res.status != http.StatusNotFound {
+		t.Errorf("a payments request right after the key's verifications ran out: %d, want 404 (its own budget untouched)", res.status)
+	}
+	exhaust("/payments/" + uuid.NewString())
+	if res := do(t, srv, "GET", "/api_key", "", "", "Authorization", "Bearer "+keys.mer2); res.status != http.StatusOK {
+		t.Errorf("another key's verification: %d, want 200", res.status)
+	}
+}
+
 // TestRateLimitPerKey: past its limit a key is answered 429 with
 // Retry-After and problem+json, counted; another key is not held back.
 func TestRateLimitPerKey(t *testing.T) {
@@ -403,5 +430,36 @@ func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 				t.Errorf("the %s hold the secret of %s…", what, key[:20])
 			}
 		}
+	}
+}
+
+// TestTwoIdempotencyKeysAreRefused: a write with the header twice is
+// refused before the use case, on every route that takes one: which of the
+// two a proxy before the service read is anyone's guess.
+func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
+	t.Parallel()
+	srv, keys := newFakeAPI(t, 0, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	id := uuid.NewString()
+	for path, body := range map[string]string{
+		"/payments":                    `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`,
+		"/payments/" + id + "/refunds": `{"amount": 100}`,
+		"/payments/" + id + "/capture": `{}`,
+		"/payments/" + id + "/cancel":  `{}`,
+	} {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+keys.mer1)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Add("Idempotency-Key", "k-1")
+		req.Header.Add("Idempotency-Key", "k-2")
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		assertProblem(t, response{res.StatusCode, res.Header, b}, 400, "/problems/invalid-idempotency-key")
 	}
 }

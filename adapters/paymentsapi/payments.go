@@ -25,7 +25,7 @@ type api struct {
 // IdempotencyHeader carries the client's idempotency key; ReplayedHeader marks
 // a response replayed for a retry.
 const (
-	IdempotencyHeader = "Idempotency-Key"
+	IdempotencyHeader = httpserver.IdempotencyHeader
 	ReplayedHeader    = "Idempotent-Replayed"
 )
 
@@ -109,9 +109,14 @@ func (a *api) createPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	key, err := httpserver.IdempotencyKey(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	out, err := a.svc.Create(r.Context(), payments.CreatePayment{
 		Principal: principal(r), Amount: amount, Currency: req.Currency, PayerID: req.PayerID, MerchantID: req.MerchantID,
-		Description: req.Description, CaptureMethod: req.CaptureMethod, IdempotencyKey: r.Header.Get(IdempotencyHeader),
+		Description: req.Description, CaptureMethod: req.CaptureMethod, IdempotencyKey: key,
 	})
 	if err != nil {
 		a.writeError(w, r, err)
@@ -151,7 +156,12 @@ func (a *api) refundPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	out, err := a.svc.Refund(r.Context(), payments.RefundPayment{Principal: principal(r), PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	key, err := httpserver.IdempotencyKey(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Refund(r.Context(), payments.RefundPayment{Principal: principal(r), PaymentID: id, Amount: amount, IdempotencyKey: key})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -183,7 +193,12 @@ func (a *api) capturePayment(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out, err := a.svc.Capture(r.Context(), payments.CapturePayment{Principal: principal(r), PaymentID: id, Amount: amount, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	key, err := httpserver.IdempotencyKey(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Capture(r.Context(), payments.CapturePayment{Principal: principal(r), PaymentID: id, Amount: amount, IdempotencyKey: key})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -202,7 +217,12 @@ func (a *api) cancelPayment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	out, err := a.svc.Cancel(r.Context(), payments.CancelPayment{Principal: principal(r), PaymentID: id, CancellationReason: req.CancellationReason, IdempotencyKey: r.Header.Get(IdempotencyHeader)})
+	key, err := httpserver.IdempotencyKey(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Cancel(r.Context(), payments.CancelPayment{Principal: principal(r), PaymentID: id, CancellationReason: req.CancellationReason, IdempotencyKey: key})
 	if err != nil {
 		a.writeError(w, r, err)
 		return

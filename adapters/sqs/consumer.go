@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -278,7 +279,7 @@ const attrType = "type"
 func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict) {
 	handling = tracing.Extract(handling, messageAttr(m, tracing.TraceParent), messageAttr(m, tracing.TraceState))
 	name := "process message"
-	if typ := messageAttr(m, attrType); typ != "" {
+	if typ := messageAttr(m, attrType); typ != "" && len(typ) <= inbox.MaxTypeLen {
 		name = "process " + typ
 	}
 	handling, span := c.tracer.Start(handling, name,
@@ -306,17 +307,17 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 	switch {
 	case errors.Is(err, inbox.ErrMalformed), errors.Is(err, inbox.ErrInvalidEvent):
 		c.cfg.Metrics.failures.WithLabelValues("poison").Inc()
-		log.WarnContext(handling, "poison message left for the DLQ", "event_id", res.MessageID, "err", err)
+		log.WarnContext(handling, "poison message left for the DLQ", "event_id", res.MessageID, "err", bounded(err))
 		// It will fail the same way every time: make it visible again at
 		// once so it reaches maxReceiveCount (and the DLQ) quickly.
 		c.makeVisible(context.WithoutCancel(handling), m)
 		return poison
 	case err != nil && handling.Err() != nil:
-		log.InfoContext(handling, "message rolled back at the end of the shutdown timeout; releasing it", "event_id", res.MessageID, "err", err)
+		log.InfoContext(handling, "message rolled back at the end of the shutdown timeout; releasing it", "event_id", res.MessageID, "err", bounded(err))
 		return abandoned
 	case err != nil:
 		c.cfg.Metrics.failures.WithLabelValues("error").Inc()
-		log.ErrorContext(handling, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", err)
+		log.ErrorContext(handling, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", bounded(err))
 		if timedOut {
 			return expired
 		}
@@ -330,6 +331,13 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 	switch res.Disposition {
 	case inbox.Duplicate:
 		c.cfg.Metrics.duplicates.Inc()
+		if res.Conflicting {
+			// Not a redelivery: another message under a recorded id. The
+			// first is kept; this one may be a forgery or a producer bug.
+			c.cfg.Metrics.conflicts.Inc()
+			log.WarnContext(handling, "a message reused a recorded event id with another body; dropped, the first kept", "event_id", res.MessageID, "type", res.Type)
+			break
+		}
 		log.DebugContext(handling, "duplicate suppressed", "event_id", res.MessageID, "type", res.Type)
 	case inbox.Ignored:
 		log.InfoContext(handling, "event type not handled; recorded and acknowledged", "event_id", res.MessageID, "type", res.Type)
@@ -344,6 +352,23 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 		}
 	}
 	return ack
+}
+
+// maxLoggedError bounds an error's text in a log line: an error that
+// quotes what a message carried (a schema's complaint, a forged field) must
+// not copy most of a 256 KiB message into the log on every receive.
+const maxLoggedError = 1 << 10
+
+// bounded is err's text for a log line, cut at maxLoggedError bytes.
+func bounded(err error) string {
+	if err == nil {
+		return ""
+	}
+	s := err.Error()
+	if len(s) > maxLoggedError {
+		return strings.ToValidUTF8(s[:maxLoggedError], "") + "…"
+	}
+	return s
 }
 
 func (c *Consumer) makeVisible(ctx context.Context, m types.Message) {

@@ -37,6 +37,10 @@ func (h *fakeHandler) Receive(ctx context.Context, body []byte) (inbox.Result, e
 		return inbox.Result{Disposition: inbox.Applied, EventTime: time.Now().Add(-time.Second)}, nil
 	case "dup":
 		return inbox.Result{Disposition: inbox.Duplicate}, nil
+	case "conflict":
+		return inbox.Result{MessageID: "m-conflict", Type: "payment.created", Disposition: inbox.Duplicate, Conflicting: true}, nil
+	case "long-poison":
+		return inbox.Result{}, fmt.Errorf("%w: type %s", inbox.ErrInvalidEvent, strings.Repeat("t", 100_000))
 	case "new-type":
 		return inbox.Result{Disposition: inbox.Ignored}, nil
 	case "poison":
@@ -149,6 +153,65 @@ func TestConsumerAcksOnlyWhatCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerWarnsOfAReusedIDAndBoundsWhatItLogs: a message that reused a
+// recorded id with another body is acknowledged (the first is kept),
+// counted and logged at WARN; an error quoting a forged 100,000-character
+// field is logged cut short.
+func TestConsumerWarnsOfAReusedIDAndBoundsWhatItLogs(t *testing.T) {
+	f := newFakeSQS()
+	f.put("q", "conflict 1", "long-poison 2")
+	h := &fakeHandler{sqs: f}
+	reg := prometheus.NewRegistry()
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: log, Metrics: sqs.NewMetrics(reg, "webhooks")})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	<-f.received
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		f.mu.Lock()
+		n := len(f.deleted["q"])
+		f.mu.Unlock()
+		mu.Lock()
+		logged := strings.Contains(logs.String(), "poison message")
+		mu.Unlock()
+		if n > 0 && logged || time.Now().After(deadline) {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := strings.Join(f.deleted["q"], ","); got != "rh-q-0" {
+		t.Errorf("deleted %s, want the conflicting one acknowledged", got)
+	}
+	if got := metricValue(t, reg, "webhooks_event_id_conflicts_total"); got != 1 {
+		t.Errorf("webhooks_event_id_conflicts_total: %v, want 1", got)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, `"level":"WARN","msg":"a message reused a recorded event id with another body; dropped, the first kept"`) {
+		t.Errorf("no warning of the reused id:\n%.2000s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if len(line) > 4<<10 {
+			t.Errorf("a log line of %d bytes: a forged field logged whole: %.300s…", len(line), line)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestConsumerCountsFailedDeletes(t *testing.T) {
 	f := newFakeSQS()

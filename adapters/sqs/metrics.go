@@ -7,6 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type Metrics struct {
 	processed  *prometheus.CounterVec
 	duplicates prometheus.Counter
+	conflicts  prometheus.Counter
 	failures   *prometheus.CounterVec
 	ackFailed  prometheus.Counter
 	released   prometheus.Counter
@@ -26,6 +27,10 @@ func NewMetrics(reg prometheus.Registerer, service string) *Metrics {
 		duplicates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: service + "_duplicates_suppressed_total",
 			Help: "Redelivered or republished messages the inbox or the business key absorbed.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: service + "_event_id_conflicts_total",
+			Help: "Messages that reused the id of a recorded event with another body: dropped (the first is kept), never a redelivery; a producer bug or a forgery.",
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: service + "_processing_failures_total",
@@ -55,6 +60,6 @@ func NewMetrics(reg prometheus.Registerer, service string) *Metrics {
 	for _, r := range []string{"poison", "error"} {
 		m.failures.WithLabelValues(r)
 	}
-	reg.MustRegister(m.processed, m.duplicates, m.failures, m.ackFailed, m.released, m.dlqDepth, m.eventAge)
+	reg.MustRegister(m.processed, m.duplicates, m.conflicts, m.failures, m.ackFailed, m.released, m.dlqDepth, m.eventAge)
 	return m
 }

@@ -14,7 +14,7 @@ import (
 // IdempotencyHeader carries the client's idempotency key; ReplayedHeader
 // marks a response replayed for a retry: the payments API's headers.
 const (
-	IdempotencyHeader = "Idempotency-Key"
+	IdempotencyHeader = httpserver.IdempotencyHeader
 	ReplayedHeader    = "Idempotent-Replayed"
 )
 
@@ -45,7 +45,8 @@ type rotateRequest struct {
 }
 
 // endpointResponse is the wire shape of an endpoint. Secret is set only in
-// the answers of create and rotate_secret, the one time it is shown.
+// the answers of create and rotate_secret, the one time it is shown: never
+// in a replay.
 type endpointResponse struct {
 	Object         string    `json:"object"`
 	ID             string    `json:"id"`
@@ -269,8 +270,8 @@ func (a *api) redeliver(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeCreated answers with the endpoint and its new secret, the one time
-// it is shown; a replay gets the same status and body as the first answer,
-// plus Idempotent-Replayed: true.
+// it is shown; a replay gets the same status, the endpoint as it is now
+// and no secret, plus Idempotent-Replayed: true.
 func writeCreated(w http.ResponseWriter, status int, c webhooks.Created) {
 	if c.Replayed {
 		w.Header().Set(ReplayedHeader, "true")
@@ -291,9 +292,12 @@ func pathID(r *http.Request, name string, notFound error) (string, error) {
 }
 
 // idempotencyKey is the request's Idempotency-Key, "" when it has none, or
-// the refusal of one that is not of the payments API's form.
+// the refusal of one that is not of the payments API's form, or of two.
 func idempotencyKey(r *http.Request) (string, error) {
-	key := r.Header.Get(IdempotencyHeader)
+	key, err := httpserver.IdempotencyKey(r)
+	if err != nil {
+		return "", err
+	}
 	if len(key) > maxKeyLen {
 		return "", errInvalidKey(fmt.Sprintf("the Idempotency-Key must be at most %d bytes", maxKeyLen))
 	}
@@ -313,4 +317,65 @@ func invalidField(field, detail string) error {
 	p := httpserver.NewProblem(http.StatusUnprocessableEntity, "validation-failed", "the request has invalid fields")
 	p.Errors = []httpserver.FieldError{{Field: field, Detail: detail}}
 	return &httpserver.RequestError{Problem: p}
+}
+
+// recoverRequest is POST /webhook_endpoints/{id}/recover's body: since is
+// required, the rest optional.
+type recoverRequest struct {
+	Since         string `json:"since"`
+	Limit         *int   `json:"limit"`
+	StartingAfter string `json:"starting_after"`
+}
+
+// recoveryResponse is what a recovery queued.
+type recoveryResponse struct {
+	Object      string  `json:"object"`
+	EndpointID  string  `json:"endpoint_id"`
+	Queued      int     `json:"queued"`
+	HasMore     bool    `json:"has_more"`
+	LastEventID *string `json:"last_event_id"`
+}
+
+func (a *api) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "id", webhooks.ErrEndpointNotFound)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var req recoverRequest
+	if err := httpserver.DecodeJSON(w, r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	since, err := time.Parse(time.RFC3339Nano, req.Since)
+	if err != nil {
+		a.writeError(w, r, invalidField("since", "must be an RFC 3339 time, such as 2026-11-29T12:00:00Z"))
+		return
+	}
+	limit := 0 // the use case's default
+	if req.Limit != nil {
+		if limit = *req.Limit; limit < 1 || limit > webhooks.MaxRecoverLimit {
+			a.writeError(w, r, invalidField("limit", fmt.Sprintf("must be an integer from 1 to %d, or left out for %d", webhooks.MaxRecoverLimit, webhooks.DefaultRecoverLimit)))
+			return
+		}
+	}
+	key, err := idempotencyKey(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out, err := a.svc.Recover(r.Context(), webhooks.Recover{
+		Principal: httpserver.Principal(r), EndpointID: id, Since: since, Limit: limit,
+		StartingAfter: req.StartingAfter, IdempotencyKey: key,
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if out.Replayed {
+		w.Header().Set(ReplayedHeader, "true")
+	}
+	httpserver.WriteJSON(w, http.StatusAccepted, recoveryResponse{
+		Object: "webhook_recovery", EndpointID: id, Queued: out.Queued, HasMore: out.HasMore, LastEventID: stringOrNil(out.Last),
+	})
 }

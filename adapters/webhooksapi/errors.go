@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
@@ -38,6 +39,16 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			"a request with this Idempotency-Key is still being processed; retry shortly")
 	case errors.Is(err, webhooks.ErrInvalidListQuery):
 		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
+	case errors.Is(err, webhooks.ErrTooManyEndpoints):
+		p = httpserver.NewProblem(http.StatusConflict, "endpoint-limit-reached",
+			"the merchant has as many webhook endpoints as it may; delete one it no longer uses first")
+	case errors.Is(err, webhooks.ErrInvalidRecover):
+		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "invalid-recovery", err.Error())
+	case errors.Is(err, access.ErrRateLimited):
+		// The payments service refused to verify the key: its
+		// verifications are over their limit too.
+		w.Header().Set("Retry-After", "1")
+		p = httpserver.NewProblem(http.StatusTooManyRequests, "rate-limited", "this API key made more requests than its limit allows; retry after Retry-After seconds")
 	case errors.Is(err, webhooks.ErrUnknownCursor):
 		p = httpserver.NewProblem(http.StatusBadRequest, "unknown-cursor",
 			"starting_after or ending_before names nothing of this list")

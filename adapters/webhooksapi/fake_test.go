@@ -19,15 +19,18 @@ import (
 // newest first by id cursors — and nothing of delivery. Its zero value is
 // not usable: newFakeService.
 type fakeService struct {
-	mu          sync.Mutex
-	now         time.Time
-	endpoints   []webhooks.Endpoint // in creation order
-	secrets     map[string]webhooks.Secret
-	keys        map[string]idemEntry // merchant + "\x00" + key
-	attempts    map[string][]webhooks.Attempt
-	redelivered []webhooks.Redeliver
-	rotated     []webhooks.RotateSecret
-	lists       []webhooks.ListEndpoints
+	mu           sync.Mutex
+	now          time.Time
+	endpoints    []webhooks.Endpoint // in creation order
+	secrets      map[string]webhooks.Secret
+	keys         map[string]idemEntry // merchant + "\x00" + key
+	attempts     map[string][]webhooks.Attempt
+	redelivered  []webhooks.Redeliver
+	recovered    []webhooks.Recover
+	recoveries   map[string]webhooks.Recovery // merchant + "\x00" + key
+	maxEndpoints int
+	rotated      []webhooks.RotateSecret
+	lists        []webhooks.ListEndpoints
 }
 
 type idemEntry struct {
@@ -39,6 +42,7 @@ func newFakeService() *fakeService {
 	return &fakeService{
 		now:     time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
 		secrets: map[string]webhooks.Secret{}, keys: map[string]idemEntry{}, attempts: map[string][]webhooks.Attempt{},
+		recoveries: map[string]webhooks.Recovery{}, maxEndpoints: 1000,
 	}
 }
 
@@ -78,9 +82,18 @@ func (f *fakeService) Create(_ context.Context, c webhooks.CreateEndpoint) (webh
 			if e.request != request {
 				return webhooks.Created{}, webhooks.ErrKeyReused
 			}
-			e.answer.Replayed = true
-			return e.answer, nil
+			// The endpoint as it is now, never its secret again.
+			return webhooks.Created{Endpoint: e.answer.Endpoint, Replayed: true}, nil
 		}
+	}
+	n := 0
+	for _, e := range f.endpoints {
+		if e.MerchantID == m && e.DeletedAt.IsZero() {
+			n++
+		}
+	}
+	if n >= f.maxEndpoints {
+		return webhooks.Created{}, webhooks.ErrTooManyEndpoints
 	}
 	f.now = f.now.Add(time.Second)
 	e := webhooks.Endpoint{
@@ -242,12 +255,50 @@ func (f *fakeService) Redeliver(_ context.Context, r webhooks.Redeliver) error {
 	return nil
 }
 
+func (f *fakeService) Recover(_ context.Context, r webhooks.Recover) (webhooks.Recovery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i, err := f.find(r.Principal, r.EndpointID)
+	if err != nil {
+		return webhooks.Recovery{}, err
+	}
+	e := f.endpoints[i]
+	switch {
+	case !e.DeletedAt.IsZero():
+		return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrEndpointDeleted, r.EndpointID)
+	case r.Since.After(f.now):
+		return webhooks.Recovery{}, fmt.Errorf("%w: since is in the future", webhooks.ErrInvalidRecover)
+	}
+	idem := e.MerchantID + "\x00" + r.IdempotencyKey
+	if r.IdempotencyKey != "" {
+		if got, ok := f.recoveries[idem]; ok {
+			got.Replayed = true
+			return got, nil
+		}
+	}
+	// Every attempt of the endpoint whose event is not yet queued again.
+	var out webhooks.Recovery
+	for _, a := range f.attempts[r.EndpointID] {
+		if a.Outcome != webhooks.Delivered && !slices.ContainsFunc(f.recovered, func(q webhooks.Recover) bool { return q.StartingAfter == a.EventID }) {
+			out.Queued++
+			out.Last = a.EventID
+		}
+	}
+	f.recovered = append(f.recovered, r)
+	if r.IdempotencyKey != "" {
+		f.recoveries[idem] = out
+	}
+	return out, nil
+}
+
 // fakeAuth is the Authenticator: the keys it knows, and down, when set, the
 // outage every call meets.
 type fakeAuth struct {
-	mu   sync.Mutex
-	keys map[string]access.Principal
-	down bool
+	mu          sync.Mutex
+	keys        map[string]access.Principal
+	down        bool
+	rateLimited bool
+	calls       map[string]int
 }
 
 func (a *fakeAuth) Authenticate(_ context.Context, key string) (access.Principal, error) {
@@ -255,6 +306,13 @@ func (a *fakeAuth) Authenticate(_ context.Context, key string) (access.Principal
 	defer a.mu.Unlock()
 	if _, err := access.ParseKey(key); err != nil {
 		return access.Principal{}, err
+	}
+	if a.calls == nil {
+		a.calls = map[string]int{}
+	}
+	a.calls[key]++
+	if a.rateLimited {
+		return access.Principal{}, access.ErrRateLimited
 	}
 	if a.down {
 		return access.Principal{}, fmt.Errorf("%w: payments did not answer", dependency.ErrUnavailable)
@@ -270,4 +328,16 @@ func (a *fakeAuth) setDown(down bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.down = down
+}
+
+func (a *fakeAuth) setRateLimited(limited bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rateLimited = limited
+}
+
+func (a *fakeAuth) callsFor(key string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls[key]
 }

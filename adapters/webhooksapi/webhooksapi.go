@@ -1,7 +1,7 @@
 // Package webhooksapi is the webhooks service's merchant API on chi: a
 // merchant's webhook endpoints (create, list, read, delete, rotate the
 // signing secret) and the attempts to deliver events to one of them (list,
-// redeliver). Its shape is the payments API's (adapters/paymentsapi): the
+// redeliver one, recover every failed one since a time). Its shape is the payments API's (adapters/paymentsapi): the
 // router and middleware of httpserver, every route behind the payments API
 // keys (Authorization: Bearer), each key rate-limited, strict JSON bodies,
 // the Idempotency-Key on create, lists paged as GET /payments is, and every
@@ -19,6 +19,8 @@ package webhooksapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"time"
@@ -55,13 +57,17 @@ type Service interface {
 	// Redeliver errors: webhooks.ErrEndpointNotFound, ErrEventNotFound,
 	// ErrEndpointDeleted, dependency.ErrUnavailable.
 	Redeliver(ctx context.Context, r webhooks.Redeliver) error
+	// Recover errors: webhooks.ErrEndpointNotFound, ErrEndpointDeleted,
+	// ErrEndpointDisabled, ErrInvalidRecover, ErrUnknownCursor,
+	// ErrInvalidKey, ErrKeyReused, dependency.ErrUnavailable.
+	Recover(ctx context.Context, r webhooks.Recover) (webhooks.Recovery, error)
 }
 
 // Authenticator turns a payments API key into whom it acts as
 // (adapters/apikeyclient, which asks the payments service).
 type Authenticator interface {
 	// Authenticate errors: access.ErrMalformedKey, access.ErrUnknownKey,
-	// dependency.ErrUnavailable.
+	// access.ErrRateLimited, dependency.ErrUnavailable.
 	Authenticate(ctx context.Context, key string) (access.Principal, error)
 }
 
@@ -69,7 +75,8 @@ type Authenticator interface {
 // the default request timeout, and neither metrics nor tracing.
 type Config struct {
 	// RateLimit is the requests per second each API key may make (0: no
-	// limit).
+	// limit). It is counted before the key is verified, so a request over
+	// it costs the payments service nothing.
 	RateLimit int
 	// Metrics, when set, instruments every request.
 	Metrics *httpserver.Metrics
@@ -93,8 +100,12 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Webhooks(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
+		// Before the key is verified, unlike the payments API: verifying it
+		// is a call to the payments service, which a request over the
+		// limit must not make. Counted by the credential presented, whose
+		// holder alone can fill its bucket (a key's id is no secret).
+		r.Use(httpserver.RateLimit(cfg.RateLimit, credential, cfg.Metrics))
 		r.Use(httpserver.RequireKey(a.authenticate, a.writeError))
-		r.Use(httpserver.RateLimit(cfg.RateLimit, func(r *http.Request) string { return httpserver.Principal(r).KeyID() }, cfg.Metrics))
 		r.Post("/webhook_endpoints", a.createEndpoint)
 		r.Get("/webhook_endpoints", a.listEndpoints)
 		r.Get("/webhook_endpoints/{id}", a.getEndpoint)
@@ -102,8 +113,21 @@ func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) h
 		r.Post("/webhook_endpoints/{id}/rotate_secret", a.rotateSecret)
 		r.Get("/webhook_endpoints/{id}/deliveries", a.listAttempts)
 		r.Post("/webhook_endpoints/{id}/deliveries/{event_id}/redeliver", a.redeliver)
+		r.Post("/webhook_endpoints/{id}/recover", a.recoverEndpoint)
 	})
 	return r
+}
+
+// credential is the rate limit's bucket of a request: a hash of its
+// Authorization headers, never the credential itself (the limiter's keys
+// live in memory, and its metrics could name them).
+func credential(r *http.Request) string {
+	h := sha256.New()
+	for _, v := range r.Header.Values("Authorization") {
+		h.Write([]byte(v))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // authenticate is RequireKey's: who the key presenting the request is.

@@ -91,7 +91,13 @@ func (s *server) do(t *testing.T, key, method, path, body string, header ...stri
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	seen := map[string]bool{}
 	for i := 0; i+1 < len(header); i += 2 {
+		if seen[header[i]] { // named twice: sent twice
+			req.Header.Add(header[i], header[i+1])
+			continue
+		}
+		seen[header[i]] = true
 		req.Header.Set(header[i], header[i+1])
 	}
 	res, err := s.Client().Do(req)
@@ -172,6 +178,7 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 		"POST /webhook_endpoints/{id}/rotate_secret":                   {"", notFound, want{200, ""}},
 		"GET /webhook_endpoints/{id}/deliveries":                       {"", notFound, want{200, ""}},
 		"POST /webhook_endpoints/{id}/deliveries/{event_id}/redeliver": {"", notFound, want{202, ""}},
+		"POST /webhook_endpoints/{id}/recover":                         {`{"since": "2026-11-29T00:00:00Z"}`, notFound, want{202, ""}},
 	}
 	var served []string
 	h := webhooksapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), webhooksapi.Config{})
@@ -335,17 +342,24 @@ func TestCreateIsRefusedAsTheServiceSays(t *testing.T) {
 	}
 }
 
-// TestIdempotencyKey: a retry with the same key and body is the first
-// answer replayed, the same secret included; another body is refused; a
-// key not of the form is refused before the use case.
+// TestIdempotencyKey: a retry with the same key and body answers the
+// endpoint the first request created, never its secret; another body is
+// refused; a key not of the form, or sent twice, is refused before the
+// use case.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, slog.New(slog.DiscardHandler), webhooksapi.Config{})
 	first := s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody, "Idempotency-Key", "ep-7")
 	retry := s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody, "Idempotency-Key", "ep-7")
-	if first.status != 201 || retry.status != 201 || !bytes.Equal(first.body, retry.body) || retry.header.Get("Idempotent-Replayed") != "true" || first.header.Get("Idempotent-Replayed") != "" {
-		t.Errorf("retry: %d %s (replayed %q); want the first answer %s replayed", retry.status, retry.body, retry.header.Get("Idempotent-Replayed"), first.body)
+	secret, _ := first.json(t)["secret"].(string)
+	if first.status != 201 || retry.status != 201 || retry.json(t)["id"] != first.json(t)["id"] || retry.header.Get("Idempotent-Replayed") != "true" || first.header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("retry: %d %s (replayed %q); want the first answer's endpoint %s replayed", retry.status, retry.body, retry.header.Get("Idempotent-Replayed"), first.body)
 	}
+	if !strings.HasPrefix(secret, "whsec_") || bytes.Contains(retry.body, []byte(secret)) || bytes.Contains(retry.body, []byte(`"secret"`)) {
+		t.Errorf("the replay %s shows a secret; a secret is shown once (the first answer's: %q)", retry.body, secret)
+	}
+	assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody, "Idempotency-Key", "ep-8", "Idempotency-Key", "ep-9"),
+		400, "/problems/invalid-idempotency-key")
 	other := strings.Replace(endpointBody, "orders", "refunds", 1)
 	assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", other, "Idempotency-Key", "ep-7"), 422, "/problems/idempotency-key-reused")
 	// Keys are per merchant: mer_2's ep-7 is its own.
@@ -551,5 +565,90 @@ func TestKeysAndSecretsNeverReachTheLogs(t *testing.T) {
 		if strings.Contains(logs.String(), secret) {
 			t.Errorf("the log holds %s", name)
 		}
+	}
+}
+
+// TestCreateOverTheMerchantsCap: past its endpoints' cap a merchant is
+// answered 409 endpoint-limit-reached.
+func TestCreateOverTheMerchantsCap(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+	s.svc.maxEndpoints = 1
+	s.create(t, s.keys.mer1, endpointBody)
+	assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody), 409, "/problems/endpoint-limit-reached")
+}
+
+// TestRecover: the body is read and checked, the use case's answer
+// written, a replay marked, and its refusals answered as problems.
+func TestRecover(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+	id := s.create(t, s.keys.mer1, endpointBody)["id"].(string)
+	s.svc.attempted(id, webhooks.Attempt{ID: "wa_1", EndpointID: id, EventID: "evt_1", Outcome: webhooks.Failed, Error: "answered 500"})
+	path := "/webhook_endpoints/" + id + "/recover"
+	res := s.do(t, s.keys.mer1, http.MethodPost, path, `{"since": "2026-11-29T00:00:00Z", "limit": 10}`, "Idempotency-Key", "rec-1")
+	if res.status != http.StatusAccepted {
+		t.Fatalf("recover: %d %s", res.status, res.body)
+	}
+	body := res.json(t)
+	if body["object"] != "webhook_recovery" || body["endpoint_id"] != id || body["queued"] != 1.0 || body["has_more"] != false || body["last_event_id"] != "evt_1" {
+		t.Errorf("recover answered %s", res.body)
+	}
+	r := s.svc.recovered[0]
+	if !r.Since.Equal(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)) || r.Limit != 10 || r.IdempotencyKey != "rec-1" || r.EndpointID != id {
+		t.Errorf("the use case was asked %+v", r)
+	}
+	again := s.do(t, s.keys.mer1, http.MethodPost, path, `{"since": "2026-11-29T00:00:00Z", "limit": 10}`, "Idempotency-Key", "rec-1")
+	if again.status != http.StatusAccepted || again.header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.body, res.body) {
+		t.Errorf("a retry: %d %s, replayed %q; want the first answer", again.status, again.body, again.header.Get("Idempotent-Replayed"))
+	}
+	for body, typ := range map[string]string{
+		`{}`:                     "/problems/validation-failed",
+		`{"since": "yesterday"}`: "/problems/validation-failed",
+		`{"since": "2026-11-29T00:00:00Z", "limit": 0}`:    "/problems/validation-failed",
+		`{"since": "2026-11-29T00:00:00Z", "limit": 1001}`: "/problems/validation-failed",
+		`{"since": "2099-01-01T00:00:00Z"}`:                "/problems/invalid-recovery",
+	} {
+		assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, path, body), 422, typ)
+	}
+	assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, path, `{"since": "2026-11-29T00:00:00Z", "until": "now"}`), 400, "/problems/malformed-body")
+	assertProblem(t, s.do(t, s.keys.mer2, http.MethodPost, path, `{"since": "2026-11-29T00:00:00Z"}`), 404, "/problems/endpoint-not-found")
+	s.do(t, s.keys.mer1, http.MethodDelete, "/webhook_endpoints/"+id, "")
+	assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, path, `{"since": "2026-11-29T00:00:00Z"}`), 409, "/problems/endpoint-deleted")
+	if n := len(s.svc.recovered); n != 1 {
+		t.Errorf("%d recoveries reached the use case, want the one valid", n)
+	}
+}
+
+// TestRateLimitIsCountedBeforeTheKeyIsVerified: a request over the limit
+// is answered 429 without asking the payments service about its key, so it
+// spends none of the key's budget there; a 429 of the payments service's
+// is answered 429 too, not 503.
+func TestRateLimitIsCountedBeforeTheKeyIsVerified(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, slog.New(slog.DiscardHandler), webhooksapi.Config{RateLimit: 2, Metrics: httpserver.NewMetrics(prometheus.NewRegistry())})
+	limited, answered := 0, 0
+	for range 20 {
+		switch res := s.do(t, s.keys.mer1, http.MethodGet, "/webhook_endpoints", ""); res.status {
+		case http.StatusTooManyRequests:
+			limited++
+			if res.header.Get("Retry-After") == "" {
+				t.Error("a 429 without Retry-After")
+			}
+		case http.StatusOK:
+			answered++
+		}
+	}
+	if limited == 0 {
+		t.Fatal("20 requests at a limit of 2 a second: none limited")
+	}
+	if calls := s.auth.callsFor(s.keys.mer1); calls != answered {
+		t.Errorf("the payments service was asked %d times for %d requests answered (%d limited); want only the answered ones", calls, answered, limited)
+	}
+	s.auth.setRateLimited(true)
+	res := s.do(t, s.keys.mer2, http.MethodGet, "/webhook_endpoints", "")
+	assertProblem(t, res, 429, "/problems/rate-limited")
+	if res.header.Get("Retry-After") == "" {
+		t.Error("the payments service's 429 answered without Retry-After")
 	}
 }

@@ -11,6 +11,8 @@ package webhooksender
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -89,7 +91,7 @@ func Control(network, address string, _ syscall.RawConn) error {
 func (s *Sender) Send(ctx context.Context, r webhooks.Request) webhooks.Response {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
-		return webhooks.Response{Err: err}
+		return webhooks.Response{Err: err, Failure: webhooks.FailureConnection}
 	}
 	for k, v := range r.Headers {
 		req.Header.Set(k, v)
@@ -105,14 +107,43 @@ func (s *Sender) Send(ctx context.Context, r webhooks.Request) webhooks.Response
 	return webhooks.Response{StatusCode: res.StatusCode, Excerpt: body[:min(len(body), excerpt)]}
 }
 
-// failed describes an attempt that got no answer.
+// failed describes an attempt that got no answer: the error whole, for the
+// operator's log, and its category, which is all the merchant sees.
 func failed(ctx context.Context, err error) webhooks.Response {
-	res := webhooks.Response{Err: err}
+	return webhooks.Response{Err: err, Failure: category(ctx, err)}
+}
+
+// category is what kind of failure err is. The order matters: the address
+// guard's refusal and the attempt's deadline are told first, since either
+// can surface wrapped in a dial or TLS error.
+func category(ctx context.Context, err error) webhooks.Failure {
+	var (
+		dnsErr    *net.DNSError
+		netErr    net.Error
+		recordErr tls.RecordHeaderError
+		alertErr  tls.AlertError
+		certErr   *tls.CertificateVerificationError
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
 	switch {
 	case errors.Is(err, ErrRefused):
-		res.Refused = true
+		return webhooks.FailureRefused
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		res.Timeout = true
+		return webhooks.FailureTimeout
+	case errors.As(err, &dnsErr):
+		return webhooks.FailureDNS
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return webhooks.FailureTimeout // the dial's or the TLS handshake's own
+	case errors.As(err, &recordErr), errors.As(err, &alertErr), errors.As(err, &certErr),
+		errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid):
+		return webhooks.FailureTLS
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return webhooks.FailureConnRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.EPIPE):
+		return webhooks.FailureConnReset
+	default:
+		return webhooks.FailureConnection
 	}
-	return res
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,16 +43,37 @@ func TestControlRefusesEveryNonPublicRange(t *testing.T) {
 		"IPv4-mapped loopback":       "[::ffff:127.0.0.1]:443",
 		"IPv4-mapped metadata":       "[::ffff:169.254.169.254]:80",
 		"IPv4-mapped RFC 1918":       "[::ffff:10.0.0.1]:443",
+		"IPv4-mapped, even public":   "[::ffff:8.8.8.8]:443",
 		"NAT64 of RFC 1918":          "[64:ff9b::a00:1]:443",
 		"6to4 of loopback":           "[2002:7f00:1::1]:443",
 		"link-local, zoned":          "[fe80::1%eth0]:443",
+		// The non-global entries of IANA's special-purpose registries.
+		"NAT64 local use, metadata": "[64:ff9b:1::a9fe:a9fe]:80",
+		"NAT64 local use, public":   "[64:ff9b:1::808:808]:443",
+		"SIIT IPv4-translated":      "[::ffff:0:a9fe:a9fe]:80",
+		"IPv4-compatible":           "[::a9fe:a9fe]:80",
+		"IPv4-compatible, public":   "[::808:808]:443",
+		"site-local fec0::/10":      "[fec0::1]:443",
+		"Teredo":                    "[2001:0:4136:e378:8000:63bf:3fff:fdd2]:443",
+		"IPv6 benchmarking":         "[2001:2::1]:443",
+		"IPv6 documentation":        "[2001:db8::1]:443",
+		"IPv6 documentation 3fff":   "[3fff::1]:443",
+		"SRv6 SIDs":                 "[5f00::1]:443",
+		"discard-only":              "[100::1]:443",
+		"outside 2000::/3":          "[4000::1]:443",
+		"IETF protocol assignments": "192.0.0.8:443",
+		"6to4 relay anycast":        "192.88.99.1:443",
+		"benchmarking":              "198.18.0.1:443",
+		"documentation":             "192.0.2.1:443",
+		"reserved 240/4":            "240.0.0.1:443",
 	}
 	for name, addr := range refused {
 		if err := webhooksender.Control("tcp", addr, nil); !errors.Is(err, webhooksender.ErrRefused) {
 			t.Errorf("%s (%s): got %v, want ErrRefused", name, addr, err)
 		}
 	}
-	for _, addr := range []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", "8.8.8.8:53", "[::ffff:8.8.8.8]:443", "172.32.0.1:443", "100.128.0.1:443"} {
+	for _, addr := range []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443", "8.8.8.8:53", "172.32.0.1:443", "100.128.0.1:443",
+		"[2001:4860:4860::8888]:443", "[64:ff9b::808:808]:443", "[2002:808:808::1]:443"} {
 		if err := webhooksender.Control("tcp", addr, nil); err != nil {
 			t.Errorf("%s is public: got %v", addr, err)
 		}
@@ -74,7 +96,7 @@ func TestSendRefusesLoopbackAfterDNS(t *testing.T) {
 	req := webhooks.Request{URL: url, Headers: map[string]string{"webhook-id": "evt"}, Body: []byte(`{}`)}
 
 	res := webhooksender.New(webhooksender.Config{}).Send(context.Background(), req)
-	if !res.Refused || res.StatusCode != 0 || !errors.Is(res.Err, webhooksender.ErrRefused) {
+	if res.Failure != webhooks.FailureRefused || res.StatusCode != 0 || !errors.Is(res.Err, webhooksender.ErrRefused) {
 		t.Errorf("to localhost: got %+v, want refused", res)
 	}
 	select {
@@ -126,7 +148,43 @@ func TestSendAnswers(t *testing.T) {
 	}
 	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	if res := s.Send(tctx, webhooks.Request{URL: srv.URL + "/slow"}); !res.Timeout || res.Err == nil {
+	if res := s.Send(tctx, webhooks.Request{URL: srv.URL + "/slow"}); res.Failure != webhooks.FailureTimeout || res.Err == nil {
 		t.Errorf("slow: got %+v, want a timeout", res)
+	}
+}
+
+// TestSendNamesTheFailure: an attempt that gets no answer says which kind
+// of failure it was, from the error the client returns: each receiver here
+// fails in one way, on loopback.
+func TestSendNamesTheFailure(t *testing.T) {
+	t.Parallel()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closedURL := closed.URL
+	closed.Close()                                          // nothing listens there now
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler()) // a certificate no one trusts
+	defer tlsSrv.Close()
+	reset := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // close with a reset
+			}
+			conn.Close()
+		}
+	}))
+	defer reset.Close()
+	s := webhooksender.New(webhooksender.Config{AllowPrivateTargets: true})
+	for name, c := range map[string]struct {
+		url  string
+		want webhooks.Failure
+	}{
+		"nothing listening":   {closedURL + "/", webhooks.FailureConnRefused},
+		"untrusted TLS":       {tlsSrv.URL + "/", webhooks.FailureTLS},
+		"reset before answer": {reset.URL + "/", webhooks.FailureConnReset},
+	} {
+		res := s.Send(context.Background(), webhooks.Request{URL: c.url, Body: []byte(`{}`)})
+		if res.Failure != c.want || res.Err == nil || res.StatusCode != 0 {
+			t.Errorf("%s: got %q (%v), want %q", name, res.Failure, res.Err, c.want)
+		}
 	}
 }

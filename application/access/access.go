@@ -26,6 +26,10 @@ var (
 	// two are one error on purpose: a caller learns nothing from the
 	// difference.
 	ErrUnknownKey = errors.New("unknown or revoked API key")
+	// ErrRateLimited means the key made more requests than its limit
+	// allows (the limits are per second): the verification was refused,
+	// not answered.
+	ErrRateLimited = errors.New("API key over its rate limit")
 	// ErrKeyExists means a key with the same id or hash is already stored.
 	ErrKeyExists = errors.New("API key already exists")
 	// ErrUnauthenticated means a use case was called without a principal;

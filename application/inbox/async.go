@@ -33,7 +33,7 @@ func (a async[R, E]) Receive(ctx context.Context, body []byte) (Result, error) {
 		return res, err
 	}
 	inserted, err := a.store.Record(ctx, Message{ID: ev.ID, Type: ev.Type, Payload: body, ReceivedAt: a.now()}, nil)
-	if err != nil {
+	if err = conflicting(&res, err); err != nil {
 		return res, fmt.Errorf("record message %s: %w", ev.ID, err)
 	}
 	res.Disposition = Duplicate

@@ -26,6 +26,20 @@ var (
 	ErrInvalidEvent = errors.New("invalid event")
 )
 
+// MaxTypeLen bounds an event's type: far above any type a producer names
+// (payment.created), and short enough that a type is logged whole. A
+// message with a longer one is malformed.
+const MaxTypeLen = 128
+
+// clip shortens what a message carried for an error's text, which is
+// logged: a field of a forged message could be most of its 256 KiB.
+func clip(s string) string {
+	if len(s) > 64 {
+		return strings.ToValidUTF8(s[:64], "") + "…"
+	}
+	return s
+}
+
 // Event is a message body decoded as a CloudEvent and identified: the one
 // place where bytes from the broker become an event. The consumer's
 // receive, the processor's claim and the tracing of the processor's work
@@ -89,14 +103,17 @@ func Decode(body []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: an SNS envelope, not a CloudEvent: the subscription needs RawMessageDelivery=true", ErrMalformed)
 	}
 	if w.SpecVersion != "1.0" {
-		return Event{}, fmt.Errorf("%w: specversion %q, want 1.0", ErrMalformed, w.SpecVersion)
+		return Event{}, fmt.Errorf("%w: specversion %q, want 1.0", ErrMalformed, clip(w.SpecVersion))
 	}
 	id, err := uuid.Parse(w.ID)
 	if err != nil {
-		return Event{}, fmt.Errorf("%w: id %q is not a UUID", ErrMalformed, w.ID)
+		return Event{}, fmt.Errorf("%w: id %q is not a UUID", ErrMalformed, clip(w.ID))
 	}
 	if w.Type == "" {
 		return Event{}, fmt.Errorf("%w: no type", ErrMalformed)
+	}
+	if len(w.Type) > MaxTypeLen {
+		return Event{}, fmt.Errorf("%w: a type of %d bytes (%q), longer than any event type (at most %d)", ErrMalformed, len(w.Type), clip(w.Type), MaxTypeLen)
 	}
 	ev := Event{
 		ID: id.String(), Type: w.Type, Subject: w.Subject, Data: w.Data,
@@ -130,10 +147,10 @@ func (e Event) Version() (string, error) {
 		version, ok = strings.CutSuffix(e.dataSchema[i+len(prefix):], ".json")
 	}
 	if !ok || version == "" || strings.Trim(version, "0123456789") != "" {
-		return "", fmt.Errorf("dataschema %q does not name a version of %s's data (…/%s/v<N>.json)", e.dataSchema, e.Type, e.Type)
+		return "", fmt.Errorf("dataschema %q does not name a version of %s's data (…/%s/v<N>.json)", clip(e.dataSchema), e.Type, e.Type)
 	}
 	if e.dataVersion != "" && e.dataVersion != version {
-		return "", fmt.Errorf("dataschema %q names version %s, dataversion says %q", e.dataSchema, version, e.dataVersion)
+		return "", fmt.Errorf("dataschema %q names version %s, dataversion says %q", clip(e.dataSchema), version, clip(e.dataVersion))
 	}
 	return version, nil
 }

@@ -32,13 +32,21 @@ func TestDecodeKeepsWhatTheEventCarries(t *testing.T) {
 
 func TestDecodeRefusesWhatNoEventIs(t *testing.T) {
 	for name, body := range map[string]string{
-		"not json":     `{"specversion":`,
-		"no id":        `{"specversion":"1.0","type":"note.added"}`,
-		"sns envelope": `{"Type":"Notification","MessageId":"x"}`,
-		"nul":          `{"specversion":"1.0","id":"` + msgA + `","type":"t","data":"\u0000"}`,
+		"not json":                     `{"specversion":`,
+		"no id":                        `{"specversion":"1.0","type":"note.added"}`,
+		"sns envelope":                 `{"Type":"Notification","MessageId":"x"}`,
+		"nul":                          `{"specversion":"1.0","id":"` + msgA + `","type":"t","data":"\u0000"}`,
+		"a type of 100,000 characters": `{"specversion":"1.0","id":"` + msgA + `","type":"` + strings.Repeat("t", 100_000) + `"}`,
+		"an id of 100,000 characters":  `{"specversion":"1.0","id":"` + strings.Repeat("i", 100_000) + `","type":"t"}`,
+		"a specversion of 100,000":     `{"specversion":"` + strings.Repeat("1", 100_000) + `","id":"` + msgA + `","type":"t"}`,
 	} {
-		if _, err := inbox.Decode([]byte(body)); !errors.Is(err, inbox.ErrMalformed) {
+		_, err := inbox.Decode([]byte(body))
+		if !errors.Is(err, inbox.ErrMalformed) {
 			t.Errorf("%s: got %v, want ErrMalformed", name, err)
+		}
+		// The error is logged: what the message carried is in it cut short.
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("%s: an error of %d bytes; a forged field must not be logged whole", name, len(err.Error()))
 		}
 	}
 }

@@ -97,13 +97,13 @@ func (c *checker[R, E]) check(ev Event) (E, error) {
 		return none, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, ev.Type, err)
 	}
 	if !slices.Contains(c.versions[ev.Type], version) {
-		return none, fmt.Errorf("%w: %s data version %q, this consumer knows %s", ErrInvalidEvent, ev.Type, version, strings.Join(c.versions[ev.Type], ", "))
+		return none, fmt.Errorf("%w: %s data version %q, this consumer knows %s", ErrInvalidEvent, ev.Type, clip(version), strings.Join(c.versions[ev.Type], ", "))
 	}
 	if err := c.schemas.Validate(ev.Type, version, ev.Body); err != nil {
 		return none, fmt.Errorf("%w: %s: %w", ErrInvalidEvent, ev.Type, err)
 	}
 	if ev.Time.IsZero() {
-		return none, fmt.Errorf("%w: time %q is not RFC 3339", ErrInvalidEvent, ev.rawTime)
+		return none, fmt.Errorf("%w: time %q is not RFC 3339", ErrInvalidEvent, clip(ev.rawTime))
 	}
 	if len(bytes.TrimSpace(ev.Data)) == 0 {
 		return none, fmt.Errorf("%w: no data", ErrInvalidEvent)

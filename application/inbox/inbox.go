@@ -74,6 +74,7 @@ func (in *Inbox[R, E]) Receive(ctx context.Context, body []byte) (Result, error)
 		}
 		return noteAlreadyApplied, nil
 	})
+	err = conflicting(&res, err)
 	switch {
 	case err != nil:
 		return res, fmt.Errorf("apply message %s: %w", ev.ID, err)

@@ -34,7 +34,7 @@ func (p parking[R]) Receive(ctx context.Context, body []byte) (Result, error) {
 	now := p.now()
 	msg := Message{ID: res.MessageID, Type: res.Type, Payload: body, ReceivedAt: now, ParkedAt: now, Error: cause.Error()}
 	inserted, err := p.store.Record(ctx, msg, nil)
-	if err != nil {
+	if err = conflicting(&res, err); err != nil {
 		return res, fmt.Errorf("%w; parking it failed: %w", cause, err)
 	}
 	res.Disposition = Parked

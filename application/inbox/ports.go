@@ -41,12 +41,21 @@ type Recorder[R any] interface {
 	// transaction's.
 	//
 	// It reports whether it inserted the row: false means the message is a
-	// redelivery, apply was not run, and nothing changed. It returns apply's
+	// redelivery, apply was not run, and nothing changed; when the row
+	// recorded under the ID holds another JSON document than msg.Payload
+	// (not a redelivery: a second message reusing the ID), it returns false
+	// with ErrConflictingDuplicate, and nothing changed either. It returns apply's
 	// error, or the error of beginning or committing; a commit the database
 	// refuses for good (a deferred check that a retry would fail the same
 	// way) wraps ErrPermanent. Nothing is committed when it returns an error.
 	Record(ctx context.Context, msg Message, apply func(ctx context.Context, repos R) (note string, err error)) (inserted bool, err error)
 }
+
+// ErrConflictingDuplicate means a message came with the ID of one the inbox
+// recorded, and another body: the first is kept, this one dropped. A
+// redelivery carries the same document; this is a producer reusing an id,
+// or a message nobody published.
+var ErrConflictingDuplicate = errors.New("a message with this id was recorded with another body")
 
 // ErrPermanent marks a failure to apply a message that a retry would only
 // repeat: the consumer's database refused its writes for good (the ledger:
@@ -64,6 +73,21 @@ type Result struct {
 	// EventTime is the event's own time (when the producer recorded the
 	// fact); zero if the event had none.
 	EventTime time.Time
+	// Conflicting is set on a Duplicate whose body is not the one the
+	// inbox recorded under its id (ErrConflictingDuplicate): dropped too,
+	// and worth a warning.
+	Conflicting bool
+}
+
+// conflicting folds Record's ErrConflictingDuplicate into res: a message
+// reusing a recorded id with another body is a duplicate, marked
+// Conflicting, and no error. Any other error is returned as it is.
+func conflicting(res *Result, err error) error {
+	if errors.Is(err, ErrConflictingDuplicate) {
+		res.Conflicting = true
+		return nil
+	}
+	return err
 }
 
 // Disposition says what receiving a message did. Every one of them means

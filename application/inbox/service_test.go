@@ -32,6 +32,34 @@ func TestReceiveAppliesAMessageOnce(t *testing.T) {
 	}
 }
 
+// A message reusing a recorded id with another body is dropped as a
+// duplicate, marked Conflicting for the warning and the metric, in both
+// modes; a redelivery of the same document is a plain duplicate.
+func TestReceiveMarksTheSameIDWithAnotherBody(t *testing.T) {
+	r := defaultRig()
+	ctx := context.Background()
+	for name, svc := range map[string]*inbox.Service[Notes, note]{"sync": r.sync, "async": r.async} {
+		id := msgA
+		if name == "async" {
+			id = msgB
+		}
+		if _, err := svc.Receive(ctx, noted(id, "k-"+name, 7)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := svc.Receive(ctx, noted(id, "k-"+name, 7))
+		if err != nil || res.Disposition != inbox.Duplicate || res.Conflicting {
+			t.Errorf("%s, a redelivery: %+v, %v; want a plain duplicate", name, res, err)
+		}
+		res, err = svc.Receive(ctx, noted(id, "k-"+name, 9999))
+		if err != nil || res.Disposition != inbox.Duplicate || !res.Conflicting {
+			t.Errorf("%s, another body under the id: %+v, %v; want a conflicting duplicate", name, res, err)
+		}
+	}
+	if n := len(r.pages.written()); n != 1 {
+		t.Errorf("%d notes written, want the first message's alone", n)
+	}
+}
+
 // The consumer's own business key is the second layer: the same fact under
 // another message id applies nothing, and its row says why.
 func TestReceiveNotesAFactAlreadyApplied(t *testing.T) {

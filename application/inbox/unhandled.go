@@ -71,7 +71,7 @@ func (u unhandled[R]) Receive(ctx context.Context, body []byte) (Result, error) 
 		msg.Error = fmt.Sprintf("event type %q is not handled by this version", res.Type)
 	}
 	inserted, err := u.store.Record(ctx, msg, nil)
-	if err != nil {
+	if err = conflicting(&res, err); err != nil {
 		return res, fmt.Errorf("record message %s: %w", res.MessageID, err)
 	}
 	res.Disposition = Ignored

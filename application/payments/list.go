@@ -134,6 +134,10 @@ func (s *Service) listQuery(ctx context.Context, l ListPayments) (PaymentQuery, 
 	switch {
 	case l.Principal.IsPlatform() && merchant == "":
 		return PaymentQuery{}, invalid("merchant_id is required with the platform's key")
+	case merchant != "" && !payment.ValidPartyID(merchant):
+		// The platform acts for any merchant: without this, a NUL would
+		// reach the database, which cannot hold it, and answer 500.
+		return PaymentQuery{}, invalid(fmt.Sprintf("merchant_id must be UTF-8 text of at most %d bytes, without control characters", payment.MaxPartyIDLen))
 	case !l.Principal.IsPlatform() && merchant == "":
 		merchant = l.Principal.Merchant()
 	case !l.Principal.ActsFor(merchant):

@@ -108,6 +108,8 @@ func TestListRefuses(t *testing.T) {
 		{"an empty time range", payments.ListPayments{Principal: mer1, CreatedGTE: t0, CreatedLT: t0}, payments.ErrInvalidListQuery},
 		{"another merchant named by a merchant", payments.ListPayments{Principal: mer1, MerchantID: "mer_2"}, payments.ErrInvalidListQuery},
 		{"the platform names no merchant", payments.ListPayments{Principal: platform}, payments.ErrInvalidListQuery},
+		{"the platform names a merchant with NUL", payments.ListPayments{Principal: platform, MerchantID: "mer_1\x00"}, payments.ErrInvalidListQuery},
+		{"the platform names a merchant not UTF-8", payments.ListPayments{Principal: platform, MerchantID: "mer_\xff"}, payments.ErrInvalidListQuery},
 		{"an unknown cursor", payments.ListPayments{Principal: mer1, StartingAfter: "00000000-0000-4000-8000-999999999999"}, payments.ErrUnknownCursor},
 		{"another merchant's payment as the cursor", payments.ListPayments{Principal: mer1, StartingAfter: mer2Payment}, payments.ErrUnknownCursor},
 		{"another merchant's payment as the cursor, by the platform", payments.ListPayments{Principal: platform, MerchantID: "mer_1", EndingBefore: mer2Payment}, payments.ErrUnknownCursor},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -33,7 +34,30 @@ func EventTypes() []string { return slices.Sorted(maps.Keys(eventTypes)) }
 // in the transaction of the event's inbox row. No HTTP call runs there: the
 // delivery workers send the deliveries afterwards, so a slow receiver never
 // holds an inbox row. Its zero value is ready to use.
-type Handler struct{}
+type Handler struct {
+	// MaxAmount is the largest amount an event may carry, in minor units:
+	// an event with a larger one is refused by Check and left for the DLQ,
+	// its reason logged, and sent to no one. 0 means DefaultMaxAmount.
+	MaxAmount int64
+}
+
+// DefaultMaxAmount is the webhooks service's limit unless Handler.MaxAmount
+// says otherwise: the payments service's and the ledger's default limit,
+// 9,999,999,999.99 of a two-decimal currency.
+const DefaultMaxAmount int64 = 999_999_999_999
+
+// ErrAmountLimit means an event carries an amount over the limit
+// (Handler.MaxAmount). The event is valid by its schema, which allows any
+// int64: the limit is the deployment's policy, a check behind the payments
+// service's against a forged or mistaken event.
+var ErrAmountLimit = errors.New("amount exceeds the webhooks service's limit")
+
+func (h Handler) maxAmount() int64 {
+	if h.MaxAmount <= 0 {
+		return DefaultMaxAmount
+	}
+	return h.MaxAmount
+}
 
 var _ inbox.Handler[Fanout, Event] = Handler{}
 
@@ -57,17 +81,26 @@ func (Handler) Types() map[string][]string {
 // Ignored implements inbox.Handler: every published type is delivered.
 func (Handler) Ignored() map[string]string { return nil }
 
-// Check implements inbox.Handler: the event must name its merchant. The
-// inbox has checked it against its schema.
-func (Handler) Check(ev inbox.Event, _ string) (Event, error) {
+// Check implements inbox.Handler: the event must name its merchant, and
+// none of its amounts may exceed MaxAmount. The inbox has checked it
+// against its schema.
+func (h Handler) Check(ev inbox.Event, _ string) (Event, error) {
 	var data struct {
 		MerchantID string `json:"merchant_id"`
+		// Every amount an event of the registry carries.
+		Amount           int64 `json:"amount"`
+		AmountAuthorized int64 `json:"amount_authorized"`
+		AmountReleased   int64 `json:"amount_released"`
+		RefundedAmount   int64 `json:"refunded_amount"`
 	}
 	if err := json.Unmarshal(ev.Data, &data); err != nil {
 		return Event{}, err
 	}
 	if data.MerchantID == "" {
 		return Event{}, errors.New("data.merchant_id is required: it says whose endpoints the event goes to")
+	}
+	if a := max(data.Amount, data.AmountAuthorized, data.AmountReleased, data.RefundedAmount); a > h.maxAmount() {
+		return Event{}, fmt.Errorf("%w: %s carries an amount of %d, over %d", ErrAmountLimit, ev.Type, a, h.maxAmount())
 	}
 	return Event{ID: ev.ID, Type: ev.Type, MerchantID: data.MerchantID, Payload: ev.Body}, nil
 }

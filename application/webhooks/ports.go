@@ -18,8 +18,9 @@ type Fanout interface {
 	// endpoint of d.MerchantID that is enabled, not deleted and subscribed
 	// to d.EventType (or to AllEvents), unless that endpoint already has a
 	// delivery of d.EventID (the second layer of idempotency: an event fans
-	// out once). Another merchant's endpoints are never written. It returns
-	// how many deliveries it wrote.
+	// out once). Another merchant's endpoints are never written. Each
+	// delivery carries its endpoint's merchant, whose share of the workers
+	// it is sent within. It returns how many deliveries it wrote.
 	Enqueue(ctx context.Context, d NewDelivery) (int, error)
 }
 
@@ -48,6 +49,9 @@ type StoredEndpoint struct {
 	// FailingSince is when its unbroken run of failed attempts began; zero
 	// after a success, or before any attempt.
 	FailingSince time.Time
+	// Timeouts is its unbroken run of attempts that got no answer in
+	// time; zero after any answer.
+	Timeouts int
 }
 
 // IdempotencyKey identifies a client's retries of one Create, scoped to the
@@ -62,8 +66,35 @@ type IdempotencyKey struct {
 // CreateResult is what Endpoints.Create committed, or found committed.
 type CreateResult struct {
 	Endpoint StoredEndpoint
-	// Answered is the sealed secret the first request was answered with.
-	Answered []byte
+	// Replayed is true when the key was stored by an earlier request:
+	// Endpoint is that request's endpoint, as it is now.
+	Replayed bool
+}
+
+// RecoverQuery is what Endpoints.Recover queues: the deliveries of
+// EndpointID created at or after Since that failed (pending, with an
+// attempt made and the next one scheduled after At) or are parked, the
+// oldest first, after the cursor After (an event id; "" for the first),
+// at most Limit of them.
+type RecoverQuery struct {
+	EndpointID string
+	Since      time.Time
+	After      string
+	Limit      int
+	At         time.Time // now: the queued deliveries are due from then
+}
+
+// Recovery is what Endpoints.Recover did.
+type Recovery struct {
+	// Queued is how many deliveries it made due.
+	Queued int
+	// HasMore is true when more deliveries of the query wait after Last.
+	HasMore bool
+	// Last is the event id of the last delivery queued: the cursor to go
+	// on from; "" when none was.
+	Last string
+	// Replayed is true when the key was stored by an earlier request: the
+	// rest is that request's answer.
 	Replayed bool
 }
 
@@ -93,13 +124,14 @@ type AttemptQuery struct {
 
 // Endpoints is the merchant API's store.
 type Endpoints interface {
-	// Create stores e and, with a key, the key and answered (the sealed
-	// secret the answer shows), in one transaction. When the key is already
-	// stored with the same fingerprint it stores nothing and returns the
-	// endpoint as it is now with the secret first answered, Replayed set.
-	// Errors: ErrKeyReused (same key, another fingerprint),
-	// dependency.ErrUnavailable.
-	Create(ctx context.Context, e StoredEndpoint, key *IdempotencyKey, answered []byte) (CreateResult, error)
+	// Create stores e and, with a key, the key, in one transaction, unless
+	// e's merchant already has max endpoints not deleted. When the key is
+	// already stored with the same fingerprint it stores nothing and
+	// returns the endpoint that request created, as it is now, Replayed
+	// set. Creations for one merchant are serialised, so that two at once
+	// cannot both take its last place. Errors: ErrKeyReused (same key,
+	// another fingerprint), ErrTooManyEndpoints, dependency.ErrUnavailable.
+	Create(ctx context.Context, e StoredEndpoint, key *IdempotencyKey, max int) (CreateResult, error)
 	// Endpoint returns the endpoint with id, deleted or not. Errors:
 	// ErrEndpointNotFound, dependency.ErrUnavailable.
 	Endpoint(ctx context.Context, id string) (StoredEndpoint, error)
@@ -127,14 +159,28 @@ type Endpoints interface {
 	// at at, whatever its status (delivered, pending, parked). Errors:
 	// ErrEventNotFound, dependency.ErrUnavailable.
 	Redeliver(ctx context.Context, endpointID, eventID string, at time.Time) error
+	// Recover makes the deliveries of q pending and due from q.At, the
+	// oldest first (their due times keep that order), and, with a key,
+	// stores the key with the answer, in one transaction. A delivery
+	// already due or in flight is not one of q's: queuing it again would
+	// change nothing. When the key is already stored with the same
+	// fingerprint it changes nothing and returns the first answer,
+	// Replayed set. Errors: ErrUnknownCursor (q.After names no delivery
+	// of the endpoint), ErrKeyReused, dependency.ErrUnavailable.
+	Recover(ctx context.Context, q RecoverQuery, key *IdempotencyKey) (Recovery, error)
 }
 
 // DeliveryClaim says which deliveries a worker claims.
 type DeliveryClaim struct {
 	Limit int
 	// PerEndpoint caps the deliveries of one endpoint leased at once, the
-	// claimed ones included, whoever holds them.
+	// claimed ones included, whoever holds them; an endpoint whose last
+	// attempts timed out (Claimed.Timeouts above zero) has one at most.
 	PerEndpoint int
+	// PerMerchant caps the deliveries of one merchant's endpoints leased
+	// at once, likewise: the merchant's share of the workers, however many
+	// endpoints it has and whatever it asked to redeliver.
+	PerMerchant int
 	At          time.Time // due at or before At, lease passed
 	LeaseUntil  time.Time // the lease the claim takes
 }
@@ -152,6 +198,9 @@ type Claimed struct {
 	URL          string
 	Secrets      SealedSecrets
 	FailingSince time.Time
+	// Timeouts is the endpoint's run of attempts that got no answer in
+	// time: the worker gives it a shorter budget while it lasts.
+	Timeouts int
 }
 
 // DeliveryStatus is a delivery's state.
@@ -176,6 +225,10 @@ type Finish struct {
 	// Disable, when not "", disables the endpoint with this reason and
 	// cancels its pending deliveries.
 	Disable string
+	// TimedOut is true when the attempt got no answer within its budget:
+	// the endpoint's run of timeouts grows by one. Any answer (a status,
+	// whichever) ends the run.
+	TimedOut bool
 }
 
 // DeliveryStats is the deliveries' backlog, for the gauges.
@@ -202,17 +255,23 @@ type EndpointLag struct {
 type Deliveries interface {
 	// ClaimDeliveries leases up to c.Limit pending deliveries that are due
 	// and not leased (or whose lease passed), of enabled endpoints not
-	// deleted, the oldest due first, without ever leasing more than
-	// c.PerEndpoint of one endpoint at once (leases held by others count),
-	// and commits. Errors: dependency.ErrUnavailable.
+	// deleted, and commits. It serves the merchants in turn: the one it
+	// served longest ago that has a due delivery and room first, its
+	// oldest due deliveries first, then the next merchant, each merchant
+	// it leased for moving to the back of the turn. It never leases more
+	// than c.PerMerchant of one merchant's deliveries at once, nor more
+	// than c.PerEndpoint of one endpoint's (one, while the endpoint's
+	// timeouts are above zero); leases held by others count. Its cost
+	// does not grow with the backlog. Errors: dependency.ErrUnavailable.
 	ClaimDeliveries(ctx context.Context, c DeliveryClaim) ([]Claimed, error)
 	// FinishDelivery records f.Attempt and, if the delivery's lease is still
 	// f.LeaseUntil, moves it to f.Status; it sets the endpoint's
 	// failing_since (cleared by a delivered attempt, set by the first
-	// failure of a run) and, when f.Disable is set, disables the endpoint
-	// and cancels its other pending deliveries; one transaction. It
-	// reports whether the lease was still held. Errors:
-	// dependency.ErrUnavailable.
+	// failure of a run) and its timeouts (one more when f.TimedOut, zero
+	// when the attempt got an answer, as they were otherwise) and, when
+	// f.Disable is set, disables the endpoint and cancels its other
+	// pending deliveries; one transaction. It reports whether the lease
+	// was still held. Errors: dependency.ErrUnavailable.
 	FinishDelivery(ctx context.Context, f Finish) (bool, error)
 	// ReleaseDelivery gives a lease back unused: the delivery is due again
 	// at once, for any worker. A lease no longer held is left alone.
@@ -234,10 +293,29 @@ type Request struct {
 type Response struct {
 	StatusCode int    // 0 when no answer came
 	Excerpt    []byte // the first bytes of the answer's body, for the attempt's error
-	Err        error  // no answer: a timeout, a connection refused or reset, a refused address
-	Timeout    bool   // Err is the attempt's timeout
-	Refused    bool   // Err is the address check's: nothing was sent
+	// Err is why no answer came, in full: for the operator's log only. It
+	// may name addresses, resolvers and DNS answers of the platform's
+	// network, which the merchant is never shown.
+	Err error
+	// Failure is Err's category, what the merchant is shown; "" when an
+	// answer came.
+	Failure Failure
 }
+
+// Failure is why an attempt got no answer, as the merchant sees it: a
+// category, never an address, a resolver or a DNS answer.
+type Failure string
+
+// The categories of Failure.
+const (
+	FailureDNS         Failure = "dns"          // the host name did not resolve
+	FailureRefused     Failure = "refused"      // the address is not one webhooks may reach: nothing was sent
+	FailureTimeout     Failure = "timeout"      // no answer within the attempt's budget
+	FailureTLS         Failure = "tls"          // the TLS handshake failed (certificate, protocol)
+	FailureConnRefused Failure = "conn_refused" // the receiver refused the connection
+	FailureConnReset   Failure = "conn_reset"   // the connection was reset or closed before an answer
+	FailureConnection  Failure = "connection"   // another network error before an answer
+)
 
 // Sender sends an attempt (adapters/webhooksender). It follows no
 // redirect and returns within ctx's deadline.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -30,6 +31,14 @@ const DefaultSecretGrace = 24 * time.Hour
 // MaxSecretGrace bounds RotateSecret's ExpireCurrentIn.
 const MaxSecretGrace = 7 * 24 * time.Hour
 
+// DefaultMaxEndpoints is how many endpoints not deleted a merchant may have
+// when WEBHOOKS_MAX_ENDPOINTS is unset: room for an endpoint per service
+// and environment of a large merchant. Every event writes one delivery per
+// subscribed endpoint, so the cap bounds what one event of a merchant can
+// cost; the merchant's share of the workers (WorkerConfig.PerMerchant)
+// bounds what its endpoints cost to send to, however many it has.
+const DefaultMaxEndpoints = 50
+
 // Config tunes a Service. The zero value takes the defaults named on each
 // field.
 type Config struct {
@@ -39,11 +48,17 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints use http and name private and
 	// loopback addresses: for compose and tests, never in production.
 	AllowPrivateTargets bool
+	// MaxEndpoints is how many endpoints not deleted a merchant may have;
+	// default DefaultMaxEndpoints.
+	MaxEndpoints int
 }
 
 func (c Config) withDefaults() Config {
 	if c.SecretGrace <= 0 {
 		c.SecretGrace = DefaultSecretGrace
+	}
+	if c.MaxEndpoints <= 0 {
+		c.MaxEndpoints = DefaultMaxEndpoints
 	}
 	return c
 }
@@ -80,9 +95,12 @@ func hexUUID() string {
 }
 
 // Create creates an endpoint for the principal's merchant (the platform
-// names it) and answers it with its secret, or replays what an earlier
-// request with the same Idempotency-Key committed, the same secret
-// included. Errors: ErrInvalidEndpoint, ErrInvalidKey, ErrKeyReused,
+// names it) and answers it with its secret. A retry with the same
+// Idempotency-Key answers the endpoint the first request created, as it is
+// now, without a secret: a secret is shown once, and a replay stored for
+// days must not hand it to whoever holds the key (a client that lost the
+// first answer rotates the secret). Errors: ErrInvalidEndpoint,
+// ErrInvalidKey, ErrKeyReused, ErrTooManyEndpoints,
 // access.ErrUnauthenticated, dependency.ErrUnavailable.
 func (s *Service) Create(ctx context.Context, c CreateEndpoint) (Created, error) {
 	if !c.Principal.Valid() {
@@ -92,20 +110,23 @@ func (s *Service) Create(ctx context.Context, c CreateEndpoint) (Created, error)
 	switch {
 	case c.Principal.IsPlatform() && merchant == "":
 		return Created{}, fmt.Errorf("%w: merchant_id is required with the platform's key", ErrInvalidEndpoint)
+	case !validMerchantID(merchant) && merchant != "":
+		return Created{}, fmt.Errorf("%w: merchant_id must be UTF-8 text of at most %d bytes, without control characters", ErrInvalidEndpoint, maxMerchantIDLen)
 	case !c.Principal.IsPlatform() && merchant == "":
 		merchant = c.Principal.Merchant()
 	case !c.Principal.ActsFor(merchant):
 		return Created{}, fmt.Errorf("%w: merchant_id must be the API key's own merchant, or left out", ErrInvalidEndpoint)
 	}
-	if err := CheckURL(c.URL, s.cfg.AllowPrivateTargets); err != nil {
+	url, err := CheckURL(c.URL, s.cfg.AllowPrivateTargets)
+	if err != nil {
 		return Created{}, err
 	}
 	events, err := checkEvents(c.EnabledEvents)
 	if err != nil {
 		return Created{}, err
 	}
-	if len(c.Description) > MaxDescriptionLen || !utf8.ValidString(c.Description) {
-		return Created{}, fmt.Errorf("%w: description must be UTF-8 text of at most %d bytes", ErrInvalidEndpoint, MaxDescriptionLen)
+	if len(c.Description) > MaxDescriptionLen || !utf8.ValidString(c.Description) || strings.ContainsRune(c.Description, 0) {
+		return Created{}, fmt.Errorf("%w: description must be UTF-8 text of at most %d bytes, without NUL", ErrInvalidEndpoint, MaxDescriptionLen)
 	}
 	key, err := idempotencyKey(merchant, c.IdempotencyKey, "create", c.URL, strings.Join(events, ","), c.Description)
 	if err != nil {
@@ -113,23 +134,52 @@ func (s *Service) Create(ctx context.Context, c CreateEndpoint) (Created, error)
 	}
 	secret := NewSecret()
 	e := StoredEndpoint{Endpoint: Endpoint{
-		ID: newEndpointID(), MerchantID: merchant, URL: c.URL, Description: c.Description,
+		ID: newEndpointID(), MerchantID: merchant, URL: url, Description: c.Description,
 		EnabledEvents: events, Status: Enabled, CreatedAt: s.now().UTC().Truncate(time.Microsecond),
 	}}
-	sealed := s.sealer.Seal(e.ID, secret)
-	e.Secrets.Current = sealed
-	res, err := s.store.Create(ctx, e, key, sealed)
+	e.Secrets.Current = s.sealer.Seal(e.ID, secret)
+	res, err := s.store.Create(ctx, e, key, s.cfg.MaxEndpoints)
 	if err != nil {
 		return Created{}, err
 	}
-	if !res.Replayed {
-		return Created{Endpoint: res.Endpoint.Endpoint, Secret: FormatSecret(secret)}, nil
+	if res.Replayed {
+		return Created{Endpoint: res.Endpoint.Endpoint, Replayed: true}, nil
 	}
-	first, err := s.sealer.Open(res.Endpoint.ID, res.Answered)
-	if err != nil {
-		return Created{}, fmt.Errorf("replay endpoint %s: %w", res.Endpoint.ID, err)
+	return Created{Endpoint: res.Endpoint.Endpoint, Secret: FormatSecret(secret)}, nil
+}
+
+// maxMerchantIDLen bounds a merchant id, as the payments service bounds it.
+const maxMerchantIDLen = 255
+
+// validMerchantID reports whether id is a merchant id the payments service
+// could have issued: UTF-8 of at most maxMerchantIDLen bytes without
+// control characters (NUL, which Postgres text cannot hold, among them).
+func validMerchantID(id string) bool {
+	if id == "" || len(id) > maxMerchantIDLen || !utf8.ValidString(id) {
+		return false
 	}
-	return Created{Endpoint: res.Endpoint.Endpoint, Secret: FormatSecret(first), Replayed: true}, nil
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isID reports whether s is an id of prefix (we_, wa_): the prefix and 32
+// lower-case hex digits. Anything else names nothing, and the store is not
+// asked.
+func isID(s, prefix string) bool {
+	h, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(h) != 32 {
+		return false
+	}
+	for i := range len(h) {
+		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkEvents returns the subscribed types without repeats, in the order
@@ -179,6 +229,9 @@ func idempotencyKey(merchant, key string, parts ...string) (*IdempotencyKey, err
 func (s *Service) endpoint(ctx context.Context, who access.Principal, id string) (StoredEndpoint, error) {
 	if !who.Valid() {
 		return StoredEndpoint{}, access.ErrUnauthenticated
+	}
+	if !isID(id, "we_") {
+		return StoredEndpoint{}, fmt.Errorf("%w: not an endpoint id", ErrEndpointNotFound)
 	}
 	e, err := s.store.Endpoint(ctx, id)
 	if err != nil {
@@ -249,6 +302,8 @@ func (s *Service) List(ctx context.Context, l ListEndpoints) (EndpointPage, erro
 	invalid := func(detail string) error { return fmt.Errorf("%w: %s", ErrInvalidListQuery, detail) }
 	merchant := l.MerchantID
 	switch {
+	case merchant != "" && !validMerchantID(merchant):
+		return EndpointPage{}, invalid(fmt.Sprintf("merchant_id must be UTF-8 text of at most %d bytes, without control characters", maxMerchantIDLen))
 	case !l.Principal.IsPlatform() && merchant == "":
 		merchant = l.Principal.Merchant()
 	case !l.Principal.ActsFor(merchant):
@@ -260,6 +315,9 @@ func (s *Service) List(ctx context.Context, l ListEndpoints) (EndpointPage, erro
 	}
 	q := EndpointQuery{MerchantID: merchant, Limit: limit + 1}
 	cursor := func(id string) (*Position, error) {
+		if !isID(id, "we_") {
+			return nil, fmt.Errorf("%w: not an endpoint id", ErrUnknownCursor)
+		}
 		e, err := s.store.Endpoint(ctx, id)
 		if errors.Is(err, ErrEndpointNotFound) || err == nil && (!e.DeletedAt.IsZero() || merchant != "" && e.MerchantID != merchant || !l.Principal.ActsFor(e.MerchantID)) {
 			return nil, fmt.Errorf("%w: %s", ErrUnknownCursor, id)
@@ -333,6 +391,9 @@ func (s *Service) Attempts(ctx context.Context, l ListAttempts) (AttemptPage, er
 		if c == "" {
 			continue
 		}
+		if !isID(c, "wa_") {
+			return AttemptPage{}, fmt.Errorf("%w: not an attempt id", ErrUnknownCursor)
+		}
 		if _, err := s.store.Attempt(ctx, e.ID, c); err != nil {
 			return AttemptPage{}, err
 		}
@@ -368,4 +429,54 @@ func (s *Service) Redeliver(ctx context.Context, r Redeliver) error {
 		return fmt.Errorf("%w: %s", ErrEventNotFound, r.EventID)
 	}
 	return s.store.Redeliver(ctx, e.ID, id.String(), s.now().UTC())
+}
+
+// Recover queues, for one more attempt each, the endpoint's deliveries
+// created at or after r.Since that failed and wait for a retry, or are
+// parked: the oldest first, at most r.Limit per call. An answer with
+// HasMore goes on with r.StartingAfter set to its Last. They are due now,
+// behind what is already due, and sent within the merchant's share of the
+// workers like any delivery; a delivery already due or in flight is left
+// as it is, so a call repeated changes nothing. With an Idempotency-Key, a
+// retry answers the first call's answer. Errors: ErrEndpointNotFound,
+// ErrEndpointDeleted, ErrEndpointDisabled, ErrInvalidRecover,
+// ErrUnknownCursor, ErrInvalidKey, ErrKeyReused, access.ErrUnauthenticated,
+// dependency.ErrUnavailable.
+func (s *Service) Recover(ctx context.Context, r Recover) (Recovery, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	limit := r.Limit
+	switch {
+	case r.Since.IsZero():
+		return Recovery{}, fmt.Errorf("%w: since is required", ErrInvalidRecover)
+	case r.Since.After(now):
+		return Recovery{}, fmt.Errorf("%w: since is in the future", ErrInvalidRecover)
+	case limit == 0:
+		limit = DefaultRecoverLimit
+	case limit < 1 || limit > MaxRecoverLimit:
+		return Recovery{}, fmt.Errorf("%w: limit must be from 1 to %d", ErrInvalidRecover, MaxRecoverLimit)
+	}
+	after := ""
+	if r.StartingAfter != "" {
+		id, err := uuid.Parse(r.StartingAfter)
+		if err != nil {
+			return Recovery{}, fmt.Errorf("%w: starting_after is not an event id", ErrUnknownCursor)
+		}
+		after = id.String()
+	}
+	e, err := s.endpoint(ctx, r.Principal, r.EndpointID)
+	if err != nil {
+		return Recovery{}, err
+	}
+	switch {
+	case !e.DeletedAt.IsZero():
+		return Recovery{}, fmt.Errorf("%w: %s", ErrEndpointDeleted, e.ID)
+	case e.Status == Disabled:
+		return Recovery{}, fmt.Errorf("%w: %s: %s", ErrEndpointDisabled, e.ID, e.DisabledReason)
+	}
+	since := r.Since.UTC().Truncate(time.Microsecond)
+	key, err := idempotencyKey(e.MerchantID, r.IdempotencyKey, "recover", e.ID, since.Format(time.RFC3339Nano), strconv.Itoa(limit), after)
+	if err != nil {
+		return Recovery{}, err
+	}
+	return s.store.Recover(ctx, RecoverQuery{EndpointID: e.ID, Since: since, After: after, Limit: limit, At: now}, key)
 }

@@ -54,6 +54,12 @@ var (
 	// payments API.
 	ErrKeyReused   = errors.New("idempotency key reused with a different request")
 	ErrKeyInFlight = errors.New("a request with this idempotency key is in flight")
+	// ErrTooManyEndpoints means the merchant has as many endpoints as it
+	// may (Config.MaxEndpoints): one must be deleted first.
+	ErrTooManyEndpoints = errors.New("the merchant has as many webhook endpoints as it may")
+	// ErrInvalidRecover means a parameter of a recovery breaks a rule; the
+	// text says which.
+	ErrInvalidRecover = errors.New("invalid recovery")
 )
 
 // EndpointStatus is whether an endpoint is sent events.
@@ -99,9 +105,11 @@ type CreateEndpoint struct {
 // secret it signs with from now on, shown this once.
 type Created struct {
 	Endpoint Endpoint
-	Secret   Secret
+	// Secret is "" in a replay: a secret is shown once, and a client that
+	// lost that answer rotates the secret to get a new one.
+	Secret Secret
 	// Replayed is true when the answer is a replay of the first request
-	// with the same Idempotency-Key.
+	// with the same Idempotency-Key: the endpoint it created, as it is now.
 	Replayed bool
 }
 
@@ -176,4 +184,24 @@ type Redeliver struct {
 	Principal  access.Principal
 	EndpointID string
 	EventID    string
+}
+
+// The size of a recovery, per call.
+const (
+	DefaultRecoverLimit = 100
+	MaxRecoverLimit     = 1000
+)
+
+// Recover is the input of Recover: one more attempt, due now, of each
+// delivery of the endpoint created at or after Since that failed and waits
+// for a retry, or is parked; the oldest first, at most Limit of them (0:
+// DefaultRecoverLimit), after the delivery of event StartingAfter when the
+// previous call's answer had more.
+type Recover struct {
+	Principal      access.Principal
+	EndpointID     string
+	Since          time.Time
+	Limit          int
+	StartingAfter  string // an event id: the previous answer's Last
+	IdempotencyKey string // "" when the request has none
 }

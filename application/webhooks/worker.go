@@ -18,10 +18,17 @@ type WorkerConfig struct {
 	Workers int
 	// PerEndpoint caps the attempts in flight to one endpoint, across every
 	// worker and replica (the claim enforces it), so that one slow endpoint
-	// cannot take all the workers; default 4.
+	// cannot take all the workers; default 4. An endpoint whose last
+	// attempt timed out has one in flight at most, until it answers again.
 	PerEndpoint int
+	// PerMerchant caps the attempts in flight to one merchant's endpoints,
+	// across every worker and replica: the merchant's share, so that no
+	// number of endpoints, redeliveries or recoveries of one merchant
+	// takes the workers from the others; default 8.
+	PerMerchant int
 	// AttemptTimeout bounds one attempt, from dial to the answer's last
-	// byte read; default 15s.
+	// byte read; default 15s. An endpoint that keeps timing out is given
+	// less (budget).
 	AttemptTimeout time.Duration
 	// DisableAfter disables an endpoint whose attempts have all failed for
 	// this long; default 120h.
@@ -42,6 +49,9 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	}
 	if c.PerEndpoint <= 0 {
 		c.PerEndpoint = 4
+	}
+	if c.PerMerchant <= 0 {
+		c.PerMerchant = 8
 	}
 	if c.AttemptTimeout <= 0 {
 		c.AttemptTimeout = 15 * time.Second
@@ -160,7 +170,7 @@ func (w *Worker) Step(ctx context.Context) (int, error) {
 	}
 	now := w.now()
 	claimed, err := w.store.ClaimDeliveries(ctx, DeliveryClaim{
-		Limit: 1, PerEndpoint: w.cfg.PerEndpoint, At: now,
+		Limit: 1, PerEndpoint: w.cfg.PerEndpoint, PerMerchant: w.cfg.PerMerchant, At: now,
 		LeaseUntil: now.Add(w.cfg.AttemptTimeout + leaseMargin),
 	})
 	if err != nil {
@@ -188,7 +198,8 @@ func (w *Worker) deliver(ctx context.Context, c Claimed) error {
 		w.release(ctx, c)
 		return err
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.AttemptTimeout)
+	budget := w.budget(c.Timeouts)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	cut := make(chan struct{})
 	stopWatch := context.AfterFunc(ctx, func() {
@@ -207,8 +218,16 @@ func (w *Worker) deliver(ctx context.Context, c Claimed) error {
 		return nil
 	default:
 	}
-	f, label := w.judge(c, at, took, res)
+	f, label := w.judge(c, at, took, budget, res)
 	w.metrics.Attempted(label, took)
+	switch {
+	case res.Failure == FailureRefused:
+		w.log.WarnContext(ctx, "webhook attempt refused: the address is not one webhooks may reach", "endpoint_id", c.EndpointID, "event_id", c.EventID, "err", res.Err)
+	case res.Err != nil:
+		// The whole error, for the operator: the merchant's attempt shows
+		// only its category.
+		w.log.InfoContext(ctx, "webhook attempt got no answer", "endpoint_id", c.EndpointID, "event_id", c.EventID, "failure", string(res.Failure), "err", res.Err)
+	}
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer wcancel()
 	held, err := w.store.FinishDelivery(wctx, f)
@@ -259,8 +278,45 @@ func (w *Worker) release(ctx context.Context, c Claimed) {
 	}
 }
 
+// budget is how long an attempt to an endpoint with this run of timeouts
+// may take: the whole AttemptTimeout while it answers; then half of it
+// with each timeout in a row, down to an eighth (at least a second), so
+// that an endpoint that never answers holds a worker less and less. At the
+// 4th, 8th, 16th… timeout in a row an attempt gets the whole budget again:
+// a receiver that is slow rather than gone can answer it and end the run,
+// and these probes grow rarer the longer the run lasts.
+func (w *Worker) budget(timeouts int) time.Duration {
+	full := w.cfg.AttemptTimeout
+	if timeouts <= 0 || timeouts >= 4 && timeouts&(timeouts-1) == 0 {
+		return full
+	}
+	return max(full>>min(timeouts, 3), min(full, time.Second))
+}
+
+// failureText is what an attempt that got no answer shows the merchant:
+// its category, never the error itself, which may name the platform's
+// addresses, resolvers and DNS answers.
+func failureText(f Failure, budget time.Duration) string {
+	switch f {
+	case FailureDNS:
+		return "dns: the host name did not resolve"
+	case FailureRefused:
+		return "refused: the host resolved to an address webhooks may not reach"
+	case FailureTimeout:
+		return fmt.Sprintf("timeout: no answer within %s", budget)
+	case FailureTLS:
+		return "tls: the TLS handshake failed (certificate or protocol)"
+	case FailureConnRefused:
+		return "connection refused"
+	case FailureConnReset:
+		return "connection reset or closed before an answer"
+	default:
+		return "connection failed before an answer"
+	}
+}
+
 // judge turns an answer into what to record, and the metric's outcome.
-func (w *Worker) judge(c Claimed, at time.Time, took time.Duration, res Response) (Finish, string) {
+func (w *Worker) judge(c Claimed, at time.Time, took, budget time.Duration, res Response) (Finish, string) {
 	a := Attempt{
 		ID: newAttemptID(), EndpointID: c.EndpointID, EventID: c.EventID, EventType: c.EventType,
 		AttemptedAt: at.UTC().Truncate(time.Microsecond), StatusCode: res.StatusCode, Latency: took,
@@ -268,15 +324,14 @@ func (w *Worker) judge(c Claimed, at time.Time, took time.Duration, res Response
 	f := Finish{DeliveryID: c.ID, LeaseUntil: c.LeaseUntil}
 	label := "failed"
 	switch {
-	case res.Refused:
+	case res.Failure == FailureRefused:
 		a.Outcome, a.StatusCode, label = Refused, 0, "refused"
-		a.Error = "refused: " + res.Err.Error()
-	case res.Err != nil:
+		a.Error = failureText(res.Failure, budget)
+	case res.Err != nil || res.Failure != "":
 		a.Outcome, a.StatusCode = Failed, 0
-		a.Error = res.Err.Error()
-		if res.Timeout {
-			label = "timeout"
-			a.Error = fmt.Sprintf("no answer within %s", w.cfg.AttemptTimeout)
+		a.Error = failureText(res.Failure, budget)
+		if res.Failure == FailureTimeout {
+			label, f.TimedOut = "timeout", true
 		}
 	case res.StatusCode >= 200 && res.StatusCode <= 299:
 		a.Outcome, label = Delivered, "delivered"

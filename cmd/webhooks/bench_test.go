@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -180,6 +181,110 @@ func BenchmarkSlowEndpoint(b *testing.B) {
 	}
 }
 
+// BenchmarkTarpit measures what a merchant that attacks the delivery
+// workers costs another merchant: a tarpit merchant with 40 endpoints whose
+// receiver never answers (each attempt waits out its whole budget), an
+// event of its own a second fanned out to all 40, and its deliveries
+// redelivered 32 times a second (what an API key might ask under its rate
+// limit), beside a healthy merchant's one endpoint, with the default
+// configuration (16 delivery workers, 8 a merchant, 4 an endpoint, 15 s
+// attempts). The latency reported is the healthy merchant's commit →
+// arrival, at a steady 10 events a second; baseline is the healthy merchant
+// alone. share=16 is WEBHOOKS_MERCHANT_CONCURRENCY at every worker, what no
+// share would be.
+//
+//	go test -run '^$' -bench Tarpit -benchtime 300x ./cmd/webhooks/
+func BenchmarkTarpit(b *testing.B) {
+	const tarpits, rate, redeliveries = 40, 10, 32
+	for _, c := range []struct {
+		name   string
+		attack bool
+		share  int
+	}{{"baseline", false, 8}, {"tarpit/share=8", true, 8}, {"tarpit/share=16", true, 16}} {
+		b.Run(c.name, func(b *testing.B) {
+			st := newBenchStack(b, map[string]string{
+				"WEBHOOKS_MERCHANT_CONCURRENCY": strconv.Itoa(c.share), "WEBHOOKS_MAX_ENDPOINTS": strconv.Itoa(tarpits),
+				// A short stop: the attempts still in the tarpit at the end
+				// are cut after SHUTDOWN_TIMEOUT.
+				"WEBHOOKS_WAIT_TIME": "1s", "SHUTDOWN_TIMEOUT": "6s",
+			}, nil)
+			healthy := st.endpoints(b, 1, "/hook")[0]
+			var merchants []string
+			for range rate {
+				merchants = append(merchants, healthy)
+			}
+			var tarpitEndpoints []string
+			if c.attack {
+				for range tarpits {
+					e, err := st.svc.Create(context.Background(), webhooks.CreateEndpoint{Principal: platform, MerchantID: "mer_tarpit",
+						URL: st.rcv.srv.URL + "/slow", EnabledEvents: []string{webhooks.AllEvents}})
+					if err != nil {
+						b.Fatal(err)
+					}
+					tarpitEndpoints = append(tarpitEndpoints, e.Endpoint.ID)
+				}
+				merchants = append(merchants, "mer_tarpit")
+			}
+			// b.N of the healthy merchant's events, and one of the tarpit
+			// merchant's after every rate of them when it attacks.
+			events := st.events(b.N*len(merchants)/rate, merchants)
+			st.start(b)
+			ctx, stop := context.WithCancel(context.Background())
+			var g errgroup.Group
+			if c.attack {
+				var attacker benchEvents
+				for _, e := range events {
+					if e.merchant == "mer_tarpit" {
+						attacker = append(attacker, e)
+					}
+				}
+				g.Go(func() error { return st.redeliverStorm(ctx, attacker, tarpitEndpoints, redeliveries) })
+			}
+			b.ResetTimer()
+			st.receiveAt(b, events, len(merchants))
+			var ok benchEvents
+			for _, e := range events {
+				if e.merchant == healthy {
+					ok = append(ok, e)
+				}
+			}
+			st.rcv.wait(b, ok.ids(), 5*time.Minute)
+			b.StopTimer()
+			stop()
+			if err := g.Wait(); err != nil {
+				b.Fatal(err)
+			}
+			st.reportLatency(b, ok)
+			b.ReportMetric(float64(st.rcv.slowCalls()), "tarpit_attempts")
+		})
+	}
+}
+
+// redeliverStorm redelivers events (the tarpit merchant's) to its
+// endpoints, perSecond of them, until ctx ends: a merchant asking again and
+// again.
+// Redelivering an event not fanned out yet is refused (not found), as it
+// would be for the merchant.
+func (st *benchStack) redeliverStorm(ctx context.Context, events benchEvents, endpoints []string, perSecond int) error {
+	if len(events) == 0 {
+		return nil
+	}
+	tick := time.NewTicker(time.Second / time.Duration(perSecond))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		e := events[i%len(events)]
+		err := st.svc.Redeliver(ctx, webhooks.Redeliver{Principal: platform, EndpointID: endpoints[i%len(endpoints)], EventID: e.id})
+		if err != nil && !errors.Is(err, webhooks.ErrEventNotFound) && ctx.Err() == nil {
+			return err
+		}
+	}
+}
+
 // benchStack is the webhooks service as serve wires it — the async
 // inbox's receiver, the processor that fans out, the delivery workers
 // woken after each fan-out — without the SQS consumer and the API, on a
@@ -261,9 +366,11 @@ func newBenchStack(b testing.TB, env map[string]string, tune func(*webhooks.Work
 		tune(&wcfg)
 	}
 	st.worker = webhooks.NewWorker(st.claims, sender, sealer, cfg.Schedule, log, webhookMetrics, time.Now, wcfg)
-	st.proc = inbox.NewProcessor(store, webhooks.Handler{}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig(st.worker))
+	st.proc = inbox.NewProcessor(store, webhooks.Handler{MaxAmount: cfg.MaxAmount}, schemas, log, inboxMetrics, time.Now, cfg.processorConfig(st.worker))
 	st.receiver = inbox.NewService(store, st.proc, time.Now, inbox.Config{Mode: inbox.Async})
-	st.svc = webhooks.NewService(store, sealer, time.Now, webhooks.Config{AllowPrivateTargets: true})
+	svcCfg := cfg.serviceConfig()
+	svcCfg.AllowPrivateTargets = true
+	st.svc = webhooks.NewService(store, sealer, time.Now, svcCfg)
 	return st
 }
 
@@ -578,4 +685,56 @@ func procStat(pid int) (procTimes, bool) {
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	return procTimes{utime: ut, stime: st}, err1 == nil && err2 == nil
+}
+
+// BenchmarkClaim measures one delivery worker's claim against a backlog:
+// ten merchants with one endpoint each, pending deliveries spread evenly
+// over them, all due, two of each endpoint already leased (a drain in
+// progress). Each iteration claims one delivery, as a worker does, with the
+// default caps, and gives its lease back, so the backlog stays as it was.
+// The claim's cost must not grow with the backlog: pending=1000 and
+// pending=100000 are compared in docs/BENCHMARKS.md.
+//
+//	go test -run '^$' -bench 'Claim$' -benchtime 2000x ./cmd/webhooks/
+func BenchmarkClaim(b *testing.B) {
+	for _, pending := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			st := newBenchStack(b, nil, nil)
+			st.endpoints(b, 10, "/hook")
+			ctx := context.Background()
+			if _, err := st.pool.Exec(ctx, `
+				INSERT INTO webhook_deliveries (endpoint_id, merchant_id, event_id, event_type, payload, created_at, next_attempt_at)
+				SELECT e.id, e.merchant_id, gen_random_uuid(), 'payment.created', '\x7b7d', now() - interval '1 hour', now() - interval '1 hour' + g * interval '1 microsecond'
+				FROM generate_series(1, $1) g
+				JOIN (SELECT id, merchant_id, row_number() OVER (ORDER BY id) - 1 AS n FROM webhook_endpoints) e ON e.n = g % 10`, pending); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := st.pool.Exec(ctx, `VACUUM ANALYZE webhook_deliveries`); err != nil {
+				b.Fatal(err)
+			}
+			store := webhookstore.New(st.pool)
+			wcfg := st.cfg.workerConfig()
+			claim := func(limit, perEndpoint int) []webhooks.Claimed {
+				now := time.Now()
+				got, err := store.ClaimDeliveries(ctx, webhooks.DeliveryClaim{Limit: limit, PerEndpoint: perEndpoint, PerMerchant: wcfg.PerMerchant, At: now, LeaseUntil: now.Add(time.Hour)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return got
+			}
+			if got := claim(20, 2); len(got) != 20 { // two leases held per endpoint
+				b.Fatalf("claimed %d, want two per endpoint", len(got))
+			}
+			b.ResetTimer()
+			for range b.N {
+				got := claim(1, wcfg.PerEndpoint)
+				if len(got) != 1 {
+					b.Fatalf("claimed %d, want 1", len(got))
+				}
+				if err := store.ReleaseDelivery(ctx, got[0].ID, got[0].LeaseUntil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
@@ -31,6 +32,9 @@ type config struct {
 	Schedule            *webhooks.Schedule
 	AttemptTimeout      time.Duration
 	EndpointConcurrency int
+	MerchantConcurrency int
+	MaxEndpoints        int
+	MaxAmount           int64
 	DeliveryWorkers     int
 	DisableAfter        time.Duration
 	SecretGrace         time.Duration
@@ -58,6 +62,9 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		Common:              lifecycle.ReadCommon(e, getenv, "127.0.0.1:8082", "127.0.0.1:9092"),
 		AttemptTimeout:      e.Duration("WEBHOOKS_ATTEMPT_TIMEOUT", 15*time.Second),
 		EndpointConcurrency: e.Int("WEBHOOKS_ENDPOINT_CONCURRENCY", 4, 1, 256),
+		MerchantConcurrency: e.Int("WEBHOOKS_MERCHANT_CONCURRENCY", 8, 1, 1024),
+		MaxEndpoints:        e.Int("WEBHOOKS_MAX_ENDPOINTS", webhooks.DefaultMaxEndpoints, 1, 10_000),
+		MaxAmount:           e.Int64("WEBHOOKS_MAX_AMOUNT", webhooks.DefaultMaxAmount, 1, math.MaxInt64),
 		DeliveryWorkers:     e.Int("WEBHOOKS_DELIVERY_WORKERS", 16, 1, 1024),
 		DisableAfter:        e.Duration("WEBHOOKS_DISABLE_AFTER", 120*time.Hour),
 		SecretGrace:         e.Duration("WEBHOOKS_SECRET_GRACE", webhooks.DefaultSecretGrace),
@@ -126,7 +133,7 @@ func (c config) processorConfig(worker *webhooks.Worker) inbox.ProcessorConfig {
 // workerConfig is the delivery workers' tuning.
 func (c config) workerConfig() webhooks.WorkerConfig {
 	return webhooks.WorkerConfig{
-		Workers: c.DeliveryWorkers, PerEndpoint: c.EndpointConcurrency, AttemptTimeout: c.AttemptTimeout,
+		Workers: c.DeliveryWorkers, PerEndpoint: c.EndpointConcurrency, PerMerchant: c.MerchantConcurrency, AttemptTimeout: c.AttemptTimeout,
 		DisableAfter: c.DisableAfter, StopGrace: c.ShutdownTimeout,
 	}
 }
@@ -135,3 +142,8 @@ func (c config) workerConfig() webhooks.WorkerConfig {
 // worker (each holds one only to claim and to record, not while it sends),
 // plus a few for the API and the background jobs.
 func (c config) poolSize() int { return c.Workers + c.InboxWorkers + c.DeliveryWorkers/2 + 4 }
+
+// serviceConfig is the merchant API's use cases' tuning.
+func (c config) serviceConfig() webhooks.Config {
+	return webhooks.Config{SecretGrace: c.SecretGrace, AllowPrivateTargets: c.AllowPrivateTargets, MaxEndpoints: c.MaxEndpoints}
+}

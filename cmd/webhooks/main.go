@@ -161,14 +161,14 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	sender := webhooksender.New(webhooksender.Config{AllowPrivateTargets: cfg.AllowPrivateTargets})
 	worker := webhooks.NewWorker(store, sender, sealer, cfg.Schedule, p.Log, webhookMetrics, time.Now, cfg.workerConfig())
-	svc := webhooks.NewService(store, sealer, time.Now, webhooks.Config{SecretGrace: cfg.SecretGrace, AllowPrivateTargets: cfg.AllowPrivateTargets})
+	svc := webhooks.NewService(store, sealer, time.Now, cfg.serviceConfig())
 	api, err := newAPI(svc, cfg, p.Log, p.HTTPMetrics, p.TracerProvider)
 	if err != nil {
 		return err
 	}
 	return consumer.Serve(ctx, p, consumer.Service[webhooks.Fanout, webhooks.Event]{
 		Store:   store,
-		Handler: webhooks.Handler{},
+		Handler: webhooks.Handler{MaxAmount: cfg.MaxAmount},
 		// The async mode only: a message is recorded and acknowledged at
 		// once, and the processor fans it out in the inbox row's
 		// transaction, so no HTTP call runs inside a transaction and a slow
@@ -189,7 +189,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 			{Name: "webhook deliveries", Delete: store.DeleteDeliveriesBefore, Retention: deliveryRetention, Every: time.Hour, Batch: 1000},
 			{Name: "webhook idempotency keys", Delete: store.DeleteKeysBefore, Retention: keyRetention, Every: time.Hour, Batch: 1000},
 		},
-		LogAttrs: []any{"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "retry_schedule", cfg.Schedule.Delays()},
+		LogAttrs: []any{"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "merchant_concurrency", cfg.MerchantConcurrency, "retry_schedule", cfg.Schedule.Delays()},
 	}, listening)
 }
 

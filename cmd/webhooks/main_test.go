@@ -505,3 +505,121 @@ func runWebhooksCheck(t *testing.T, deliveries []checkedDelivery) (string, bool)
 	}
 	return string(out), err == nil
 }
+
+// TestServeRecoversAndRefusesWhatPostgresCannotHold runs the merchant API
+// on Postgres: an endpoint that was down gets its parked deliveries back
+// with one recovery (paged, replayed under its Idempotency-Key); a create's
+// replay answers no secret; and input Postgres cannot hold (NUL, invalid
+// UTF-8), or a port out of range, is answered a 4xx problem, never a 500
+// and an ERROR line.
+func TestServeRecoversAndRefusesWhatPostgresCannotHold(t *testing.T) {
+	t.Parallel()
+	s := startService(t, true)
+	ctx := context.Background()
+	call := func(method, path, body string, header ...string) (int, http.Header, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, "http://"+s.addr.API+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+s.merchantKey)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, res.Header, string(b)
+	}
+
+	// Down for the first 12 requests: three events, four attempts each
+	// (WEBHOOKS_RETRY_SCHEDULE=1s,1s,1s), all parked.
+	down := newReceiver(t, func(n int) int {
+		if n <= 12 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusNoContent
+	})
+	since := time.Now().UTC().Add(-time.Second)
+	e := s.endpoint(t, "mer_a", down)
+	var ids []string
+	for range 3 {
+		ids = append(ids, s.publish(t, "mer_a"))
+	}
+	eventually(t, "three parked deliveries", s.logs, func() bool {
+		st, err := s.store.DeliveryStats(ctx, time.Now(), 1)
+		return err == nil && st.Parked == 3
+	})
+	path := "/webhook_endpoints/" + e.Endpoint.ID + "/recover"
+	req := fmt.Sprintf(`{"since": %q, "limit": 2}`, since.Format(time.RFC3339Nano))
+	code, h, first := call("POST", path, req, "Idempotency-Key", "recover-1")
+	var page struct {
+		Queued      int    `json:"queued"`
+		HasMore     bool   `json:"has_more"`
+		LastEventID string `json:"last_event_id"`
+	}
+	if err := json.Unmarshal([]byte(first), &page); code != http.StatusAccepted || err != nil || page.Queued != 2 || !page.HasMore || h.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("recover: %d %s, want 2 queued and more", code, first)
+	}
+	if code, h, again := call("POST", path, req, "Idempotency-Key", "recover-1"); code != http.StatusAccepted || again != first || h.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the same recovery again: %d %s (replayed %q), want the first answer replayed", code, again, h.Get("Idempotent-Replayed"))
+	}
+	code, _, second := call("POST", path, fmt.Sprintf(`{"since": %q, "limit": 2, "starting_after": %q}`, since.Format(time.RFC3339Nano), page.LastEventID))
+	if code != http.StatusAccepted || !strings.Contains(second, `"queued":1`) || !strings.Contains(second, `"has_more":false`) {
+		t.Errorf("the second page: %d %s, want the last one", code, second)
+	}
+	// Their order is the contract suite's to check: two workers send two
+	// at once here.
+	eventually(t, "the three recovered deliveries delivered", s.logs, func() bool {
+		delivered := map[string]bool{}
+		for _, r := range down.received()[min(12, len(down.received())):] {
+			delivered[r.id] = true
+		}
+		return len(delivered) == 3 && delivered[ids[0]] && delivered[ids[1]] && delivered[ids[2]]
+	})
+
+	// A create's replay: the endpoint, never its secret.
+	body := fmt.Sprintf(`{"url": %q, "enabled_events": ["*"]}`, down.srv.URL+"/other")
+	code, _, created := call("POST", "/webhook_endpoints", body, "Idempotency-Key", "create-1")
+	_, _, replayed := call("POST", "/webhook_endpoints", body, "Idempotency-Key", "create-1")
+	if code != http.StatusCreated || !strings.Contains(created, `"secret":"whsec_`) || strings.Contains(replayed, "whsec_") || strings.Contains(replayed, `"secret"`) {
+		t.Errorf("create then its replay: %d %s, then %s; want the secret once", code, created, replayed)
+	}
+
+	// What Postgres cannot hold, and what is no port.
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/webhook_endpoints/we_%00", ""},
+		{"GET", "/webhook_endpoints/%FF%FE", ""},
+		{"DELETE", "/webhook_endpoints/" + e.Endpoint.ID + "%00", ""},
+		{"GET", "/webhook_endpoints?starting_after=we_%00", ""},
+		{"GET", "/webhook_endpoints?ending_before=%FF", ""},
+		{"GET", "/webhook_endpoints?merchant_id=mer_a%00", ""},
+		{"GET", "/webhook_endpoints/" + e.Endpoint.ID + "/deliveries?starting_after=wa_%00", ""},
+		{"POST", "/webhook_endpoints/" + e.Endpoint.ID + "/deliveries/%00/redeliver", ""},
+		{"POST", path, `{"since": "2026-01-01T00:00:00Z", "starting_after": "\u0000"}`},
+		{"POST", "/webhook_endpoints", `{"url": "https://example.com/h", "enabled_events": ["*"], "description": "a\u0000b"}`},
+		{"POST", "/webhook_endpoints", `{"url": "https://example.com/h", "enabled_events": ["*"], "merchant_id": "mer_a\u0000"}`},
+		{"POST", "/webhook_endpoints", `{"url": "https://exa\u0000mple.com/h", "enabled_events": ["*"]}`},
+		{"POST", "/webhook_endpoints", `{"url": "https://example.com:0/h", "enabled_events": ["*"]}`},
+		{"POST", "/webhook_endpoints", `{"url": "https://example.com:99999/h", "enabled_events": ["*"]}`},
+	} {
+		code, h, body := call(c.method, c.path, c.body)
+		if code < 400 || code >= 500 || !strings.HasPrefix(h.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("%s %s %s: %d %s, want a 4xx problem", c.method, c.path, c.body, code, body)
+		}
+	}
+	// HTTPS:// is https: stored, and answered, as the dialler reads it.
+	code, _, upper := call("POST", "/webhook_endpoints", `{"url": "HTTPS://Example.COM/h", "enabled_events": ["*"]}`)
+	if code != http.StatusCreated || !strings.Contains(upper, `"url":"https://example.com/h"`) {
+		t.Errorf("create with HTTPS://: %d %s, want it stored as https://example.com/h", code, upper)
+	}
+	if strings.Contains(s.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("an ERROR was logged:\n%s", s.logs)
+	}
+}

@@ -177,11 +177,18 @@ func newPayment(id ID, amount int64, currency, payerID, merchantID, description 
 	}, nil
 }
 
+// ValidPartyID reports whether s may be a payer's or a merchant's id: valid
+// UTF-8 of at most MaxPartyIDLen bytes, without control characters (NUL,
+// which Postgres text cannot hold, among them). "" is not.
+func ValidPartyID(s string) bool {
+	return s != "" && utf8.ValidString(s) && len(s) <= MaxPartyIDLen && !hasControl(s)
+}
+
 func checkParty(v *ValidationError, field, s string) {
 	switch {
 	case s == "":
 		v.add(field, "is required")
-	case !utf8.ValidString(s) || len(s) > MaxPartyIDLen || hasControl(s):
+	case !ValidPartyID(s):
 		// The same rule as the ledger's account owners (ledger.PayerAccount): a
 		// payment the ledger cannot post must be refused here, not accepted
 		// and then dead-lettered.

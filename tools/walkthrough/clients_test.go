@@ -79,7 +79,9 @@ func TestGeneratedClientsReadLiveAnswers(t *testing.T) {
 		create := webhooksclient.CreateWebhookEndpointJSONRequestBody{Url: svc.receiverURL(), EnabledEvents: []string{"payment.created", "payment.refunded"}}
 		cr, err := wh.CreateWebhookEndpointWithResponse(ctx, &webhooksclient.CreateWebhookEndpointParams{IdempotencyKey: ptr("clients-endpoint")}, create)
 		c.read("webhooks", cr, err, http.StatusCreated)
-		endpoint = *cr.JSON201
+		if endpoint, err = cr.JSON201.AsEndpointWithSecret(); err != nil || endpoint.Secret == "" {
+			t.Fatalf("createWebhookEndpoint's 201 is no endpoint with its secret: %v", err)
+		}
 		// The receiver verifies each delivery with it.
 		if err := os.WriteFile(svc.receiver.secretFile, []byte(endpoint.Secret+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -215,6 +217,12 @@ func TestGeneratedClientsReadLiveAnswers(t *testing.T) {
 		c.read("webhooks", rd, err, http.StatusAccepted)
 		rdn, err := wh.RedeliverWebhookEventWithResponse(ctx, endpoint.Id, uuid.NewString(), nil)
 		c.read("webhooks", rdn, err, http.StatusNotFound)
+		rc, err := wh.RecoverWebhookEndpointWithResponse(ctx, endpoint.Id, nil,
+			webhooksclient.RecoverWebhookEndpointJSONRequestBody{Since: time.Now().Add(-time.Hour), Limit: ptr(10)})
+		c.read("webhooks", rc, err, http.StatusAccepted)
+		rcBad, err := wh.RecoverWebhookEndpointWithResponse(ctx, endpoint.Id, nil,
+			webhooksclient.RecoverWebhookEndpointJSONRequestBody{Since: time.Now().Add(-time.Hour), StartingAfter: ptr("not-an-event-id")})
+		c.read("webhooks", rcBad, err, http.StatusBadRequest)
 		la, err := wh.ListWebhookAttemptsWithResponse(ctx, endpoint.Id, &webhooksclient.ListWebhookAttemptsParams{Limit: ptr(101)})
 		c.read("webhooks", la, err, http.StatusBadRequest)
 

@@ -15,7 +15,8 @@ import (
 // new, runs apply with the consumer's repositories, in one database
 // transaction; it commits when apply returns nil, rolls back otherwise, and
 // returns the commit's error (a deferred constraint fails at COMMIT). A
-// redelivery commits its empty transaction and reports false.
+// redelivery commits its empty transaction and reports false, after a
+// read that tells it from another message under the same id.
 //
 // It runs on postgres.Transact, so BEGIN is sent in the same pipeline as the
 // inbox insert instead of on its own: the consumer's hot path, where round
@@ -24,8 +25,11 @@ func (s *Store[R]) Record(ctx context.Context, msg inbox.Message, apply func(con
 	var inserted bool
 	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var err error
-		if inserted, err = insert(ctx, tx, msg); err != nil || !inserted || apply == nil {
+		if inserted, err = insert(ctx, tx, msg); err != nil || apply == nil && inserted {
 			return err
+		}
+		if !inserted {
+			return sameBody(ctx, tx, msg)
 		}
 		note, err := apply(ctx, s.repos(tx))
 		if err != nil || note == "" {
@@ -40,6 +44,22 @@ func (s *Store[R]) Record(ctx context.Context, msg inbox.Message, apply func(con
 		return false, err
 	}
 	return inserted, nil
+}
+
+// sameBody tells a redelivery from a message that reuses a recorded id:
+// ErrConflictingDuplicate unless the row recorded under msg.ID holds the
+// same JSON document, compared as jsonb (the same values, whatever the
+// spacing or the order of members). Read after the insert found the row,
+// so it sees the row committed.
+func sameBody(ctx context.Context, tx Tx, msg inbox.Message) error {
+	tag, err := tx.Exec(ctx, `SELECT 1 FROM inbox_messages WHERE id = $1 AND payload::jsonb = $2::jsonb`, msg.ID, string(msg.Payload))
+	if err != nil {
+		return fmt.Errorf("compare inbox message: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", inbox.ErrConflictingDuplicate, msg.ID)
+	}
+	return nil
 }
 
 // insert is the first layer of idempotency: the primary key on the message id

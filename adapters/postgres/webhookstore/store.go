@@ -7,6 +7,7 @@ package webhookstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -61,8 +62,8 @@ type fanout struct{ tx inboxstore.Tx }
 // enqueueSQL writes one delivery per subscribed endpoint of the merchant in
 // one statement; the unique (endpoint, event) pair skips those written.
 const enqueueSQL = `
-INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, payload, created_at, next_attempt_at)
-SELECT e.id, $2, $3, $4, $5, $5
+INSERT INTO webhook_deliveries (endpoint_id, merchant_id, event_id, event_type, payload, created_at, next_attempt_at)
+SELECT e.id, e.merchant_id, $2, $3, $4, $5, $5
 FROM webhook_endpoints e
 WHERE e.merchant_id = $1 AND e.status = 'enabled' AND e.deleted_at IS NULL
   AND ($3 = ANY(e.enabled_events) OR '*' = ANY(e.enabled_events))
@@ -80,7 +81,7 @@ func (f fanout) Enqueue(ctx context.Context, d webhooks.NewDelivery) (int, error
 
 const endpointColumns = `e.id, e.merchant_id, e.url, e.description, e.enabled_events, e.status, coalesce(e.disabled_reason, ''),
 	e.created_at, coalesce(e.deleted_at, 'epoch'), e.secret_current, e.secret_previous, coalesce(e.previous_expires_at, 'epoch'),
-	coalesce(e.failing_since, 'epoch')`
+	coalesce(e.failing_since, 'epoch'), e.timeouts`
 
 var epoch = time.Unix(0, 0).UTC()
 
@@ -104,18 +105,41 @@ func scanEndpoint(row pgx.Row) (webhooks.StoredEndpoint, error) {
 		status string
 	)
 	err := row.Scan(&e.ID, &e.MerchantID, &e.URL, &e.Description, &e.EnabledEvents, &status, &e.DisabledReason,
-		&e.CreatedAt, &e.DeletedAt, &e.Secrets.Current, &e.Secrets.Previous, &e.Secrets.PreviousExpiresAt, &e.FailingSince)
+		&e.CreatedAt, &e.DeletedAt, &e.Secrets.Current, &e.Secrets.Previous, &e.Secrets.PreviousExpiresAt, &e.FailingSince, &e.Timeouts)
 	e.Status = webhooks.EndpointStatus(status)
 	e.CreatedAt, e.DeletedAt, e.FailingSince = e.CreatedAt.UTC(), unepoch(e.DeletedAt), unepoch(e.FailingSince)
 	e.Secrets.PreviousExpiresAt = unepoch(e.Secrets.PreviousExpiresAt)
 	return e, err
 }
 
-// Create implements webhooks.Endpoints: the key first, so that a retry
-// waits on the first request's row lock and then finds its result.
-func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, answered []byte) (webhooks.CreateResult, error) {
-	var res webhooks.CreateResult
+// Create implements webhooks.Endpoints. The merchant's row, locked first,
+// serialises its creations: under it the key is looked up (a retry finds
+// the first request's), the endpoints counted against max, and the
+// endpoint and its key inserted.
+func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, max int) (webhooks.CreateResult, error) {
+	var (
+		res      webhooks.CreateResult
+		replayed string
+	)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockMerchant(ctx, tx, e.MerchantID); err != nil {
+			return err
+		}
+		if key != nil {
+			found, err := storedKey(ctx, tx, key)
+			if err != nil || found != "" {
+				replayed = found
+				return err
+			}
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM webhook_endpoints WHERE merchant_id = $1 AND deleted_at IS NULL LIMIT $2) e`,
+			e.MerchantID, max).Scan(&n); err != nil {
+			return fmt.Errorf("count webhook endpoints: %w", err)
+		}
+		if n >= max {
+			return fmt.Errorf("%w: %d of %s", webhooks.ErrTooManyEndpoints, n, e.MerchantID)
+		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO webhook_endpoints (id, merchant_id, url, description, enabled_events, status, secret_current, created_at)
 			VALUES ($1, $2, $3, $4, $5, 'enabled', $6, $7)`,
@@ -123,50 +147,52 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 			return fmt.Errorf("insert webhook endpoint: %w", err)
 		}
 		if key != nil {
-			tag, err := tx.Exec(ctx, `
-				INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, secret, created_at)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (merchant_id, key) DO NOTHING`,
-				key.Merchant, key.Key, key.Fingerprint, e.ID, answered, e.CreatedAt)
-			if err != nil {
+			if _, err := tx.Exec(ctx, `
+				INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5)`,
+				key.Merchant, key.Key, key.Fingerprint, e.ID, e.CreatedAt); err != nil {
 				return fmt.Errorf("insert idempotency key: %w", err)
 			}
-			if tag.RowsAffected() == 0 {
-				return errReplay
-			}
 		}
-		res = webhooks.CreateResult{Endpoint: e, Answered: answered}
+		res = webhooks.CreateResult{Endpoint: e}
 		return nil
 	})
-	if errors.Is(err, errReplay) {
-		return s.replay(ctx, key)
-	}
 	if err != nil {
 		return webhooks.CreateResult{}, unavailable(err)
+	}
+	if replayed != "" {
+		found, err := s.Endpoint(ctx, replayed)
+		return webhooks.CreateResult{Endpoint: found, Replayed: true}, err
 	}
 	return res, nil
 }
 
-// errReplay rolls back a Create whose key another request stored.
-var errReplay = errors.New("idempotency key already stored")
+// lockMerchant locks merchant's row, making it if it is the merchant's
+// first endpoint. FOR NO KEY UPDATE: what the claim takes, SKIP LOCKED.
+func lockMerchant(ctx context.Context, tx pgx.Tx, merchant string) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_merchants (merchant_id) VALUES ($1) ON CONFLICT (merchant_id) DO NOTHING`, merchant); err != nil {
+		return fmt.Errorf("insert webhook merchant: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM webhook_merchants WHERE merchant_id = $1 FOR NO KEY UPDATE`, merchant); err != nil {
+		return fmt.Errorf("lock webhook merchant: %w", err)
+	}
+	return nil
+}
 
-func (s *Store) replay(ctx context.Context, key *webhooks.IdempotencyKey) (webhooks.CreateResult, error) {
-	var (
-		fingerprint, id string
-		answered        []byte
-	)
-	err := s.pool.QueryRow(ctx, `SELECT fingerprint, endpoint_id, secret FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
-		key.Merchant, key.Key).Scan(&fingerprint, &id, &answered)
-	if err != nil {
-		return webhooks.CreateResult{}, fmt.Errorf("read idempotency key: %w", unavailable(err))
+// storedKey returns the endpoint of key if it is stored with the same
+// fingerprint, "" if it is not stored. Errors: ErrKeyReused.
+func storedKey(ctx context.Context, tx pgx.Tx, key *webhooks.IdempotencyKey) (string, error) {
+	var fingerprint, id string
+	err := tx.QueryRow(ctx, `SELECT fingerprint, endpoint_id FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
+		key.Merchant, key.Key).Scan(&fingerprint, &id)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read idempotency key: %w", err)
+	case fingerprint != key.Fingerprint:
+		return "", fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
 	}
-	if fingerprint != key.Fingerprint {
-		return webhooks.CreateResult{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
-	}
-	e, err := s.Endpoint(ctx, id)
-	if err != nil {
-		return webhooks.CreateResult{}, err
-	}
-	return webhooks.CreateResult{Endpoint: e, Answered: answered, Replayed: true}, nil
+	return id, nil
 }
 
 // Endpoint implements webhooks.Endpoints.
@@ -342,4 +368,125 @@ func (s *Store) Redeliver(ctx context.Context, endpointID, eventID string, at ti
 		return fmt.Errorf("%w: %s", webhooks.ErrEventNotFound, eventID)
 	}
 	return nil
+}
+
+// recoverSQL picks the deliveries of RecoverQuery, locked, one more than
+// its limit (to tell whether more wait): the recover index read in order.
+const recoverSQL = `
+SELECT id, event_id::text FROM webhook_deliveries
+WHERE endpoint_id = $1 AND status IN ('pending', 'parked') AND created_at >= $2 AND (created_at, id) > ($3, $4)
+  AND (status = 'parked' OR attempts > 0 AND next_attempt_at > $5 AND (locked_until IS NULL OR locked_until <= $5))
+ORDER BY created_at, id
+LIMIT $6
+FOR UPDATE`
+
+// requeueSQL makes the picked deliveries due from $2, a microsecond apart
+// in their order, so that the claim sends them oldest first.
+const requeueSQL = `
+UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = $2::timestamptz + (p.n - 1) * interval '1 microsecond',
+	locked_until = NULL, delivered_at = NULL
+FROM unnest($1::bigint[]) WITH ORDINALITY AS p(id, n)
+WHERE d.id = p.id`
+
+// recoveryAnswer is how a recovery's answer is kept with its key.
+type recoveryAnswer struct {
+	Queued  int    `json:"queued"`
+	HasMore bool   `json:"has_more"`
+	Last    string `json:"last"`
+}
+
+// Recover implements webhooks.Endpoints: the key first, so that a retry
+// waits on the first request's row lock and then finds its answer.
+func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
+	var res webhooks.Recovery
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if key != nil {
+			tag, err := tx.Exec(ctx, `
+				INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (merchant_id, key) DO NOTHING`, key.Merchant, key.Key, key.Fingerprint, q.EndpointID, q.At)
+			if err != nil {
+				return fmt.Errorf("insert idempotency key: %w", err)
+			}
+			if tag.RowsAffected() == 0 {
+				return errReplay
+			}
+		}
+		after, afterID := epoch, int64(0)
+		if q.After != "" {
+			err := tx.QueryRow(ctx, `SELECT created_at, id FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2`,
+				q.EndpointID, q.After).Scan(&after, &afterID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: %s", webhooks.ErrUnknownCursor, q.After)
+			}
+			if err != nil {
+				return fmt.Errorf("read recovery cursor: %w", err)
+			}
+		}
+		rows, err := tx.Query(ctx, recoverSQL, q.EndpointID, q.Since, after, afterID, q.At, q.Limit+1)
+		if err != nil {
+			return fmt.Errorf("pick deliveries to recover: %w", err)
+		}
+		var (
+			ids    []int64
+			events []string
+		)
+		for rows.Next() {
+			var (
+				id    int64
+				event string
+			)
+			if err := rows.Scan(&id, &event); err != nil {
+				rows.Close()
+				return err
+			}
+			ids, events = append(ids, id), append(events, event)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("pick deliveries to recover: %w", err)
+		}
+		res = webhooks.Recovery{HasMore: len(ids) > q.Limit}
+		ids = ids[:min(len(ids), q.Limit)]
+		if len(ids) > 0 {
+			if _, err := tx.Exec(ctx, requeueSQL, ids, q.At); err != nil {
+				return fmt.Errorf("recover deliveries: %w", err)
+			}
+			res.Queued, res.Last = len(ids), events[len(ids)-1]
+		}
+		if key == nil {
+			return nil
+		}
+		answer, err := json.Marshal(recoveryAnswer{Queued: res.Queued, HasMore: res.HasMore, Last: res.Last})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE webhook_idempotency_keys SET answer = $3 WHERE merchant_id = $1 AND key = $2`, key.Merchant, key.Key, answer)
+		return err
+	})
+	if errors.Is(err, errReplay) {
+		return s.replayRecovery(ctx, key)
+	}
+	if err != nil {
+		return webhooks.Recovery{}, fmt.Errorf("recover webhook deliveries: %w", unavailable(err))
+	}
+	return res, nil
+}
+
+// errReplay rolls back a request whose key another request stored.
+var errReplay = errors.New("idempotency key already stored")
+
+func (s *Store) replayRecovery(ctx context.Context, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
+	var (
+		fingerprint string
+		answer      []byte
+	)
+	err := s.pool.QueryRow(ctx, `SELECT fingerprint, answer FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
+		key.Merchant, key.Key).Scan(&fingerprint, &answer)
+	if err != nil {
+		return webhooks.Recovery{}, fmt.Errorf("read idempotency key: %w", unavailable(err))
+	}
+	var a recoveryAnswer
+	if fingerprint != key.Fingerprint || json.Unmarshal(answer, &a) != nil {
+		return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
+	}
+	return webhooks.Recovery{Queued: a.Queued, HasMore: a.HasMore, Last: a.Last, Replayed: true}, nil
 }

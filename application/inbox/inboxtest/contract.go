@@ -74,6 +74,25 @@ func RunContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 		}
 	})
 
+	t.Run("the same id with another body is refused as a conflicting duplicate", func(t *testing.T) {
+		s := open(t)
+		if _, err := s.Record(ctx, inboxMsg(msg1), nil); err != nil {
+			t.Fatal(err)
+		}
+		same := inboxMsg(msg1)
+		same.Payload = []byte(`{ "k" : 1 }`) // the same document, spaced otherwise
+		if ok, err := s.Record(ctx, same, nil); ok || err != nil {
+			t.Errorf("a redelivery: got %v, %v; want a plain duplicate", ok, err)
+		}
+		other := inboxMsg(msg1)
+		other.Payload = []byte(`{"k":2}`)
+		runs := 0
+		ok, err := s.Record(ctx, other, func(context.Context, R) (string, error) { runs++; return "", nil })
+		if ok || !errors.Is(err, inbox.ErrConflictingDuplicate) || runs != 0 {
+			t.Errorf("another body under the id: got %v, %v, apply run %d times; want not inserted, ErrConflictingDuplicate, never run", ok, err, runs)
+		}
+	})
+
 	t.Run("a failed apply leaves no inbox row", func(t *testing.T) {
 		s := open(t)
 		boom := errors.New("boom")

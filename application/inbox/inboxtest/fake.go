@@ -1,8 +1,12 @@
 package inboxtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -85,7 +89,10 @@ func (m *FakeStore[R]) Inbox() map[string]inbox.Message {
 func (m *FakeStore[R]) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, R) (string, error)) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.inbox[msg.ID]; ok {
+	if had, ok := m.inbox[msg.ID]; ok {
+		if !sameJSON(had.Payload, msg.Payload) {
+			return false, fmt.Errorf("%w: %s", inbox.ErrConflictingDuplicate, msg.ID)
+		}
 		return false, nil
 	}
 	restore := m.snapshot()
@@ -131,4 +138,22 @@ func (m *FakeStore[R]) insert(msg inbox.Message) {
 	if !msg.ParkedAt.IsZero() {
 		m.retry[msg.ID] = retryState{attempts: 1, parked: msg.ParkedAt}
 	}
+}
+
+// sameJSON reports whether a and b are the same JSON document, as Postgres'
+// jsonb compares them: the same values, whatever the spacing or the order
+// of an object's members. Either not JSON, their bytes.
+func sameJSON(a, b []byte) bool {
+	decode := func(b []byte) (any, error) {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber() // an int64 amount is compared whole, not as a float64
+		var v any
+		return v, d.Decode(&v)
+	}
+	x, errX := decode(a)
+	y, errY := decode(b)
+	if errX != nil || errY != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
 }

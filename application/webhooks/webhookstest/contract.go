@@ -32,7 +32,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 	}
 	create := func(t *testing.T, s Store, e webhooks.StoredEndpoint) webhooks.StoredEndpoint {
 		t.Helper()
-		res, err := s.Create(ctx, e, nil, e.Secrets.Current)
+		res, err := s.Create(ctx, e, nil, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,13 +55,18 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		return id, wrote
 	}
-	claim := func(t *testing.T, s Store, limit, per int, when time.Time) []webhooks.Claimed {
+	claimShare := func(t *testing.T, s Store, limit, perEndpoint, perMerchant int, when time.Time) []webhooks.Claimed {
 		t.Helper()
-		cs, err := s.ClaimDeliveries(ctx, webhooks.DeliveryClaim{Limit: limit, PerEndpoint: per, At: when, LeaseUntil: when.Add(time.Minute)})
+		cs, err := s.ClaimDeliveries(ctx, webhooks.DeliveryClaim{Limit: limit, PerEndpoint: perEndpoint, PerMerchant: perMerchant, At: when, LeaseUntil: when.Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cs
+	}
+	// claim claims with no merchant's share binding.
+	claim := func(t *testing.T, s Store, limit, per int, when time.Time) []webhooks.Claimed {
+		t.Helper()
+		return claimShare(t, s, limit, per, 1000, when)
 	}
 	attemptID := 0
 	finish := func(t *testing.T, s Store, c webhooks.Claimed, o webhooks.Outcome, status webhooks.DeliveryStatus, next time.Time, disable string) bool {
@@ -97,7 +102,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		e := newEndpoint("mer_a", "payment.created", "payment.refunded")
 		e.Description = "orders"
 		key := &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f1"}
-		res, err := s.Create(ctx, e, key, []byte("answered"))
+		res, err := s.Create(ctx, e, key, 100)
 		if err != nil || res.Replayed {
 			t.Fatalf("create: %+v, %v", res, err)
 		}
@@ -110,18 +115,18 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 			t.Errorf("get: got %+v, want %+v", got, e)
 		}
 		other := newEndpoint("mer_a")
-		replay, err := s.Create(ctx, other, key, []byte("other"))
-		if err != nil || !replay.Replayed || replay.Endpoint.ID != e.ID || string(replay.Answered) != "answered" {
-			t.Errorf("replay: got %+v, %v; want the first endpoint and its answer", replay, err)
+		replay, err := s.Create(ctx, other, key, 100)
+		if err != nil || !replay.Replayed || replay.Endpoint.ID != e.ID {
+			t.Errorf("replay: got %+v, %v; want the first endpoint", replay, err)
 		}
 		if _, err := s.Endpoint(ctx, other.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("the replayed request's endpoint: got %v, want ErrEndpointNotFound", err)
 		}
-		if _, err := s.Create(ctx, other, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f2"}, []byte("x")); !errors.Is(err, webhooks.ErrKeyReused) {
+		if _, err := s.Create(ctx, other, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f2"}, 100); !errors.Is(err, webhooks.ErrKeyReused) {
 			t.Errorf("another request under the key: got %v, want ErrKeyReused", err)
 		}
 		// Keys are the merchant's: another merchant's k1 is another key.
-		if res, err := s.Create(ctx, newEndpoint("mer_b"), &webhooks.IdempotencyKey{Merchant: "mer_b", Key: "k1", Fingerprint: "f2"}, []byte("b")); err != nil || res.Replayed {
+		if res, err := s.Create(ctx, newEndpoint("mer_b"), &webhooks.IdempotencyKey{Merchant: "mer_b", Key: "k1", Fingerprint: "f2"}, 100); err != nil || res.Replayed {
 			t.Errorf("another merchant's key: got %+v, %v", res, err)
 		}
 	})
@@ -405,6 +410,192 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		}
 		if _, err := s.RotateSecret(ctx, "we_nope", []byte("x"), at); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("rotate unknown: got %v, want ErrEndpointNotFound", err)
+		}
+	})
+
+	t.Run("a merchant has at most max endpoints not deleted", func(t *testing.T) {
+		s := newStore(t)
+		key := &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k", Fingerprint: "f"}
+		first, err := s.Create(ctx, newEndpoint("mer_a"), key, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, newEndpoint("mer_a"), nil, 2); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, newEndpoint("mer_a"), nil, 2); !errors.Is(err, webhooks.ErrTooManyEndpoints) {
+			t.Errorf("a third endpoint under a cap of 2: got %v, want ErrTooManyEndpoints", err)
+		}
+		if res, err := s.Create(ctx, newEndpoint("mer_a"), key, 2); err != nil || !res.Replayed || res.Endpoint.ID != first.Endpoint.ID {
+			t.Errorf("a retry at the cap: got %+v, %v; want the first request's endpoint replayed", res, err)
+		}
+		if _, err := s.Create(ctx, newEndpoint("mer_b"), nil, 2); err != nil {
+			t.Errorf("another merchant's endpoint: %v", err)
+		}
+		if _, err := s.DeleteEndpoint(ctx, first.Endpoint.ID, at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, newEndpoint("mer_a"), nil, 2); err != nil {
+			t.Errorf("after a deletion: %v, want room for one", err)
+		}
+	})
+
+	t.Run("the claim serves the merchants in turn, each within its share", func(t *testing.T) {
+		s := newStore(t)
+		for range 5 { // a noisy merchant: five endpoints, ten deliveries each
+			create(t, s, newEndpoint("mer_noisy"))
+		}
+		for range 10 {
+			publish(t, s, "mer_noisy", "payment.created")
+		}
+		quiet := create(t, s, newEndpoint("mer_quiet"))
+		for range 3 {
+			publish(t, s, "mer_quiet", "payment.created")
+		}
+		byMerchant := func(cs []webhooks.Claimed) (noisy, q int) {
+			for _, c := range cs {
+				if c.EndpointID == quiet.ID {
+					q++
+				} else {
+					noisy++
+				}
+			}
+			return noisy, q
+		}
+		// One at a time, as a worker claims: the merchants alternate.
+		var order []string
+		for range 4 {
+			cs := claimShare(t, s, 1, 4, 3, at)
+			if len(cs) != 1 {
+				t.Fatalf("claimed %d, want 1", len(cs))
+			}
+			order = append(order, map[bool]string{true: "quiet", false: "noisy"}[cs[0].EndpointID == quiet.ID])
+		}
+		if want := []string{"noisy", "quiet", "noisy", "quiet"}; !slices.Equal(order, want) {
+			t.Errorf("claimed from %v, want the merchants in turn %v", order, want)
+		}
+		// The noisy merchant's share is 3: it holds 2, gets 1 more, and the
+		// quiet one (holding 2, under its endpoint's cap of 4) gets the rest.
+		cs := claimShare(t, s, 10, 4, 3, at)
+		if noisy, q := byMerchant(cs); noisy != 1 || q != 1 {
+			t.Errorf("with 2 each in flight and a share of 3: claimed %d noisy, %d quiet; want 1 and 1", noisy, q)
+		}
+		if more := claimShare(t, s, 10, 4, 3, at); len(more) != 0 {
+			t.Errorf("both at their share: claimed %d, want 0", len(more))
+		}
+		// Leases that passed no longer count against the share.
+		if noisy, _ := byMerchant(claimShare(t, s, 10, 4, 3, at.Add(2*time.Minute))); noisy != 3 {
+			t.Errorf("after the leases passed: claimed %d noisy, want its share of 3", noisy)
+		}
+	})
+
+	t.Run("an endpoint timing out has one attempt in flight until it answers", func(t *testing.T) {
+		s := newStore(t)
+		e := create(t, s, newEndpoint("mer_a"))
+		for range 6 {
+			publish(t, s, "mer_a", "payment.created")
+		}
+		timedOut := func(c webhooks.Claimed, timedOut bool, code int) {
+			t.Helper()
+			attemptID++
+			a := webhooks.Attempt{ID: fmt.Sprintf("wa_%032x", attemptID), EndpointID: c.EndpointID, EventID: c.EventID, EventType: c.EventType,
+				AttemptedAt: at, Latency: time.Second, Outcome: webhooks.Failed, StatusCode: code, Error: "timeout"}
+			if _, err := s.FinishDelivery(ctx, webhooks.Finish{DeliveryID: c.ID, LeaseUntil: c.LeaseUntil, Attempt: a,
+				Status: webhooks.DeliveryPending, NextAttemptAt: at, TimedOut: timedOut}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs := claim(t, s, 1, 4, at)
+		timedOut(cs[0], true, 0)
+		if ep, _ := s.Endpoint(ctx, e.ID); ep.Timeouts != 1 {
+			t.Errorf("after a timeout: timeouts %d, want 1", ep.Timeouts)
+		}
+		cs = claim(t, s, 10, 4, at)
+		if len(cs) != 1 || cs[0].Timeouts != 1 {
+			t.Fatalf("claimed %+v of an endpoint timing out; want 1, with its timeouts", cs)
+		}
+		timedOut(cs[0], true, 0)
+		cs = claim(t, s, 10, 4, at)
+		if len(cs) != 1 || cs[0].Timeouts != 2 {
+			t.Fatalf("claimed %+v; want 1, with 2 timeouts", cs)
+		}
+		timedOut(cs[0], false, 500) // an answer, even a failing one, ends the run
+		if ep, _ := s.Endpoint(ctx, e.ID); ep.Timeouts != 0 {
+			t.Errorf("after an answer: timeouts %d, want 0", ep.Timeouts)
+		}
+		if cs := claim(t, s, 10, 4, at); len(cs) != 4 {
+			t.Errorf("after an answer: claimed %d, want the cap of 4", len(cs))
+		}
+	})
+
+	t.Run("recover queues the failed and parked deliveries since a time, oldest first", func(t *testing.T) {
+		s := newStore(t)
+		e := create(t, s, newEndpoint("mer_a"))
+		// Six deliveries, each made a microsecond after the last. The
+		// publish helper stamps them all at; recover reads created_at, so
+		// they are made through Record at their own times.
+		var events []string
+		for i := range 6 {
+			id := uuid.NewString()
+			when := at.Add(time.Duration(i) * time.Second)
+			body := fmt.Appendf(nil, `{"id":%q}`, id)
+			if _, err := s.Record(ctx, inbox.Message{ID: id, Type: "payment.created", Payload: body, ReceivedAt: when, ProcessedAt: when},
+				func(ctx context.Context, f webhooks.Fanout) (string, error) {
+					_, err := f.Enqueue(ctx, webhooks.NewDelivery{MerchantID: "mer_a", EventID: id, EventType: "payment.created", Payload: body, At: when})
+					return "", err
+				}); err != nil {
+				t.Fatal(err)
+			}
+			events = append(events, id)
+		}
+		now := at.Add(time.Hour)
+		cs := claim(t, s, 6, 6, now)
+		slices.SortFunc(cs, func(a, b webhooks.Claimed) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		// 0: before since; 1: parked; 2: delivered; 3: waiting for a retry;
+		// 4: due again now (already queued); 5: parked.
+		finish(t, s, cs[0], webhooks.Failed, webhooks.DeliveryParked, time.Time{}, "")
+		finish(t, s, cs[1], webhooks.Failed, webhooks.DeliveryParked, time.Time{}, "")
+		finish(t, s, cs[2], webhooks.Delivered, webhooks.DeliveryDelivered, time.Time{}, "")
+		finish(t, s, cs[3], webhooks.Failed, webhooks.DeliveryPending, now.Add(time.Hour), "")
+		finish(t, s, cs[4], webhooks.Failed, webhooks.DeliveryPending, now.Add(-time.Minute), "")
+		finish(t, s, cs[5], webhooks.Failed, webhooks.DeliveryParked, time.Time{}, "")
+		since := at.Add(time.Second)
+		q := webhooks.RecoverQuery{EndpointID: e.ID, Since: since, Limit: 2, At: now}
+		key := &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "r1", Fingerprint: "f"}
+		first, err := s.Recover(ctx, q, key)
+		if err != nil || first.Queued != 2 || !first.HasMore || first.Last != events[3] || first.Replayed {
+			t.Fatalf("first page: %+v, %v; want 2 queued (%s, %s), more", first, err, events[1], events[3])
+		}
+		if again, err := s.Recover(ctx, q, key); err != nil || !again.Replayed || again.Queued != 2 || again.Last != events[3] {
+			t.Errorf("the same key again: %+v, %v; want the first answer replayed", again, err)
+		}
+		if _, err := s.Recover(ctx, webhooks.RecoverQuery{EndpointID: e.ID, Since: at, Limit: 5, At: now}, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "r1", Fingerprint: "f2"}); !errors.Is(err, webhooks.ErrKeyReused) {
+			t.Errorf("the key with another recovery: got %v, want ErrKeyReused", err)
+		}
+		later := now.Add(time.Second)
+		q.After, q.At = first.Last, later
+		second, err := s.Recover(ctx, q, nil)
+		if err != nil || second.Queued != 1 || second.HasMore || second.Last != events[5] {
+			t.Errorf("second page: %+v, %v; want %s alone, no more", second, err, events[5])
+		}
+		// Everything it queued is due now, oldest first; 4 was due already.
+		got := claim(t, s, 10, 10, later)
+		var order []string
+		for _, c := range got {
+			order = append(order, c.EventID)
+		}
+		if want := []string{events[4], events[1], events[3], events[5]}; !slices.Equal(order, want) {
+			t.Errorf("claimed %v, want %v: the one due already, then the recovered, oldest first", order, want)
+		}
+		for _, c := range got[:3] {
+			finish(t, s, c, webhooks.Failed, webhooks.DeliveryPending, later, "")
+		}
+		// Due or in flight, they are not queued again.
+		if again, err := s.Recover(ctx, webhooks.RecoverQuery{EndpointID: e.ID, Since: since, Limit: 10, At: later}, nil); err != nil || again.Queued != 0 || again.HasMore {
+			t.Errorf("recover with everything queued: %+v, %v; want nothing changed", again, err)
+		}
+		if _, err := s.Recover(ctx, webhooks.RecoverQuery{EndpointID: e.ID, Since: since, Limit: 1, After: uuid.NewString(), At: now}, nil); !errors.Is(err, webhooks.ErrUnknownCursor) {
+			t.Errorf("a cursor of no delivery: got %v, want ErrUnknownCursor", err)
 		}
 	})
 }

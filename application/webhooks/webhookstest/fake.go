@@ -42,7 +42,7 @@ type FakeStore struct {
 // NewFakeStore returns an empty FakeStore.
 func NewFakeStore() *FakeStore {
 	t := &tables{endpoints: map[string]webhooks.StoredEndpoint{}, deliveries: map[int64]delivery{},
-		pairs: map[[2]string]int64{}, keys: map[[2]string]storedKey{}}
+		pairs: map[[2]string]int64{}, keys: map[[2]string]storedKey{}, served: map[string]int64{}}
 	return &FakeStore{FakeStore: inboxtest.NewFakeStore[webhooks.Fanout](t), t: t}
 }
 
@@ -59,7 +59,7 @@ type delivery struct {
 type storedKey struct {
 	key      webhooks.IdempotencyKey
 	endpoint string
-	answered []byte
+	answer   webhooks.Recovery // a recovery's
 }
 
 type tables struct {
@@ -70,6 +70,10 @@ type tables struct {
 	attempts   []webhooks.Attempt
 	keys       map[[2]string]storedKey
 	lastID     int64
+	// served is each merchant's place in the claim's turn: the lowest is
+	// served first; servedSeq the last place given.
+	served    map[string]int64
+	servedSeq int64
 }
 
 // Repos implements inboxtest.Tables.
@@ -123,21 +127,35 @@ func cloneEndpoint(e webhooks.StoredEndpoint) webhooks.StoredEndpoint {
 }
 
 // Create implements webhooks.Endpoints.
-func (s *FakeStore) Create(_ context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, answered []byte) (webhooks.CreateResult, error) {
+func (s *FakeStore) Create(_ context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, max int) (webhooks.CreateResult, error) {
 	t := s.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, ok := t.served[e.MerchantID]; !ok {
+		t.served[e.MerchantID] = 0
+	}
 	if key != nil {
 		if k, ok := t.keys[[2]string{key.Merchant, key.Key}]; ok {
 			if k.key.Fingerprint != key.Fingerprint {
 				return webhooks.CreateResult{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
 			}
-			return webhooks.CreateResult{Endpoint: cloneEndpoint(t.endpoints[k.endpoint]), Answered: k.answered, Replayed: true}, nil
+			return webhooks.CreateResult{Endpoint: cloneEndpoint(t.endpoints[k.endpoint]), Replayed: true}, nil
 		}
-		t.keys[[2]string{key.Merchant, key.Key}] = storedKey{key: *key, endpoint: e.ID, answered: answered}
+	}
+	n := 0
+	for _, o := range t.endpoints {
+		if o.MerchantID == e.MerchantID && o.DeletedAt.IsZero() {
+			n++
+		}
+	}
+	if n >= max {
+		return webhooks.CreateResult{}, fmt.Errorf("%w: %d of %s", webhooks.ErrTooManyEndpoints, n, e.MerchantID)
+	}
+	if key != nil {
+		t.keys[[2]string{key.Merchant, key.Key}] = storedKey{key: *key, endpoint: e.ID}
 	}
 	t.endpoints[e.ID] = cloneEndpoint(e)
-	return webhooks.CreateResult{Endpoint: cloneEndpoint(e), Answered: answered}, nil
+	return webhooks.CreateResult{Endpoint: cloneEndpoint(e)}, nil
 }
 
 // Endpoint implements webhooks.Endpoints.
@@ -278,42 +296,111 @@ func (s *FakeStore) Redeliver(_ context.Context, endpointID, eventID string, at 
 	return nil
 }
 
-// ClaimDeliveries implements webhooks.Deliveries.
+// Recover implements webhooks.Endpoints.
+func (s *FakeStore) Recover(_ context.Context, q webhooks.RecoverQuery, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
+	t := s.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if key != nil {
+		if k, ok := t.keys[[2]string{key.Merchant, key.Key}]; ok {
+			if k.key.Fingerprint != key.Fingerprint {
+				return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
+			}
+			r := k.answer
+			r.Replayed = true
+			return r, nil
+		}
+	}
+	var after *delivery
+	if q.After != "" {
+		id, ok := t.pairs[[2]string{q.EndpointID, q.After}]
+		if !ok {
+			return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrUnknownCursor, q.After)
+		}
+		d := t.deliveries[id]
+		after = &d
+	}
+	var picked []delivery
+	for _, d := range t.deliveries {
+		failed := d.status == webhooks.DeliveryParked || d.status == webhooks.DeliveryPending && d.attempts > 0 && d.next.After(q.At) && !d.lease.After(q.At)
+		if d.endpointID != q.EndpointID || !failed || d.createdAt.Before(q.Since) ||
+			after != nil && cmp.Or(d.createdAt.Compare(after.createdAt), cmp.Compare(d.id, after.id)) <= 0 {
+			continue
+		}
+		picked = append(picked, d)
+	}
+	slices.SortFunc(picked, func(a, b delivery) int { return cmp.Or(a.createdAt.Compare(b.createdAt), cmp.Compare(a.id, b.id)) })
+	res := webhooks.Recovery{HasMore: len(picked) > q.Limit}
+	picked = picked[:min(len(picked), q.Limit)]
+	for i, d := range picked {
+		d.status, d.next, d.lease = webhooks.DeliveryPending, q.At.Add(time.Duration(i)*time.Microsecond), time.Time{}
+		t.deliveries[d.id] = d
+		res.Queued, res.Last = i+1, d.eventID
+	}
+	if key != nil {
+		t.keys[[2]string{key.Merchant, key.Key}] = storedKey{key: *key, endpoint: q.EndpointID, answer: res}
+	}
+	return res, nil
+}
+
+// ClaimDeliveries implements webhooks.Deliveries: the merchants in turn,
+// each within its share and its endpoints' caps, as the Postgres claim.
 func (s *FakeStore) ClaimDeliveries(_ context.Context, c webhooks.DeliveryClaim) ([]webhooks.Claimed, error) {
 	t := s.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	leased := map[string]int{}
-	var due []delivery
+	leasedM, leasedE := map[string]int{}, map[string]int{}
+	due := map[string][]delivery{} // by merchant
 	for _, d := range t.deliveries {
 		if d.status != webhooks.DeliveryPending {
 			continue
 		}
+		e := t.endpoints[d.endpointID]
 		if d.lease.After(c.At) {
-			leased[d.endpointID]++
+			leasedM[e.MerchantID]++
+			leasedE[d.endpointID]++
 			continue
 		}
-		e := t.endpoints[d.endpointID]
 		if !d.next.After(c.At) && e.Status == webhooks.Enabled && e.DeletedAt.IsZero() {
-			due = append(due, d)
+			due[e.MerchantID] = append(due[e.MerchantID], d)
 		}
 	}
-	slices.SortFunc(due, func(a, b delivery) int { return cmp.Or(a.next.Compare(b.next), cmp.Compare(a.id, b.id)) })
+	merchants := slices.SortedFunc(maps.Keys(t.served), func(a, b string) int {
+		return cmp.Or(cmp.Compare(t.served[a], t.served[b]), cmp.Compare(a, b))
+	})
 	var out []webhooks.Claimed
-	for _, d := range due {
+	for _, m := range merchants {
+		ds := due[m]
+		slices.SortFunc(ds, func(a, b delivery) int { return cmp.Or(a.next.Compare(b.next), cmp.Compare(a.id, b.id)) })
+		took := 0
+		for _, d := range ds {
+			e := t.endpoints[d.endpointID]
+			capE := c.PerEndpoint
+			if e.Timeouts > 0 {
+				capE = 1
+			}
+			if len(out) == c.Limit || leasedM[m] >= c.PerMerchant {
+				break
+			}
+			if leasedE[d.endpointID] >= capE {
+				continue
+			}
+			leasedM[m]++
+			leasedE[d.endpointID]++
+			took++
+			d.lease = c.LeaseUntil
+			t.deliveries[d.id] = d
+			out = append(out, webhooks.Claimed{ID: d.id, EndpointID: d.endpointID, EventID: d.eventID, EventType: d.typ,
+				Payload: slices.Clone(d.payload), Attempts: d.attempts, CreatedAt: d.createdAt, LeaseUntil: d.lease,
+				URL: e.URL, Secrets: e.Secrets, FailingSince: e.FailingSince, Timeouts: e.Timeouts})
+		}
+		if took > 0 {
+			t.servedSeq++
+			t.served[m] = t.servedSeq
+		}
 		if len(out) == c.Limit {
 			break
 		}
-		if leased[d.endpointID] >= c.PerEndpoint {
-			continue
-		}
-		leased[d.endpointID]++
-		d.lease = c.LeaseUntil
-		t.deliveries[d.id] = d
-		e := t.endpoints[d.endpointID]
-		out = append(out, webhooks.Claimed{ID: d.id, EndpointID: d.endpointID, EventID: d.eventID, EventType: d.typ,
-			Payload: slices.Clone(d.payload), Attempts: d.attempts, CreatedAt: d.createdAt, LeaseUntil: d.lease,
-			URL: e.URL, Secrets: e.Secrets, FailingSince: e.FailingSince})
 	}
 	return out, nil
 }
@@ -333,6 +420,12 @@ func (s *FakeStore) FinishDelivery(_ context.Context, f webhooks.Finish) (bool, 
 		e.FailingSince = time.Time{}
 	} else if e.FailingSince.IsZero() {
 		e.FailingSince = f.Attempt.AttemptedAt
+	}
+	switch {
+	case f.TimedOut:
+		e.Timeouts++
+	case f.Attempt.StatusCode != 0:
+		e.Timeouts = 0
 	}
 	if f.Disable != "" && e.Status == webhooks.Enabled {
 		e.Status, e.DisabledReason = webhooks.Disabled, f.Disable

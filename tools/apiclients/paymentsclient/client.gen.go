@@ -984,7 +984,10 @@ type ClientInterface interface {
 	// this route with it, so a key is checked in one place and a revoked
 	// one stops working on both services within the same 10 s
 	// (docs/SECURITY.md). An unknown or revoked key is `401`
-	// `/problems/invalid-credentials`, as on every route.
+	// `/problems/invalid-credentials`, as on every route. Its requests are
+	// counted against the key's rate limit in a bucket of their own, so
+	// that the other service's verifications do not spend the key's
+	// budget for the payments routes.
 	//
 	// Corresponds with GET /api_key (the `GetApiKey` operationId).
 	GetApiKey(ctx context.Context, params *GetApiKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1144,7 +1147,10 @@ type ClientInterface interface {
 // this route with it, so a key is checked in one place and a revoked
 // one stops working on both services within the same 10 s
 // (docs/SECURITY.md). An unknown or revoked key is `401`
-// `/problems/invalid-credentials`, as on every route.
+// `/problems/invalid-credentials`, as on every route. Its requests are
+// counted against the key's rate limit in a bucket of their own, so
+// that the other service's verifications do not spend the key's
+// budget for the payments routes.
 //
 // Corresponds with GET /api_key (the `GetApiKey` operationId).
 func (c *Client) GetApiKey(ctx context.Context, params *GetApiKeyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2026,7 +2032,10 @@ type ClientWithResponsesInterface interface {
 	// this route with it, so a key is checked in one place and a revoked
 	// one stops working on both services within the same 10 s
 	// (docs/SECURITY.md). An unknown or revoked key is `401`
-	// `/problems/invalid-credentials`, as on every route.
+	// `/problems/invalid-credentials`, as on every route. Its requests are
+	// counted against the key's rate limit in a bucket of their own, so
+	// that the other service's verifications do not spend the key's
+	// budget for the payments routes.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3419,7 +3428,10 @@ func (r RefundPaymentResponse) ContentType() string {
 // this route with it, so a key is checked in one place and a revoked
 // one stops working on both services within the same 10 s
 // (docs/SECURITY.md). An unknown or revoked key is `401`
-// `/problems/invalid-credentials`, as on every route.
+// `/problems/invalid-credentials`, as on every route. Its requests are
+// counted against the key's rate limit in a bucket of their own, so
+// that the other service's verifications do not spend the key's
+// budget for the payments routes.
 //
 // Returns a wrapper object for the known response body format(s).
 //

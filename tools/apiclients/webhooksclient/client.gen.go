@@ -287,6 +287,7 @@ const (
 	ProblemTypeClientClosedRequest     ProblemType = "/problems/client-closed-request"
 	ProblemTypeEndpointDeleted         ProblemType = "/problems/endpoint-deleted"
 	ProblemTypeEndpointDisabled        ProblemType = "/problems/endpoint-disabled"
+	ProblemTypeEndpointLimitReached    ProblemType = "/problems/endpoint-limit-reached"
 	ProblemTypeEndpointNotFound        ProblemType = "/problems/endpoint-not-found"
 	ProblemTypeEventNotFound           ProblemType = "/problems/event-not-found"
 	ProblemTypeIdempotencyKeyInFlight  ProblemType = "/problems/idempotency-key-in-flight"
@@ -296,6 +297,7 @@ const (
 	ProblemTypeInvalidEndpoint         ProblemType = "/problems/invalid-endpoint"
 	ProblemTypeInvalidIdempotencyKey   ProblemType = "/problems/invalid-idempotency-key"
 	ProblemTypeInvalidQueryParameter   ProblemType = "/problems/invalid-query-parameter"
+	ProblemTypeInvalidRecovery         ProblemType = "/problems/invalid-recovery"
 	ProblemTypeMalformedBody           ProblemType = "/problems/malformed-body"
 	ProblemTypeMalformedCredentials    ProblemType = "/problems/malformed-credentials"
 	ProblemTypeMethodNotAllowed        ProblemType = "/problems/method-not-allowed"
@@ -321,6 +323,8 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeEndpointDisabled:
 		return true
+	case ProblemTypeEndpointLimitReached:
+		return true
 	case ProblemTypeEndpointNotFound:
 		return true
 	case ProblemTypeEventNotFound:
@@ -338,6 +342,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeInvalidIdempotencyKey:
 		return true
 	case ProblemTypeInvalidQueryParameter:
+		return true
+	case ProblemTypeInvalidRecovery:
 		return true
 	case ProblemTypeMalformedBody:
 		return true
@@ -358,6 +364,21 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeUnsupportedMediaType:
 		return true
 	case ProblemTypeValidationFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RecoveryObject.
+const (
+	WebhookRecovery RecoveryObject = "webhook_recovery"
+)
+
+// Valid indicates whether the value is a known member of the RecoveryObject enum.
+func (e RecoveryObject) Valid() bool {
+	switch e {
+	case WebhookRecovery:
 		return true
 	default:
 		return false
@@ -411,13 +432,13 @@ type AttemptListObject string
 
 // CreateEndpointRequest defines model for CreateEndpointRequest.
 type CreateEndpointRequest struct {
-	// Description Free text for the merchant, kept verbatim.
+	// Description Free text for the merchant, kept verbatim; at most 1000 bytes, without NUL.
 	Description *string `json:"description,omitempty"`
 
 	// EnabledEvents The event types to deliver, or `["*"]` for every one. At least one; an unknown type is `422` `/problems/invalid-endpoint`.
 	EnabledEvents []EventType `json:"enabled_events"`
 
-	// MerchantId The merchant whose events the endpoint receives. The platform's key must name it; a merchant's key may leave it out (it is the key's merchant) and may not name another (`422` `/problems/invalid-endpoint`).
+	// MerchantId The merchant whose events the endpoint receives. The platform's key must name it; a merchant's key may leave it out (it is the key's merchant) and may not name another (`422` `/problems/invalid-endpoint`). At most 255 bytes, without control characters.
 	MerchantId *string `json:"merchant_id,omitempty"`
 
 	// Url Where to deliver, absolute `https` without user information (see above).
@@ -622,6 +643,38 @@ type Problem struct {
 // ProblemType The kinds of error this API answers, each with its status and meaning.
 type ProblemType string
 
+// RecoverRequest defines model for RecoverRequest.
+type RecoverRequest struct {
+	// Limit How many deliveries this call queues at most.
+	Limit *int `json:"limit,omitempty"`
+
+	// Since The deliveries made at or after this time (RFC 3339), not after now.
+	Since time.Time `json:"since"`
+
+	// StartingAfter Go on after this event: the previous answer's `last_event_id`, when it had `has_more`. One the endpoint was never sent is `400` `/problems/unknown-cursor`.
+	StartingAfter *string `json:"starting_after,omitempty"`
+}
+
+// Recovery What a recovery queued.
+type Recovery struct {
+	EndpointId string `json:"endpoint_id"`
+
+	// HasMore Whether more deliveries of the request wait after `last_event_id`.
+	HasMore bool `json:"has_more"`
+
+	// LastEventId The event of the last delivery queued, the `starting_after` of the next call; `null` when none was queued.
+	LastEventId *string `json:"last_event_id"`
+
+	// Object Always `webhook_recovery`.
+	Object RecoveryObject `json:"object"`
+
+	// Queued How many deliveries this call queued.
+	Queued int `json:"queued"`
+}
+
+// RecoveryObject Always `webhook_recovery`.
+type RecoveryObject string
+
 // RotateSecretRequest defines model for RotateSecretRequest.
 type RotateSecretRequest struct {
 	// ExpireCurrentInSeconds How long the current secret keeps signing beside the new one; left out, the service's grace period.
@@ -672,6 +725,20 @@ type BadListRequest struct {
 	Type  interface{} `json:"type"`
 }
 
+// BadRecoverRequest defines model for BadRecoverRequest.
+type BadRecoverRequest struct {
+	// Detail What went wrong with this request, for people; absent for `internal`.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `validation-failed`, every invalid field at once.
+	Errors *[]FieldError `json:"errors,omitempty"`
+	Status interface{}   `json:"status"`
+
+	// Title The HTTP status text, e.g. `Not Found`.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
 // BadWriteRequest defines model for BadWriteRequest.
 type BadWriteRequest struct {
 	// Detail What went wrong with this request, for people; absent for `internal`.
@@ -688,6 +755,20 @@ type BadWriteRequest struct {
 
 // BodyTooLarge defines model for BodyTooLarge.
 type BodyTooLarge struct {
+	// Detail What went wrong with this request, for people; absent for `internal`.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `validation-failed`, every invalid field at once.
+	Errors *[]FieldError `json:"errors,omitempty"`
+	Status interface{}   `json:"status"`
+
+	// Title The HTTP status text, e.g. `Not Found`.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// CreateConflict defines model for CreateConflict.
+type CreateConflict struct {
 	// Detail What went wrong with this request, for people; absent for `internal`.
 	Detail *string `json:"detail,omitempty"`
 
@@ -770,20 +851,6 @@ type Internal struct {
 	Type  interface{} `json:"type"`
 }
 
-// KeyInFlight defines model for KeyInFlight.
-type KeyInFlight struct {
-	// Detail What went wrong with this request, for people; absent for `internal`.
-	Detail *string `json:"detail,omitempty"`
-
-	// Errors For `validation-failed`, every invalid field at once.
-	Errors *[]FieldError `json:"errors,omitempty"`
-	Status interface{}   `json:"status"`
-
-	// Title The HTTP status text, e.g. `Not Found`.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
-}
-
 // MalformedBody defines model for MalformedBody.
 type MalformedBody struct {
 	// Detail What went wrong with this request, for people; absent for `internal`.
@@ -800,6 +867,20 @@ type MalformedBody struct {
 
 // RateLimited defines model for RateLimited.
 type RateLimited struct {
+	// Detail What went wrong with this request, for people; absent for `internal`.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `validation-failed`, every invalid field at once.
+	Errors *[]FieldError `json:"errors,omitempty"`
+	Status interface{}   `json:"status"`
+
+	// Title The HTTP status text, e.g. `Not Found`.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// RecoverUnprocessable defines model for RecoverUnprocessable.
+type RecoverUnprocessable struct {
 	// Detail What went wrong with this request, for people; absent for `internal`.
 	Detail *string `json:"detail,omitempty"`
 
@@ -894,13 +975,19 @@ type ListWebhookEndpointsParams struct {
 
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
-	// IdempotencyKey Makes the create safe to retry (see the retries above): up to 255
+	// IdempotencyKey Makes the request safe to retry (see the retries above): up to 255
 	// printable ASCII characters without spaces, one per intended
-	// endpoint. Without it (or empty), a retry may create two.
+	// request, sent once. Without it (or empty), a retried create may
+	// create two endpoints.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 
 	// XRequestId An id for the request, kept and echoed back if it is 1 to 64 letters, digits, `.`, `_` or `-`; when it is absent or anything else, the service makes one (a UUIDv7) instead.
 	XRequestId *XRequestId `json:"X-Request-Id,omitempty"`
+}
+
+// CreateWebhookEndpoint201JSONResponseBody defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpoint201JSONResponseBody struct {
+	union json.RawMessage
 }
 
 // DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
@@ -936,6 +1023,18 @@ type RedeliverWebhookEventParams struct {
 	XRequestId *XRequestId `json:"X-Request-Id,omitempty"`
 }
 
+// RecoverWebhookEndpointParams defines parameters for RecoverWebhookEndpoint.
+type RecoverWebhookEndpointParams struct {
+	// IdempotencyKey Makes the request safe to retry (see the retries above): up to 255
+	// printable ASCII characters without spaces, one per intended
+	// request, sent once. Without it (or empty), a retried create may
+	// create two endpoints.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+
+	// XRequestId An id for the request, kept and echoed back if it is 1 to 64 letters, digits, `.`, `_` or `-`; when it is absent or anything else, the service makes one (a UUIDv7) instead.
+	XRequestId *XRequestId `json:"X-Request-Id,omitempty"`
+}
+
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
 	// XRequestId An id for the request, kept and echoed back if it is 1 to 64 letters, digits, `.`, `_` or `-`; when it is absent or anything else, the service makes one (a UUIDv7) instead.
@@ -945,8 +1044,73 @@ type RotateWebhookEndpointSecretParams struct {
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateEndpointRequest
 
+// RecoverWebhookEndpointJSONRequestBody defines body for RecoverWebhookEndpoint for application/json ContentType.
+type RecoverWebhookEndpointJSONRequestBody = RecoverRequest
+
 // RotateWebhookEndpointSecretJSONRequestBody defines body for RotateWebhookEndpointSecret for application/json ContentType.
 type RotateWebhookEndpointSecretJSONRequestBody = RotateSecretRequest
+
+// AsEndpointWithSecret returns the union data inside the CreateWebhookEndpoint201JSONResponseBody as a EndpointWithSecret
+func (t CreateWebhookEndpoint201JSONResponseBody) AsEndpointWithSecret() (EndpointWithSecret, error) {
+	var body EndpointWithSecret
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEndpointWithSecret overwrites any union data inside the CreateWebhookEndpoint201JSONResponseBody as the provided EndpointWithSecret
+func (t *CreateWebhookEndpoint201JSONResponseBody) FromEndpointWithSecret(v EndpointWithSecret) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEndpointWithSecret performs a merge with any union data inside the CreateWebhookEndpoint201JSONResponseBody, using the provided EndpointWithSecret
+func (t *CreateWebhookEndpoint201JSONResponseBody) MergeEndpointWithSecret(v EndpointWithSecret) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsEndpoint returns the union data inside the CreateWebhookEndpoint201JSONResponseBody as a Endpoint
+func (t CreateWebhookEndpoint201JSONResponseBody) AsEndpoint() (Endpoint, error) {
+	var body Endpoint
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromEndpoint overwrites any union data inside the CreateWebhookEndpoint201JSONResponseBody as the provided Endpoint
+func (t *CreateWebhookEndpoint201JSONResponseBody) FromEndpoint(v Endpoint) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeEndpoint performs a merge with any union data inside the CreateWebhookEndpoint201JSONResponseBody, using the provided Endpoint
+func (t *CreateWebhookEndpoint201JSONResponseBody) MergeEndpoint(v Endpoint) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CreateWebhookEndpoint201JSONResponseBody) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CreateWebhookEndpoint201JSONResponseBody) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1049,9 +1213,21 @@ type ClientInterface interface {
 	// the endpoint's signing secret, the one time it is shown: keep it to
 	// verify each delivery's `webhook-signature`.
 	//
-	// The URL must be absolute `https`, without user information, and its
-	// host not a literal loopback, private or link-local address (where it
-	// resolves to is checked again at each delivery).
+	// The URL must be absolute `https`, without user information or
+	// fragment, with a port from 1 to 65535 if any, and its host a plain
+	// public name or address: a domain name of at least two labels (an
+	// internationalised one is stored in its ASCII form), not under a
+	// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+	// public IPv4 address in dotted decimal or IPv6 address in brackets,
+	// without a zone. Other forms of an address (`0x7f000001`,
+	// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+	// name. The URL is answered and stored normalised (lower-case scheme
+	// and host). Where the name resolves to is checked again at each
+	// delivery.
+	//
+	// A merchant has at most a configured number of endpoints not deleted
+	// (50 by default); past it the answer is `409`
+	// `/problems/endpoint-limit-reached`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1066,9 +1242,21 @@ type ClientInterface interface {
 	// the endpoint's signing secret, the one time it is shown: keep it to
 	// verify each delivery's `webhook-signature`.
 	//
-	// The URL must be absolute `https`, without user information, and its
-	// host not a literal loopback, private or link-local address (where it
-	// resolves to is checked again at each delivery).
+	// The URL must be absolute `https`, without user information or
+	// fragment, with a port from 1 to 65535 if any, and its host a plain
+	// public name or address: a domain name of at least two labels (an
+	// internationalised one is stored in its ASCII form), not under a
+	// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+	// public IPv4 address in dotted decimal or IPv6 address in brackets,
+	// without a zone. Other forms of an address (`0x7f000001`,
+	// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+	// name. The URL is answered and stored normalised (lower-case scheme
+	// and host). Where the name resolves to is checked again at each
+	// delivery.
+	//
+	// A merchant has at most a configured number of endpoints not deleted
+	// (50 by default); past it the answer is `409`
+	// `/problems/endpoint-limit-reached`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1111,6 +1299,52 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhook_endpoints/{id}/deliveries/{event_id}/redeliver (the `RedeliverWebhookEvent` operationId).
 	RedeliverWebhookEvent(ctx context.Context, id EndpointId, eventId EventId, params *RedeliverWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverWebhookEndpointWithBody Recover an endpoint's failed deliveries since a time
+	//
+	// Queues one more attempt of each of the endpoint's deliveries made
+	// at or after `since` that failed and wait for a retry, or are
+	// parked (their retries spent): after the receiver was down, one
+	// call instead of a redelivery per event. The oldest first, at most
+	// `limit` per call; while `has_more` is `true`, call again with
+	// `starting_after` set to the answer's `last_event_id`. They are due
+	// now, behind what is already due, and sent within the merchant's
+	// share of the delivery workers, as every delivery is: a recovery
+	// never holds back another merchant's webhooks. A delivery already
+	// due or in flight is left as it is, so a call repeated changes
+	// nothing (`queued: 0`). Each attempt carries the event's
+	// `webhook-id`, as the earlier ones did.
+	//
+	// Deliveries are kept 30 days once delivered; pending and parked ones
+	// until they are delivered or their endpoint is deleted.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+	RecoverWebhookEndpointWithBody(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RecoverWebhookEndpoint Recover an endpoint's failed deliveries since a time
+	//
+	// Queues one more attempt of each of the endpoint's deliveries made
+	// at or after `since` that failed and wait for a retry, or are
+	// parked (their retries spent): after the receiver was down, one
+	// call instead of a redelivery per event. The oldest first, at most
+	// `limit` per call; while `has_more` is `true`, call again with
+	// `starting_after` set to the answer's `last_event_id`. They are due
+	// now, behind what is already due, and sent within the merchant's
+	// share of the delivery workers, as every delivery is: a recovery
+	// never holds back another merchant's webhooks. A delivery already
+	// due or in flight is left as it is, so a call repeated changes
+	// nothing (`queued: 0`). Each attempt carries the event's
+	// `webhook-id`, as the earlier ones did.
+	//
+	// Deliveries are kept 30 days once delivered; pending and parked ones
+	// until they are delivered or their endpoint is deleted.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+	RecoverWebhookEndpoint(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, body RecoverWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookEndpointSecretWithBody Rotate an endpoint's signing secret
 	//
@@ -1188,9 +1422,21 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // the endpoint's signing secret, the one time it is shown: keep it to
 // verify each delivery's `webhook-signature`.
 //
-// The URL must be absolute `https`, without user information, and its
-// host not a literal loopback, private or link-local address (where it
-// resolves to is checked again at each delivery).
+// The URL must be absolute `https`, without user information or
+// fragment, with a port from 1 to 65535 if any, and its host a plain
+// public name or address: a domain name of at least two labels (an
+// internationalised one is stored in its ASCII form), not under a
+// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+// public IPv4 address in dotted decimal or IPv6 address in brackets,
+// without a zone. Other forms of an address (`0x7f000001`,
+// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+// name. The URL is answered and stored normalised (lower-case scheme
+// and host). Where the name resolves to is checked again at each
+// delivery.
+//
+// A merchant has at most a configured number of endpoints not deleted
+// (50 by default); past it the answer is `409`
+// `/problems/endpoint-limit-reached`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1215,9 +1461,21 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // the endpoint's signing secret, the one time it is shown: keep it to
 // verify each delivery's `webhook-signature`.
 //
-// The URL must be absolute `https`, without user information, and its
-// host not a literal loopback, private or link-local address (where it
-// resolves to is checked again at each delivery).
+// The URL must be absolute `https`, without user information or
+// fragment, with a port from 1 to 65535 if any, and its host a plain
+// public name or address: a domain name of at least two labels (an
+// internationalised one is stored in its ASCII form), not under a
+// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+// public IPv4 address in dotted decimal or IPv6 address in brackets,
+// without a zone. Other forms of an address (`0x7f000001`,
+// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+// name. The URL is answered and stored normalised (lower-case scheme
+// and host). Where the name resolves to is checked again at each
+// delivery.
+//
+// A merchant has at most a configured number of endpoints not deleted
+// (50 by default); past it the answer is `409`
+// `/problems/endpoint-limit-reached`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1301,6 +1559,72 @@ func (c *Client) ListWebhookAttempts(ctx context.Context, id EndpointId, params 
 // Corresponds with POST /webhook_endpoints/{id}/deliveries/{event_id}/redeliver (the `RedeliverWebhookEvent` operationId).
 func (c *Client) RedeliverWebhookEvent(ctx context.Context, id EndpointId, eventId EventId, params *RedeliverWebhookEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRedeliverWebhookEventRequest(c.Server, id, eventId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverWebhookEndpointWithBody Recover an endpoint's failed deliveries since a time
+//
+// Queues one more attempt of each of the endpoint's deliveries made
+// at or after `since` that failed and wait for a retry, or are
+// parked (their retries spent): after the receiver was down, one
+// call instead of a redelivery per event. The oldest first, at most
+// `limit` per call; while `has_more` is `true`, call again with
+// `starting_after` set to the answer's `last_event_id`. They are due
+// now, behind what is already due, and sent within the merchant's
+// share of the delivery workers, as every delivery is: a recovery
+// never holds back another merchant's webhooks. A delivery already
+// due or in flight is left as it is, so a call repeated changes
+// nothing (`queued: 0`). Each attempt carries the event's
+// `webhook-id`, as the earlier ones did.
+//
+// Deliveries are kept 30 days once delivered; pending and parked ones
+// until they are delivered or their endpoint is deleted.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+func (c *Client) RecoverWebhookEndpointWithBody(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverWebhookEndpointRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RecoverWebhookEndpoint Recover an endpoint's failed deliveries since a time
+//
+// Queues one more attempt of each of the endpoint's deliveries made
+// at or after `since` that failed and wait for a retry, or are
+// parked (their retries spent): after the receiver was down, one
+// call instead of a redelivery per event. The oldest first, at most
+// `limit` per call; while `has_more` is `true`, call again with
+// `starting_after` set to the answer's `last_event_id`. They are due
+// now, behind what is already due, and sent within the merchant's
+// share of the delivery workers, as every delivery is: a recovery
+// never holds back another merchant's webhooks. A delivery already
+// due or in flight is left as it is, so a call repeated changes
+// nothing (`queued: 0`). Each attempt carries the event's
+// `webhook-id`, as the earlier ones did.
+//
+// Deliveries are kept 30 days once delivered; pending and parked ones
+// until they are delivered or their endpoint is deleted.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+func (c *Client) RecoverWebhookEndpoint(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, body RecoverWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecoverWebhookEndpointRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1826,6 +2150,79 @@ func NewRedeliverWebhookEventRequest(server string, id EndpointId, eventId Event
 	return req, nil
 }
 
+// NewRecoverWebhookEndpointRequest calls the generic RecoverWebhookEndpoint builder with application/json body
+func NewRecoverWebhookEndpointRequest(server string, id EndpointId, params *RecoverWebhookEndpointParams, body RecoverWebhookEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRecoverWebhookEndpointRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewRecoverWebhookEndpointRequestWithBody constructs an http.Request for the RecoverWebhookEndpoint method, with any body, and a specified content type
+func NewRecoverWebhookEndpointRequestWithBody(server string, id EndpointId, params *RecoverWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook_endpoints/%s/recover", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewRotateWebhookEndpointSecretRequest calls the generic RotateWebhookEndpointSecret builder with application/json body
 func NewRotateWebhookEndpointSecretRequest(server string, id EndpointId, params *RotateWebhookEndpointSecretParams, body RotateWebhookEndpointSecretJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -1963,9 +2360,21 @@ type ClientWithResponsesInterface interface {
 	// the endpoint's signing secret, the one time it is shown: keep it to
 	// verify each delivery's `webhook-signature`.
 	//
-	// The URL must be absolute `https`, without user information, and its
-	// host not a literal loopback, private or link-local address (where it
-	// resolves to is checked again at each delivery).
+	// The URL must be absolute `https`, without user information or
+	// fragment, with a port from 1 to 65535 if any, and its host a plain
+	// public name or address: a domain name of at least two labels (an
+	// internationalised one is stored in its ASCII form), not under a
+	// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+	// public IPv4 address in dotted decimal or IPv6 address in brackets,
+	// without a zone. Other forms of an address (`0x7f000001`,
+	// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+	// name. The URL is answered and stored normalised (lower-case scheme
+	// and host). Where the name resolves to is checked again at each
+	// delivery.
+	//
+	// A merchant has at most a configured number of endpoints not deleted
+	// (50 by default); past it the answer is `409`
+	// `/problems/endpoint-limit-reached`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1980,9 +2389,21 @@ type ClientWithResponsesInterface interface {
 	// the endpoint's signing secret, the one time it is shown: keep it to
 	// verify each delivery's `webhook-signature`.
 	//
-	// The URL must be absolute `https`, without user information, and its
-	// host not a literal loopback, private or link-local address (where it
-	// resolves to is checked again at each delivery).
+	// The URL must be absolute `https`, without user information or
+	// fragment, with a port from 1 to 65535 if any, and its host a plain
+	// public name or address: a domain name of at least two labels (an
+	// internationalised one is stored in its ASCII form), not under a
+	// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+	// public IPv4 address in dotted decimal or IPv6 address in brackets,
+	// without a zone. Other forms of an address (`0x7f000001`,
+	// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+	// name. The URL is answered and stored normalised (lower-case scheme
+	// and host). Where the name resolves to is checked again at each
+	// delivery.
+	//
+	// A merchant has at most a configured number of endpoints not deleted
+	// (50 by default); past it the answer is `409`
+	// `/problems/endpoint-limit-reached`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2033,6 +2454,52 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhook_endpoints/{id}/deliveries/{event_id}/redeliver (the `RedeliverWebhookEvent` operationId).
 	RedeliverWebhookEventWithResponse(ctx context.Context, id EndpointId, eventId EventId, params *RedeliverWebhookEventParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookEventResponse, error)
+
+	// RecoverWebhookEndpointWithBodyWithResponse Recover an endpoint's failed deliveries since a time
+	//
+	// Queues one more attempt of each of the endpoint's deliveries made
+	// at or after `since` that failed and wait for a retry, or are
+	// parked (their retries spent): after the receiver was down, one
+	// call instead of a redelivery per event. The oldest first, at most
+	// `limit` per call; while `has_more` is `true`, call again with
+	// `starting_after` set to the answer's `last_event_id`. They are due
+	// now, behind what is already due, and sent within the merchant's
+	// share of the delivery workers, as every delivery is: a recovery
+	// never holds back another merchant's webhooks. A delivery already
+	// due or in flight is left as it is, so a call repeated changes
+	// nothing (`queued: 0`). Each attempt carries the event's
+	// `webhook-id`, as the earlier ones did.
+	//
+	// Deliveries are kept 30 days once delivered; pending and parked ones
+	// until they are delivered or their endpoint is deleted.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+	RecoverWebhookEndpointWithBodyWithResponse(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverWebhookEndpointResponse, error)
+
+	// RecoverWebhookEndpointWithResponse Recover an endpoint's failed deliveries since a time
+	//
+	// Queues one more attempt of each of the endpoint's deliveries made
+	// at or after `since` that failed and wait for a retry, or are
+	// parked (their retries spent): after the receiver was down, one
+	// call instead of a redelivery per event. The oldest first, at most
+	// `limit` per call; while `has_more` is `true`, call again with
+	// `starting_after` set to the answer's `last_event_id`. They are due
+	// now, behind what is already due, and sent within the merchant's
+	// share of the delivery workers, as every delivery is: a recovery
+	// never holds back another merchant's webhooks. A delivery already
+	// due or in flight is left as it is, so a call repeated changes
+	// nothing (`queued: 0`). Each attempt carries the event's
+	// `webhook-id`, as the earlier ones did.
+	//
+	// Deliveries are kept 30 days once delivered; pending and parked ones
+	// until they are delivered or their endpoint is deleted.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+	RecoverWebhookEndpointWithResponse(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, body RecoverWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverWebhookEndpointResponse, error)
 
 	// RotateWebhookEndpointSecretWithBodyWithResponse Rotate an endpoint's signing secret
 	//
@@ -2270,7 +2737,7 @@ type CreateWebhookEndpointResponse401Headers struct {
 
 // CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse409Headers struct {
-	RetryAfter  int
+	RetryAfter  *int
 	XRequestId  string
 	Traceparent *string
 }
@@ -2317,13 +2784,13 @@ type CreateWebhookEndpointResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *EndpointWithSecret
+	JSON201 *CreateWebhookEndpoint201JSONResponseBody
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadWriteRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *KeyInFlight
+	ApplicationproblemJSON409 *CreateConflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -2359,7 +2826,7 @@ type CreateWebhookEndpointResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r CreateWebhookEndpointResponse) GetJSON201() *EndpointWithSecret {
+func (r CreateWebhookEndpointResponse) GetJSON201() *CreateWebhookEndpoint201JSONResponseBody {
 	return r.JSON201
 }
 
@@ -2374,7 +2841,7 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthori
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON409() *KeyInFlight {
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON409() *CreateConflict {
 	return r.ApplicationproblemJSON409
 }
 
@@ -2968,6 +3435,209 @@ func (r RedeliverWebhookEventResponse) ContentType() string {
 	return ""
 }
 
+// RecoverWebhookEndpointResponse202Headers the declared response headers of an HTTP 202 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse202Headers struct {
+	IdempotentReplayed *string
+	XRequestId         string
+	Traceparent        *string
+}
+
+// RecoverWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse400Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      string
+	Traceparent     *string
+}
+
+// RecoverWebhookEndpointResponse404Headers the declared response headers of an HTTP 404 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse404Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse409Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse413Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse415Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse422Headers the declared response headers of an HTTP 422 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse422Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse429Headers struct {
+	RetryAfter  int
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse500Headers struct {
+	XRequestId  string
+	Traceparent *string
+}
+
+// RecoverWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for RecoverWebhookEndpoint
+type RecoverWebhookEndpointResponse503Headers struct {
+	RetryAfter  int
+	XRequestId  string
+	Traceparent *string
+}
+
+type RecoverWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Recovery
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRecoverRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *EndpointNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *EndpointConflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *BodyTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *RecoverUnprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RecoverWebhookEndpointResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RecoverWebhookEndpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RecoverWebhookEndpointResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RecoverWebhookEndpointResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RecoverWebhookEndpointResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *RecoverWebhookEndpointResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *RecoverWebhookEndpointResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RecoverWebhookEndpointResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RecoverWebhookEndpointResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RecoverWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RecoverWebhookEndpointResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RecoverWebhookEndpointResponse) GetJSON202() *Recovery {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRecoverRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON404() *EndpointNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON409() *EndpointConflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON413() *BodyTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON422() *RecoverUnprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RecoverWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RecoverWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RecoverWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RecoverWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RotateWebhookEndpointSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookEndpointSecret
 type RotateWebhookEndpointSecretResponse200Headers struct {
 	XRequestId  string
@@ -3213,9 +3883,21 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // the endpoint's signing secret, the one time it is shown: keep it to
 // verify each delivery's `webhook-signature`.
 //
-// The URL must be absolute `https`, without user information, and its
-// host not a literal loopback, private or link-local address (where it
-// resolves to is checked again at each delivery).
+// The URL must be absolute `https`, without user information or
+// fragment, with a port from 1 to 65535 if any, and its host a plain
+// public name or address: a domain name of at least two labels (an
+// internationalised one is stored in its ASCII form), not under a
+// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+// public IPv4 address in dotted decimal or IPv6 address in brackets,
+// without a zone. Other forms of an address (`0x7f000001`,
+// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+// name. The URL is answered and stored normalised (lower-case scheme
+// and host). Where the name resolves to is checked again at each
+// delivery.
+//
+// A merchant has at most a configured number of endpoints not deleted
+// (50 by default); past it the answer is `409`
+// `/problems/endpoint-limit-reached`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3236,9 +3918,21 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // the endpoint's signing secret, the one time it is shown: keep it to
 // verify each delivery's `webhook-signature`.
 //
-// The URL must be absolute `https`, without user information, and its
-// host not a literal loopback, private or link-local address (where it
-// resolves to is checked again at each delivery).
+// The URL must be absolute `https`, without user information or
+// fragment, with a port from 1 to 65535 if any, and its host a plain
+// public name or address: a domain name of at least two labels (an
+// internationalised one is stored in its ASCII form), not under a
+// special-use domain (`.localhost`, `.local`, `.internal`, …), or a
+// public IPv4 address in dotted decimal or IPv6 address in brackets,
+// without a zone. Other forms of an address (`0x7f000001`,
+// `2130706433`, `0177.0.0.1`, `127.1`) are refused, whatever they
+// name. The URL is answered and stored normalised (lower-case scheme
+// and host). Where the name resolves to is checked again at each
+// delivery.
+//
+// A merchant has at most a configured number of endpoints not deleted
+// (50 by default); past it the answer is `409`
+// `/problems/endpoint-limit-reached`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3318,6 +4012,64 @@ func (c *ClientWithResponses) RedeliverWebhookEventWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseRedeliverWebhookEventResponse(rsp)
+}
+
+// RecoverWebhookEndpointWithBodyWithResponse Recover an endpoint's failed deliveries since a time
+//
+// Queues one more attempt of each of the endpoint's deliveries made
+// at or after `since` that failed and wait for a retry, or are
+// parked (their retries spent): after the receiver was down, one
+// call instead of a redelivery per event. The oldest first, at most
+// `limit` per call; while `has_more` is `true`, call again with
+// `starting_after` set to the answer's `last_event_id`. They are due
+// now, behind what is already due, and sent within the merchant's
+// share of the delivery workers, as every delivery is: a recovery
+// never holds back another merchant's webhooks. A delivery already
+// due or in flight is left as it is, so a call repeated changes
+// nothing (`queued: 0`). Each attempt carries the event's
+// `webhook-id`, as the earlier ones did.
+//
+// Deliveries are kept 30 days once delivered; pending and parked ones
+// until they are delivered or their endpoint is deleted.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+func (c *ClientWithResponses) RecoverWebhookEndpointWithBodyWithResponse(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecoverWebhookEndpointResponse, error) {
+	rsp, err := c.RecoverWebhookEndpointWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverWebhookEndpointResponse(rsp)
+}
+
+// RecoverWebhookEndpointWithResponse Recover an endpoint's failed deliveries since a time
+//
+// Queues one more attempt of each of the endpoint's deliveries made
+// at or after `since` that failed and wait for a retry, or are
+// parked (their retries spent): after the receiver was down, one
+// call instead of a redelivery per event. The oldest first, at most
+// `limit` per call; while `has_more` is `true`, call again with
+// `starting_after` set to the answer's `last_event_id`. They are due
+// now, behind what is already due, and sent within the merchant's
+// share of the delivery workers, as every delivery is: a recovery
+// never holds back another merchant's webhooks. A delivery already
+// due or in flight is left as it is, so a call repeated changes
+// nothing (`queued: 0`). Each attempt carries the event's
+// `webhook-id`, as the earlier ones did.
+//
+// Deliveries are kept 30 days once delivered; pending and parked ones
+// until they are delivered or their endpoint is deleted.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook_endpoints/{id}/recover (the `RecoverWebhookEndpoint` operationId).
+func (c *ClientWithResponses) RecoverWebhookEndpointWithResponse(ctx context.Context, id EndpointId, params *RecoverWebhookEndpointParams, body RecoverWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*RecoverWebhookEndpointResponse, error) {
+	rsp, err := c.RecoverWebhookEndpoint(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRecoverWebhookEndpointResponse(rsp)
 }
 
 // RotateWebhookEndpointSecretWithBodyWithResponse Rotate an endpoint's signing secret
@@ -3612,7 +4364,7 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest EndpointWithSecret
+		var dest CreateWebhookEndpoint201JSONResponseBody
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -3633,7 +4385,7 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		response.ApplicationproblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest KeyInFlight
+		var dest CreateConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -3760,10 +4512,10 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		var headers CreateWebhookEndpointResponse409Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			}
-			headers.RetryAfter = value
+			headers.RetryAfter = &value
 		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
@@ -4666,6 +5418,320 @@ func ParseRedeliverWebhookEventResponse(rsp *http.Response) (*RedeliverWebhookEv
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers RedeliverWebhookEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRecoverWebhookEndpointResponse parses an HTTP response from a RecoverWebhookEndpointWithResponse call
+func ParseRecoverWebhookEndpointResponse(rsp *http.Response) (*RecoverWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RecoverWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Recovery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRecoverRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest EndpointNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest EndpointConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest BodyTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest RecoverUnprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers RecoverWebhookEndpointResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers RecoverWebhookEndpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RecoverWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RecoverWebhookEndpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RecoverWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers RecoverWebhookEndpointResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers RecoverWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RecoverWebhookEndpointResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RecoverWebhookEndpointResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RecoverWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		if values := rsp.Header.Values("traceparent"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "traceparent", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Traceparent = &value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RecoverWebhookEndpointResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
