@@ -55,9 +55,19 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two releases and runs them against Postgres and SNS/SQS")
 	}
+	// Everything the test needs that may be missing (the previous
+	// release's commit, the servers) is looked for before the minutes it
+	// spends building two releases, so that a skip costs nothing.
+	previous := previousCommit(t)
+	// A standard queue delivers in no order: a refund that arrives before
+	// its payment is released and comes back after the visibility
+	// timeout, which a short one keeps short.
+	fixture := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(2*time.Second))
+	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+
 	ctx := t.Context()
 	dir := t.TempDir()
-	oldRel := buildPrevious(t, dir)
+	oldRel := buildPrevious(t, dir, previous)
 	newRel := release{name: "new"}
 	var err error
 	if newRel.payments, err = proc.Build(ctx, dir, "payments"); err != nil {
@@ -66,12 +76,6 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	if newRel.ledger, err = proc.Build(ctx, dir, "ledger"); err != nil {
 		t.Fatal(err)
 	}
-
-	// A standard queue delivers in no order: a refund that arrives before
-	// its payment is released and comes back after the visibility
-	// timeout, which a short one keeps short.
-	fixture := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(2*time.Second))
-	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 	common := map[string]string{
 		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
@@ -123,11 +127,10 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	run(t, newRel.ledger, ledgerEnv, "reconcile", "--grace", "0s")
 }
 
-// buildPrevious builds the release deploy/PREVIOUS_RELEASE names from this
-// repository's history, its tree exported with git archive (no worktree to
-// clean up), each command in that tree's own module. Without the commit (a
-// shallow clone) the test skips, and fails under CI.
-func buildPrevious(t *testing.T, dir string) release {
+// previousCommit is the commit of the release deploy/PREVIOUS_RELEASE names.
+// Without it in this repository's history (a shallow clone) the test skips,
+// and fails under CI.
+func previousCommit(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(root, "deploy/PREVIOUS_RELEASE"))
 	if err != nil {
@@ -144,6 +147,14 @@ func buildPrevious(t *testing.T, dir string) release {
 		}
 		t.Skip(msg)
 	}
+	return commit
+}
+
+// buildPrevious builds the release of commit from this repository's history,
+// its tree exported with git archive (no worktree to clean up), each command
+// in that tree's own module.
+func buildPrevious(t *testing.T, dir, commit string) release {
+	t.Helper()
 	src := filepath.Join(dir, "previous")
 	if err := os.MkdirAll(src, 0o755); err != nil {
 		t.Fatal(err)
