@@ -92,7 +92,7 @@ func Endpoint(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("awstest: CI is set but no SNS/SQS endpoint is available: %s", skipWhy)
 		}
-		t.Skipf("integration test skipped, no SNS/SQS endpoint: %s; set AWS_ENDPOINT_URL or start Docker (docs/TESTING.md)", skipWhy)
+		t.Skipf("integration test skipped, no SNS/SQS endpoint: %s; set AWS_ENDPOINT_URL, or let Docker start one (docs/TESTING.md)", skipWhy)
 	}
 	return endpoint
 }

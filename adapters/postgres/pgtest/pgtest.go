@@ -73,7 +73,7 @@ func URL(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("pgtest: CI is set but no Postgres is available: %s", skipWhy)
 		}
-		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL or start Docker (docs/TESTING.md)", skipWhy)
+		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL, or let Docker start one (docs/TESTING.md)", skipWhy)
 	}
 	return serverURL
 }
