@@ -15,7 +15,8 @@
 // so a run without Postgres or SNS/SQS looks green while every integration
 // test skipped. testrun runs go test -json and prints a line per package with
 // its counts, the output of every failed test, every skipped test's reason
-// (grouped, with how many tests gave it), and a closing line:
+// (grouped, with how many tests gave it), the tests that skipped only after
+// a second or more (a skip should cost nothing), and a closing line:
 //
 //	tests: 212 passed, 0 failed, 0 skipped
 //
@@ -25,7 +26,8 @@
 // starting one each; it removes them at the end.
 //
 // It exits non-zero when go test failed, when no test ran, and, with CI set,
-// when any test was skipped: CI must never go green by skipping.
+// when any test was skipped or a container it had to start did not: CI
+// must never go green by skipping.
 package main
 
 import (
