@@ -38,12 +38,20 @@ import (
 	dockercontainer "github.com/moby/moby/api/types/container"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/modules/localstack"
+
+	"github.com/payments-outbox/payments-outbox/adapters/internal/containertest"
 )
 
-// Image is the LocalStack image started when no endpoint is configured: the last
-// tag that runs without an auth token, the one docker-compose.yml runs (a test
-// in cmd/payments keeps them equal).
+// Image is the LocalStack image started when no endpoint is configured,
+// unless ImageVariable names another: the last tag that runs without an auth
+// token, the one docker-compose.yml runs (tools/stack keeps them equal).
 const Image = "localstack/localstack:4.14.0@sha256:3ebc37595918b8accb852f8048fef2aff047d465167edd655528065b07bc364a"
+
+// ImageVariable names the environment variable that replaces Image with
+// another reference (a full one: name, and tag or digest), for an engine
+// that cannot pull Image: one with no registry in reach runs a stand-in that
+// answers as LocalStack does.
+const ImageVariable = "TESTCONTAINERS_LOCALSTACK_IMAGE"
 
 var (
 	once      sync.Once
@@ -84,7 +92,7 @@ func Endpoint(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("awstest: CI is set but no SNS/SQS endpoint is available: %s", skipWhy)
 		}
-		t.Skipf("integration test skipped, no SNS/SQS endpoint: %s; set AWS_ENDPOINT_URL or start Docker (docs/TESTING.md)", skipWhy)
+		t.Skipf("integration test skipped, no SNS/SQS endpoint: %s; set AWS_ENDPOINT_URL, or let Docker start one (docs/TESTING.md)", skipWhy)
 	}
 	return endpoint
 }
@@ -98,14 +106,15 @@ func start() {
 	defer cancel()
 	ep, c, err := startContainer(ctx)
 	if err != nil {
-		skipWhy = "AWS_ENDPOINT_URL is unset and no LocalStack container could be started (" + err.Error() + ")"
+		skipWhy = "AWS_ENDPOINT_URL is unset, and no LocalStack container: " + err.Error()
 		fmt.Fprintln(os.Stderr, "awstest: "+skipWhy)
 		return
 	}
 	container, endpoint = c, ep
 }
 
-// StartServer starts a LocalStack container of Image with SNS and SQS and
+// StartServer starts a LocalStack container (of Image, or of the image
+// ImageVariable names) with SNS and SQS and
 // returns its endpoint (for AWS_ENDPOINT_URL) and a function that removes
 // it. tools/testrun calls it once, so that every package of a run shares one.
 func StartServer(ctx context.Context) (endpointURL string, stop func(), err error) {
@@ -124,14 +133,18 @@ func startContainer(ctx context.Context) (endpointURL string, c testcontainers.C
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	lc, err := localstack.Run(ctx, Image,
+	image, err := containertest.Ready(ctx, ImageVariable, Image)
+	if err != nil {
+		return "", nil, err
+	}
+	lc, err := localstack.Run(ctx, image,
 		testcontainers.WithEnv(map[string]string{"SERVICES": "sns,sqs"}),
 		withoutDockerSocket())
 	if err != nil {
 		if lc != nil {
 			_ = lc.Terminate(context.Background())
 		}
-		return "", nil, err
+		return "", nil, fmt.Errorf("a container of %s did not start: %w", image, err)
 	}
 	host, err := lc.Host(ctx)
 	if err == nil {

@@ -362,7 +362,13 @@ func TestServeDeliversSignedEvents(t *testing.T) {
 	if rs := gone.received(); len(rs) != 1 || rs[0].verified[0] != nil {
 		t.Errorf("the gone endpoint: %d requests (%+v), want one, signed", len(rs), rs)
 	}
-	page, err := s.svc.Attempts(ctx, webhooks.ListAttempts{Principal: platform, EndpointID: a.Endpoint.ID})
+	// The receiver sees a request before the service records its attempt:
+	// wait for the records themselves.
+	var page webhooks.AttemptPage
+	eventually(t, "the flaky endpoint's two attempts recorded", s.logs, func() bool {
+		page, err = s.svc.Attempts(ctx, webhooks.ListAttempts{Principal: platform, EndpointID: a.Endpoint.ID})
+		return err != nil || len(page.Attempts) >= 2
+	})
 	if err != nil || len(page.Attempts) != 2 || page.Attempts[0].Outcome != webhooks.Delivered || page.Attempts[1].Outcome != webhooks.Failed || page.Attempts[1].StatusCode != 500 {
 		t.Errorf("the flaky endpoint's attempts: %+v, %v; want failed (500) then delivered", page.Attempts, err)
 	}

@@ -57,6 +57,15 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 		t.Skip("builds two releases and runs them against Postgres and SNS/SQS")
 	}
 	commit := previousRelease(t) // first: with nothing to roll from, nothing else matters
+	// Everything else the test needs that may be missing (the servers) is
+	// looked for before the minutes it spends building two releases, so
+	// that a skip costs nothing.
+	// A standard queue delivers in no order: a refund that arrives before
+	// its payment is released and comes back after the visibility
+	// timeout, which a short one keeps short.
+	fixture := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(2*time.Second))
+	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
+
 	ctx := t.Context()
 	dir := t.TempDir()
 	oldRel := buildPrevious(t, dir, commit)
@@ -68,12 +77,6 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	if newRel.ledger, err = proc.Build(ctx, dir, "ledger"); err != nil {
 		t.Fatal(err)
 	}
-
-	// A standard queue delivers in no order: a refund that arrives before
-	// its payment is released and comes back after the visibility
-	// timeout, which a short one keeps short.
-	fixture := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(2*time.Second))
-	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 	common := map[string]string{
 		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",

@@ -15,7 +15,8 @@
 // so a run without Postgres or SNS/SQS looks green while every integration
 // test skipped. testrun runs go test -json and prints a line per package with
 // its counts, the output of every failed test, every skipped test's reason
-// (grouped, with how many tests gave it), and a closing line:
+// (grouped, with how many tests gave it), the tests that skipped only after
+// a second or more (a skip should cost nothing), and a closing line:
 //
 //	tests: 212 passed, 0 failed, 0 skipped
 //
@@ -25,10 +26,10 @@
 // starting one each; it removes them at the end.
 //
 // It exits non-zero when go test failed, when no test ran, and, with CI set,
-// when any test was skipped: CI must never go green by skipping. The one
-// exception is a skip that is a state the project is expected to be in, named
-// test by test with its reason in expectedSkips: a fork's rolling-update
-// test before its first release.
+// when any test was skipped or a container it had to start did not: CI
+// must never go green by skipping. The one exception is a skip that is a
+// state the project is expected to be in, named test by test with its reason
+// in expectedSkips: a fork's rolling-update test before its first release.
 package main
 
 import (
@@ -66,8 +67,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		fmt.Fprintln(out, "testrun:", err)
 		return 2
 	}
-	env, stopServers := startServers(ctx, getenv, out)
+	env, stopServers, err := startServers(ctx, getenv, out)
 	defer stopServers()
+	if err != nil {
+		fmt.Fprintln(out, "testrun:", err)
+		return 1
+	}
 
 	r := newReport(out)
 	var goErr error
@@ -202,23 +207,28 @@ func verdict(sum summary, goErr error, ci bool) (code int, why string) {
 
 // startServers starts a Postgres and a LocalStack container for the run when
 // their variable is unset, and returns the environment that points the tests
-// at them and a function that removes them. Without Docker it says so once
-// and starts nothing: the tests then skip, each saying why.
-func startServers(ctx context.Context, getenv func(string) string, out io.Writer) (env []string, stop func()) {
+// at them and a function that removes them. When one cannot start it says
+// why, once; the tests then skip, each saying why too, except under CI, where
+// it returns the reason: CI must never go green by skipping.
+func startServers(ctx context.Context, getenv func(string) string, out io.Writer) (env []string, stop func(), err error) {
 	var stops []func()
 	stop = func() {
 		for _, s := range stops {
 			s()
 		}
 	}
+	ci := getenv("CI") != ""
 	sctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	if getenv("DATABASE_URL") == "" {
 		fmt.Fprintln(out, "testrun: DATABASE_URL is unset: starting one Postgres container for the run")
 		u, s, err := pgtest.StartServer(sctx)
-		if err != nil {
+		switch {
+		case err != nil && ci:
+			return nil, stop, fmt.Errorf("CI is set, DATABASE_URL is unset, and no Postgres container: %w", err)
+		case err != nil:
 			fmt.Fprintf(out, "testrun: no Postgres: %v\n", err)
-		} else {
+		default:
 			stops = append(stops, s)
 			env = append(env, "DATABASE_URL="+u)
 		}
@@ -226,9 +236,12 @@ func startServers(ctx context.Context, getenv func(string) string, out io.Writer
 	if getenv("AWS_ENDPOINT_URL") == "" {
 		fmt.Fprintln(out, "testrun: AWS_ENDPOINT_URL is unset: starting one LocalStack container for the run")
 		ep, s, err := awstest.StartServer(sctx)
-		if err != nil {
+		switch {
+		case err != nil && ci:
+			return nil, stop, fmt.Errorf("CI is set, AWS_ENDPOINT_URL is unset, and no LocalStack container: %w", err)
+		case err != nil:
 			fmt.Fprintf(out, "testrun: no LocalStack: %v\n", err)
-		} else {
+		default:
 			stops = append(stops, s)
 			env = append(env, "AWS_ENDPOINT_URL="+ep)
 			// LocalStack takes any credentials; the binaries the tests
@@ -241,5 +254,5 @@ func startServers(ctx context.Context, getenv func(string) string, out io.Writer
 			}
 		}
 	}
-	return env, stop
+	return env, stop, nil
 }

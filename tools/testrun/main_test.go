@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,28 @@ func TestPlanGivesEachPackageItsModule(t *testing.T) {
 	}
 	if _, _, err := plan([]string{"./../elsewhere"}, root); err == nil {
 		t.Error("plan(./../elsewhere): got nil, want an error: the package is outside the repository")
+	}
+}
+
+// Under CI a server that cannot be started fails the run before any test
+// runs, with the reason; elsewhere the run goes on, and the tests skip.
+func TestStartServersFailsUnderCIWithTheReason(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "absent.sock")
+	t.Setenv("DOCKER_HOST", "unix://"+sock)
+	env := map[string]string{"CI": "true", "AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
+	var out strings.Builder
+	_, stop, err := startServers(t.Context(), func(k string) string { return env[k] }, &out)
+	stop()
+	want := "CI is set, DATABASE_URL is unset, and no Postgres container: no Docker engine answers at unix://" + sock
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %q…", err, want)
+	}
+
+	delete(env, "CI")
+	out.Reset()
+	servers, stop, err := startServers(t.Context(), func(k string) string { return env[k] }, &out)
+	stop()
+	if err != nil || len(servers) != 0 || !strings.Contains(out.String(), "testrun: no Postgres: no Docker engine answers at unix://"+sock) {
+		t.Errorf("outside CI: %v, %v, output\n%s\nwant no error, no server and the reason printed", servers, err, out.String())
 	}
 }

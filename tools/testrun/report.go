@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // event is one line of go test -json (cmd/test2json), build events included.
@@ -40,7 +41,20 @@ type summary struct {
 	skipReasons map[string]int
 	// expected counts the skips that CI lets pass (expectedSkips).
 	expected int
+	// slowSkips are the skipped tests that ran slowSkip or longer first.
+	slowSkips []slowSkip
 }
+
+// slowSkip is a test that skipped only after running a while: one that
+// builds, starts or waits for something before it checks what it needs.
+type slowSkip struct {
+	pkg, test string
+	elapsed   float64 // seconds
+}
+
+// slowSkipAfter is how long a skipped test may run before the report names
+// it: a test should find out it cannot run before it spends anything.
+const slowSkipAfter = time.Second
 
 func (s summary) total() int { return s.passed + s.failed + s.skipped }
 
@@ -122,6 +136,9 @@ func (r *report) handle(e event) {
 		r.sum.skipReasons[reason]++
 		if isExpected(e.Package, e.Test, reason) {
 			r.sum.expected++
+		}
+		if e.Elapsed >= slowSkipAfter.Seconds() {
+			r.sum.slowSkips = append(r.sum.slowSkips, slowSkip{e.Package, e.Test, e.Elapsed})
 		}
 		delete(r.tests, k)
 	case "fail":
@@ -205,6 +222,13 @@ func (r *report) summary() summary {
 		fmt.Fprintf(r.out, "\nSKIPPED: %d of %d tests did not run, so this run proves less than it seems:\n", s.skipped, s.total())
 		for _, rs := range reasons {
 			fmt.Fprintf(r.out, "  %4d  %s\n", rs.count, rs.text)
+		}
+		if len(s.slowSkips) > 0 {
+			slices.SortFunc(s.slowSkips, func(a, b slowSkip) int { return cmp.Compare(b.elapsed, a.elapsed) })
+			fmt.Fprintf(r.out, "\nSkipped only after %v or more: check what a test needs before building, starting or waiting:\n", slowSkipAfter)
+			for _, sk := range s.slowSkips {
+				fmt.Fprintf(r.out, "  %6.1fs  %s %s\n", sk.elapsed, sk.pkg, sk.test)
+			}
 		}
 	}
 	fmt.Fprintf(r.out, "\ntests: %d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)

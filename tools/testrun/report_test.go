@@ -95,3 +95,30 @@ func TestVerdict(t *testing.T) {
 		}
 	}
 }
+
+// A test that skips only after building or waiting costs every run that
+// time for nothing: the report names it, slowest first, and leaves a quick
+// skip out.
+func TestReportNamesSlowSkips(t *testing.T) {
+	var out strings.Builder
+	r := newReport(&out)
+	r.read(strings.NewReader(`{"Action":"run","Package":"p","Test":"TestQuick"}
+{"Action":"output","Package":"p","Test":"TestQuick","Output":"    p_test.go:9: no server\n"}
+{"Action":"skip","Package":"p","Test":"TestQuick","Elapsed":0.01}
+{"Action":"run","Package":"p","Test":"TestBuildsFirst"}
+{"Action":"output","Package":"p","Test":"TestBuildsFirst","Output":"    p_test.go:19: no server\n"}
+{"Action":"skip","Package":"p","Test":"TestBuildsFirst","Elapsed":231.7}
+{"Action":"run","Package":"q","Test":"TestWaits"}
+{"Action":"output","Package":"q","Test":"TestWaits","Output":"    q_test.go:29: no server\n"}
+{"Action":"skip","Package":"q","Test":"TestWaits","Elapsed":4.2}
+{"Action":"pass","Package":"p","Elapsed":232}
+{"Action":"pass","Package":"q","Elapsed":5}
+`))
+	r.summary()
+	want := "\nSkipped only after 1s or more: check what a test needs before building, starting or waiting:\n" +
+		"   231.7s  p TestBuildsFirst\n" +
+		"     4.2s  q TestWaits\n"
+	if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "TestQuick\n") {
+		t.Errorf("got\n%s\nwant it to hold\n%s", out.String(), want)
+	}
+}

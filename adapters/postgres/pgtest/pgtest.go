@@ -28,12 +28,18 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
+	"github.com/payments-outbox/payments-outbox/adapters/internal/containertest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 )
 
-// Image is the Postgres image a test run starts: the one docker-compose.yml
-// runs (a test in cmd/payments keeps them equal).
+// Image is the Postgres image a test run starts unless ImageVariable names
+// another: the one docker-compose.yml runs (tools/stack keeps them equal).
 const Image = "postgres:15.19-alpine@sha256:f7d23353e1b15400d22ebe31189f4d314b87a4c129cc400c8c2d8d4ca127bf81"
+
+// ImageVariable names the environment variable that replaces Image with
+// another reference (a full one: name, and tag or digest), for an engine
+// that cannot pull Image: one with no registry in reach runs a stand-in.
+const ImageVariable = "TESTCONTAINERS_POSTGRES_IMAGE"
 
 var (
 	once      sync.Once
@@ -67,7 +73,7 @@ func URL(t testing.TB) string {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("pgtest: CI is set but no Postgres is available: %s", skipWhy)
 		}
-		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL or start Docker (docs/TESTING.md)", skipWhy)
+		t.Skipf("integration test skipped, no Postgres: %s; set DATABASE_URL, or let Docker start one (docs/TESTING.md)", skipWhy)
 	}
 	return serverURL
 }
@@ -81,14 +87,15 @@ func start() {
 	defer cancel()
 	u, c, err := startContainer(ctx)
 	if err != nil {
-		skipWhy = "DATABASE_URL is unset and no Postgres container could be started (" + err.Error() + ")"
+		skipWhy = "DATABASE_URL is unset, and no Postgres container: " + err.Error()
 		fmt.Fprintln(os.Stderr, "pgtest: "+skipWhy)
 		return
 	}
 	container, serverURL = c, u
 }
 
-// StartServer starts a Postgres container of Image and returns its admin URL
+// StartServer starts a Postgres container (of Image, or of the image
+// ImageVariable names) and returns its admin URL
 // (for DATABASE_URL) and a function that removes it. tools/testrun calls it
 // once, so that every package of a run shares one server.
 func StartServer(ctx context.Context) (adminURL string, stop func(), err error) {
@@ -107,7 +114,11 @@ func startContainer(ctx context.Context) (adminURL string, c testcontainers.Cont
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	pc, err := tcpostgres.Run(ctx, Image,
+	image, err := containertest.Ready(ctx, ImageVariable, Image)
+	if err != nil {
+		return "", nil, err
+	}
+	pc, err := tcpostgres.Run(ctx, image,
 		tcpostgres.WithDatabase("postgres"),
 		tcpostgres.BasicWaitStrategies(),
 	)
@@ -115,7 +126,7 @@ func startContainer(ctx context.Context) (adminURL string, c testcontainers.Cont
 		if pc != nil {
 			_ = pc.Terminate(context.Background())
 		}
-		return "", nil, err
+		return "", nil, fmt.Errorf("a container of %s did not start: %w", image, err)
 	}
 	u, err := pc.ConnectionString(ctx, "sslmode=disable")
 	if err != nil {
