@@ -121,7 +121,7 @@ go -C tools test -tags composestage -count=1 -timeout 20m -v -run '^TestComposeS
 [ "$status" = 0 ] || exit "$status"
 
 say "docker compose down -v"
-docker compose down --volumes --remove-orphans --timeout 25 >/dev/null
+docker compose down --volumes --remove-orphans --timeout 25 >"$out/down.log" 2>&1
 stack_up=false
 project=$(docker compose config --format json | python3 -c 'import json, sys; print(json.load(sys.stdin)["name"])')
 left=$(
@@ -135,3 +135,12 @@ if [ -n "$left" ]; then
 	exit 1
 fi
 say "down -v left no container, volume or network of $project"
+
+# What a rebuild left behind: the project's and the stand-ins' images that no
+# tag names any more, and, on the engine's own data root, build cache unused
+# for a week.
+docker image prune --force --filter "label=com.docker.compose.project=$project" >/dev/null
+docker image prune --force --filter label=org.payments-outbox.standin.inputs >/dev/null
+if [ "$(docker info --format '{{.DockerRootDir}}')" = "${PAYMENTS_OUTBOX_CI_CACHE:-/var/cache/payments-outbox-ci}/docker" ]; then
+	docker builder prune --force --filter until=168h >/dev/null
+fi

@@ -11,8 +11,9 @@
 # dockerd is missing) by hand, without systemd: dockerd with its own data root
 # (kept in the cache below, so images and build caches survive the run), exec
 # root, pidfile, Unix socket and bridge, and with no iptables rules, so that it
-# neither touches the machine's firewall nor gives containers a way out (a
-# published port is served by docker-proxy on 127.0.0.1). Then it makes sure
+# neither touches the machine's firewall nor masquerades containers' traffic
+# out of the machine (a published port is served by docker-proxy on
+# 127.0.0.1). Then it makes sure
 # the CLI has the plugins the stages need, Compose v2+ and buildx >= 0.17
 # (compose builds through buildx bake); where they are missing it builds them
 # from their Go modules at the versions pinned below into the cache, and points

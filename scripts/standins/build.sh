@@ -91,9 +91,12 @@ golang_image() {
 	if ! current "$tag" "$inputs"; then
 		local ctx="$scratch/golang" modcache="$scratch/golang-modcache"
 		mkdir -p "$ctx"
+		local machine_cache machine_proxy
+		machine_cache=$(go env GOMODCACHE)
+		machine_proxy=$(go env GOPROXY)
 		(
 			export GOMODCACHE="$modcache" GOFLAGS='-modcacherw -mod=readonly' GOWORK=off GOTOOLCHAIN=local
-			export GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)"
+			export GOPROXY="file://$machine_cache/cache/download,$machine_proxy"
 			cd "$root"
 			go mod download
 			go -C tools build -o /dev/null ./webhookreceiver

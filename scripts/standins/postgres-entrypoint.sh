@@ -51,6 +51,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 		case "$f" in
 		*.sh)
 			echo "$0: running $f"
+			# shellcheck disable=SC1090 # the scripts the image is given
 			if [ -x "$f" ]; then "$f"; else . "$f"; fi
 			;;
 		*.sql)

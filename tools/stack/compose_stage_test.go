@@ -226,6 +226,8 @@ func (st *stage) walkthrough(t *testing.T) {
 	}
 	if g, w := normalizeWalkthrough(got), normalizeWalkthrough(string(m[1])); g != w {
 		t.Errorf("make demo's output differs from README.md's walkthrough (ids and times aside); first difference:\n%s", firstDifference(g, w))
+	} else {
+		t.Logf("make demo: %d lines, the README's walkthrough", strings.Count(g, "\n")+1)
 	}
 }
 
