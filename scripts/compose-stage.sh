@@ -61,7 +61,7 @@ if [ -f "$out/standins.yml" ]; then
 	# with those taken out, compose's view of the project and the Dockerfile are
 	# the project's own.
 	python3 - "$out/Dockerfile" <<'PY'
-import json, re, subprocess, sys
+import json, os, re, subprocess, sys
 
 def config(*files):
     args = ["docker", "compose"] + [a for f in files for a in ("-f", f)] + ["config", "--format", "json"]
@@ -74,7 +74,7 @@ def without_images(project):
     return project
 
 own = without_images(config("docker-compose.yml"))
-staged = without_images(config(*__import__("os").environ["COMPOSE_FILE"].split(":")))
+staged = without_images(config(*os.environ["COMPOSE_FILE"].split(":")))
 if own != staged:
     sys.exit("compose-stage: the override changes more than image references")
 

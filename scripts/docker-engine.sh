@@ -103,6 +103,9 @@ start() {
 		return
 	fi
 	command -v dockerd >/dev/null || install_docker
+	# The plugins first: the CLI needs no engine to tell their versions, and a
+	# failed build then leaves no dockerd behind.
+	plugins
 	mkdir -p "$cache" "$run"
 	local sock="$run/docker.sock" pidfile="$run/dockerd.pid" lock="$cache/engine.lock"
 	# The lock is held by dockerd itself (fd 9): it is free again when dockerd exits.
@@ -145,12 +148,12 @@ start() {
 	done
 	docker info >/dev/null 2>&1 || {
 		tail -n 20 "$run/dockerd.log" >&2
+		PAYMENTS_OUTBOX_DOCKERD_PID=$pid stop
 		die "dockerd did not answer on $sock within 60s"
 	}
 	log "engine $(docker version --format '{{.Server.Version}}') up (pid $pid)"
 	echo "export DOCKER_HOST=unix://$sock"
 	echo "export PAYMENTS_OUTBOX_DOCKERD_PID=$pid"
-	plugins
 }
 
 install_docker() {
