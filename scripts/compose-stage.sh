@@ -25,11 +25,7 @@ say() { echo "compose-stage: [$(($(date +%s) - began))s] $*"; }
 # The engine: the one that answers, else one started here and stopped on exit.
 unset PAYMENTS_OUTBOX_DOCKERD_PID
 engine=$(bash scripts/docker-engine.sh start)
-eval "$engine"
-# testcontainers, and anything else that looks for the engine's host, must dial
-# loopback: this machine may have a /.dockerenv, which makes them dial the
-# default gateway instead.
-export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
+eval "$engine" # DOCKER_HOST, DOCKER_CONFIG, TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 
 stack_up=false
 secret_workaround=false

@@ -2,7 +2,8 @@
 # A Docker engine for the compose and testcontainers stages (scripts/compose-stage.sh,
 # scripts/testcontainers-stage.sh), on a machine that may have none.
 #
-#   eval "$(bash scripts/docker-engine.sh start)"   # prints export lines
+#   eval "$(bash scripts/docker-engine.sh start)"   # prints export lines: DOCKER_HOST, DOCKER_CONFIG,
+#                                                    # TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 #   ...                                              # docker, docker compose, docker buildx
 #   bash scripts/docker-engine.sh stop               # stops what start started, if anything
 #
@@ -96,6 +97,10 @@ plugins() {
 }
 
 start() {
+	# testcontainers, and anything else that looks for the engine's host, must
+	# dial loopback: on a machine with a /.dockerenv it would dial the default
+	# gateway instead.
+	echo "export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1"
 	command -v docker >/dev/null || install_docker
 	if docker info >/dev/null 2>&1; then
 		log "using the engine at ${DOCKER_HOST:-the default socket}"

@@ -39,9 +39,9 @@ trap finish EXIT
 
 images=$(bash scripts/standins/apply.sh --test-images)
 eval "$images"
-# This machine may have a /.dockerenv, which makes testcontainers dial the
-# default gateway for a container's ports; they are published on loopback.
-export TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 TESTCONTAINERS_RYUK_DISABLED=true CI=true
+# TESTCONTAINERS_HOST_OVERRIDE came with the engine (127.0.0.1: this machine
+# may have a /.dockerenv, which makes testcontainers dial the default gateway).
+export TESTCONTAINERS_RYUK_DISABLED=true CI=true
 unset DATABASE_URL AWS_ENDPOINT_URL
 say "Postgres ${TESTCONTAINERS_POSTGRES_IMAGE:-as pinned}, LocalStack ${TESTCONTAINERS_LOCALSTACK_IMAGE:-as pinned}"
 [ $# -gt 0 ] || set -- ./adapters/...
