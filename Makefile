@@ -99,6 +99,14 @@ test-compose: ## the whole suite against the Postgres and LocalStack of a runnin
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
 	$(TOOLS) run ./testrun -count=1 -timeout 20m $(PKGS)
 
+.PHONY: compose-check
+compose-check: ## docker compose up --build --wait from this repository, every container healthy, make demo against it, a restart and SIGKILLs under traffic, down -v; starts a Docker engine if none answers (scripts/compose-stage.sh)
+	bash scripts/compose-stage.sh
+
+.PHONY: testcontainers-check
+testcontainers-check: ## the adapters' suite through make test's Docker path (testcontainers), nothing skipped; starts a Docker engine if none answers (scripts/testcontainers-stage.sh)
+	bash scripts/testcontainers-stage.sh
+
 .PHONY: test-short
 test-short: ## unit tests only (no database, no broker), both modules
 	$(GO) test -short -count=1 ./...

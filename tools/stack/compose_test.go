@@ -25,8 +25,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 )
 
-// No Docker engine runs in CI, so docker-compose.yml is proven here instead:
-// loaded with the compose-spec library, its services, health checks and
+// Without a Docker engine, docker-compose.yml is proven here (CI's compose
+// stage then runs it for real, compose_stage_test.go): loaded with the
+// compose-spec library, its services, health checks and
 // start order are checked, and the environment it gives this service is run
 // through this service's own config loader.
 
