@@ -28,7 +28,6 @@ engine=$(bash scripts/docker-engine.sh start)
 eval "$engine" # DOCKER_HOST, DOCKER_CONFIG, TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1
 
 stack_up=false
-secret_workaround=false
 finish() {
 	local code=$?
 	set +e
@@ -40,7 +39,6 @@ finish() {
 		fi
 		docker compose down --volumes --remove-orphans --timeout 25 >/dev/null 2>&1
 	fi
-	$secret_workaround && rm -f .webhook-receiver/secret
 	bash scripts/docker-engine.sh stop
 	say "$([ "$code" = 0 ] && echo passed || echo "FAILED (exit $code)") in $(($(date +%s) - began))s"
 	exit "$code"
@@ -101,13 +99,6 @@ docker compose up --build --wait --wait-timeout 900 --quiet-pull >"$out/up.log" 
 	exit 1
 }
 say "up: $(docker compose ps --format '{{.Service}}' | sort | tr '\n' ' ')"
-
-# Until the walkthrough writes the receiver's secret file readable by the
-# receiver (it runs as 65532; the walkthrough, as root here, writes the file
-# 0600), the file is made 0644 beforehand: a file that exists keeps its mode.
-[ -e .webhook-receiver/secret ] || secret_workaround=true
-touch .webhook-receiver/secret
-chmod 644 .webhook-receiver/secret
 
 say "go test -tags composestage -run TestComposeStage ./stack"
 go -C tools vet -tags composestage ./stack
