@@ -60,6 +60,7 @@ ALTER TABLE webhook_idempotency_keys ADD COLUMN answer jsonb;
 -- +goose Down
 ALTER TABLE webhook_idempotency_keys DROP COLUMN answer;
 ALTER TABLE webhook_idempotency_keys ADD COLUMN secret bytea NOT NULL DEFAULT '\x';
+ALTER TABLE webhook_idempotency_keys ALTER COLUMN secret DROP DEFAULT;
 ALTER TABLE webhook_endpoints DROP COLUMN timeouts;
 DROP INDEX webhook_deliveries_recover_idx;
 DROP INDEX webhook_deliveries_leased_idx;
