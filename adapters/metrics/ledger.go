@@ -3,11 +3,11 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-var _ bookkeeping.HandlerMetrics = (*Ledger)(nil)
+var _ ledgers.HandlerMetrics = (*Ledger)(nil)
 
 // Ledger is the ledger handler's series: the events it refused to post
 // because they contradict what it knows of their payment. Each such event
@@ -24,8 +24,8 @@ func NewLedger(reg prometheus.Registerer) (*Ledger, error) {
 		Name: "ledger_events_refused_total",
 		Help: "Events the ledger refused to post, parked at once: a capture past its hold, a second capture, a refund past what was captured, an unknown currency… by kind and reason; a payment over LEDGER_MAX_AMOUNT (amount_limit) is refused before it is recorded and dead-lettered, counted at each delivery.",
 	}, []string{"kind", "reason"})}
-	for _, k := range bookkeeping.Kinds() {
-		for _, r := range bookkeeping.Reasons() {
+	for _, k := range ledgers.Kinds() {
+		for _, r := range ledgers.Reasons() {
 			m.refused.WithLabelValues(string(k), r)
 		}
 	}
@@ -35,7 +35,7 @@ func NewLedger(reg prometheus.Registerer) (*Ledger, error) {
 	return m, nil
 }
 
-// Refused implements bookkeeping.HandlerMetrics.
+// Refused implements ledgers.HandlerMetrics.
 func (m *Ledger) Refused(kind ledger.Kind, reason string) {
 	m.refused.WithLabelValues(string(kind), reason).Inc()
 }

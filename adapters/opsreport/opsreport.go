@@ -16,8 +16,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -155,7 +155,7 @@ func Redrive(out io.Writer, rep sqs.RedriveReport, queueURL string) error {
 
 // Divergences prints what `ledger reconcile` found: a DIVERGENCE line for
 // each, or one line saying the ledger matches the payments database.
-func Divergences(out io.Writer, divs []bookkeeping.Divergence) error {
+func Divergences(out io.Writer, divs []ledgers.Divergence) error {
 	for _, d := range divs {
 		if _, err := fmt.Fprintln(out, "DIVERGENCE", d); err != nil {
 			return err

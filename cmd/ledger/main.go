@@ -22,7 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -140,11 +140,11 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if err != nil {
 		return err
 	}
-	api := ledgerapi.NewHandler(bookkeeping.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
+	api := ledgerapi.NewHandler(ledgers.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
 	if cfg.APITokens.Len() == 0 {
 		p.Log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
-	return consumer.Serve(ctx, p, consumer.Service[bookkeeping.Ledger, bookkeeping.Instruction]{
+	return consumer.Serve(ctx, p, consumer.Service[ledgers.Ledger, ledgers.Instruction]{
 		Store: store,
 		// The inbox's transactions and postings are traced, each posting of
 		// the processor in the trace of the write that recorded its payment.
@@ -198,7 +198,7 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	}
 	defer paymentsPool.Close()
 
-	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
+	rec := ledgers.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
 	divs, err := rec.Reconcile(ctx, *grace)
 	if err != nil {
 		return err

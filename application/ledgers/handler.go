@@ -1,4 +1,4 @@
-package bookkeeping
+package ledgers
 
 import (
 	"cmp"
@@ -364,7 +364,7 @@ func readRecord(ctx context.Context, l Ledger, in Instruction) (record, error) {
 // on, and the event is retried until they do.
 func (rec record) payment(in Instruction) (ledger.Payment, error) {
 	if !rec.known {
-		return ledger.Payment{}, fmt.Errorf("%s of payment %s, of which the ledger knows nothing, and which its kind's postings let through: declare what it depends on (application/bookkeeping/events.go): %w",
+		return ledger.Payment{}, fmt.Errorf("%s of payment %s, of which the ledger knows nothing, and which its kind's postings let through: declare what it depends on (application/ledgers/events.go): %w",
 			in.Kind(), in.posting.PaymentID, ledger.ErrPaymentNotFound)
 	}
 	return rec.pay, nil
@@ -388,7 +388,7 @@ func waitFor(ctx context.Context, l Ledger, in Instruction, rec record) error {
 	for _, k := range deps {
 		r, ok := ruleOf(k)
 		if !ok {
-			return fmt.Errorf("kind %s depends on %s, which no rule of the registry declares (application/bookkeeping/events.go)", in.Kind(), k)
+			return fmt.Errorf("kind %s depends on %s, which no rule of the registry declares (application/ledgers/events.go)", in.Kind(), k)
 		}
 		switch r.effect.seen(rec) {
 		case applied:
