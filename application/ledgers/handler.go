@@ -14,7 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
-	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/domain/money"
 )
 
 // Handler is the ledger's handler of the shared inbox: it applies each
@@ -211,7 +211,7 @@ func (h Handler) Apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 
 func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Time) (bool, error) {
 	p := in.posting
-	if _, err := payment.ParseCurrency(p.Currency); err != nil {
+	if !money.IsCurrency(p.Currency) {
 		return false, fmt.Errorf("%w: %q is no active ISO 4217 currency", ledger.ErrUnknownCurrency, p.Currency)
 	}
 	rec, err := readRecord(ctx, l, in)
