@@ -1,6 +1,6 @@
 // Package opsreport renders what the operator commands print (payments
-// outbox stats and partitions, payments apikey list, ledger inbox stats, dlq
-// redrive and reconcile), the tables among it aligned:
+// outbox stats and partitions, payments apikey list, a consumer's inbox
+// stats and dlq redrive), the tables among it aligned:
 // presentation, kept out of cmd's wiring and out of the stores, which return
 // data. The cmd tests pin the output.
 package opsreport
@@ -17,7 +17,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
-	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
@@ -151,19 +150,4 @@ func Redrive(out io.Writer, rep sqs.RedriveReport, queueURL string) error {
 	}
 	_, err := fmt.Fprintln(out)
 	return err
-}
-
-// Divergences prints what `ledger reconcile` found: a DIVERGENCE line for
-// each, or one line saying the ledger matches the payments database.
-func Divergences(out io.Writer, divs []ledgers.Divergence) error {
-	for _, d := range divs {
-		if _, err := fmt.Fprintln(out, "DIVERGENCE", d); err != nil {
-			return err
-		}
-	}
-	if len(divs) == 0 {
-		_, err := fmt.Fprintln(out, "ok: the ledger matches the payments database")
-		return err
-	}
-	return nil
 }

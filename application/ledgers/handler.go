@@ -49,7 +49,7 @@ func (h Handler) maxAmount() int64 {
 }
 
 // HandlerMetrics is what the handler reports. The binary exports it
-// (adapters/metrics).
+// (adapters/ledgermetrics).
 type HandlerMetrics interface {
 	// Refused counts an event the ledger refused for good (it is parked):
 	// kind is its registry kind, reason a short name of the rule it broke

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgermetrics"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
@@ -115,7 +116,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	if err != nil {
 		return err
 	}
-	ledgerMetrics, err := metrics.NewLedger(reg)
+	ledgerMetrics, err := ledgermetrics.New(reg)
 	if err != nil {
 		return err
 	}

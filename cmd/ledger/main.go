@@ -16,8 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
-	"github.com/payments-outbox/payments-outbox/adapters/metrics"
-	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgermetrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
@@ -136,7 +135,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	defer p.Close()
 	store := ledgerstore.New(p.Pool)
-	ledgerMetrics, err := metrics.NewLedger(p.Registry)
+	ledgerMetrics, err := ledgermetrics.New(p.Registry)
 	if err != nil {
 		return err
 	}
@@ -203,11 +202,26 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	if err != nil {
 		return err
 	}
-	if err := opsreport.Divergences(out, divs); err != nil {
+	if err := printDivergences(out, divs); err != nil {
 		return err
 	}
 	if len(divs) > 0 {
 		return fmt.Errorf("%w: %d divergences", errDivergence, len(divs))
+	}
+	return nil
+}
+
+// printDivergences prints what reconcile found: a DIVERGENCE line for
+// each, or one line saying the ledger matches the payments database.
+func printDivergences(out io.Writer, divs []ledgers.Divergence) error {
+	for _, d := range divs {
+		if _, err := fmt.Fprintln(out, "DIVERGENCE", d); err != nil {
+			return err
+		}
+	}
+	if len(divs) == 0 {
+		_, err := fmt.Fprintln(out, "ok: the ledger matches the payments database")
+		return err
 	}
 	return nil
 }
