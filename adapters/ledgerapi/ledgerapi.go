@@ -253,8 +253,8 @@ func (a *api) entries(w http.ResponseWriter, r *http.Request) {
 
 // writeError is the only place that turns an error into a response: the
 // ledger's own errors here, the rest — an unreachable database, a client
-// gone, anything unexpected — by httpserver.WriteError, the table both
-// services share.
+// gone, anything unexpected — by httpserver.WriteError, the table every
+// service shares.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var p httpserver.Problem
 	switch {

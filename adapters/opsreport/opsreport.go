@@ -140,7 +140,7 @@ func InboxStats(out io.Writer, st inbox.Stats) error {
 	return w.Flush()
 }
 
-// Redrive prints what `ledger dlq redrive` did: how it moved the messages
+// Redrive prints what a consuming service's `dlq redrive` did: how it moved the messages
 // (rep.Mode), how many went back to queueURL, and how many a failed send
 // left in the DLQ.
 func Redrive(out io.Writer, rep sqs.RedriveReport, queueURL string) error {

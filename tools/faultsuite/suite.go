@@ -406,7 +406,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	if p.Webhooks {
 		pgWh.Cut()
 	}
-	fault(fmt.Sprintf("Postgres cut for %s (both services)", p.DBCut))
+	fault(fmt.Sprintf("Postgres cut for %s (every service)", p.DBCut))
 	cutEnd := time.Now().Add(p.DBCut)
 	rep.Probe = probeDuringCut(ctx, pays, key, name, rep)
 	time.Sleep(time.Until(cutEnd)) // the length of the outage is the fault
