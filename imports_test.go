@@ -199,9 +199,10 @@ var owners = map[string]string{
 	"":                               system,     // the repository's own tests: the docs, the error tables, the layers
 }
 
-// crossing is an import from one service into another's packages, or from a
-// shared package into a service's, that is a contract rather than a
-// dependency. Each says why.
+// crossing is an import the rule allows: from one service into another's
+// packages where it is a contract between the two, or from a shared
+// package into a service's where the code belongs beside that service and
+// has not moved there yet (the tracing decorators). Each says why.
 type crossing struct {
 	from, to string // packages (below the module)
 	testOnly bool   // allowed from test files only
