@@ -357,6 +357,16 @@ func TestNoServiceImportsAnother(t *testing.T) {
 	for _, e := range ownershipErrors(pkgs) {
 		t.Error(e)
 	}
+	for listed := range owners { // a package moved or gone leaves no stale entry
+		found := false
+		for _, p := range pkgs {
+			rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+			found = found || rel == listed || strings.HasPrefix(rel, listed+"/")
+		}
+		if !found {
+			t.Errorf("owners lists %q, and no package is there any more: remove the entry", listed)
+		}
+	}
 }
 
 // TestOwnershipRuleRefusesACrossing keeps the rule above able to fail: one
