@@ -24,7 +24,7 @@ import (
 // getenv function, a method of cmd/internal/envconfig's Reader, or a helper
 // that takes a getenv function and a name — in the services' module, test
 // files and test-support packages (…test) aside. A variable read under
-// cmd/<service>/ must be in that service's table or in "Both services"; one
+// cmd/<service>/ must be in that service's table or in "Every service"; one
 // read in shared code (cmd/internal, adapters) in any of them. A row that no
 // code reads any more fails too: a deployment would set it for nothing.
 func TestConfigurationDocListsEveryVariable(t *testing.T) {
@@ -48,7 +48,7 @@ func TestConfigurationDocListsEveryVariable(t *testing.T) {
 			case at.service == "" && len(in) == 0:
 				t.Errorf("%s is read at %s but no table of docs/CONFIGURATION.md lists it: add a row (default, meaning)", name, at.pos)
 			case at.service != "" && !in[at.service]:
-				t.Errorf("%s is read by %s at %s but docs/CONFIGURATION.md lists it under neither %q nor \"Both services\": add a row (default, meaning)", name, at.service, at.pos, at.service)
+				t.Errorf("%s is read by %s at %s but docs/CONFIGURATION.md lists it under neither %q nor \"Every service\": add a row (default, meaning)", name, at.service, at.pos, at.service)
 			}
 		}
 	}
@@ -324,7 +324,7 @@ func servicesOf(t *testing.T) []string {
 // configTables returns, for every variable the service tables of the
 // configuration document list, the services it is listed for. A table
 // belongs to the "## " heading above it: a service's name, or one that says
-// "both services" (every service). Other sections (what only the SDK or
+// "every service". Other sections (what only the SDK or
 // compose reads) are not the services' and are not checked. The parse is
 // internal/configdoc's, which the Kubernetes manifests' policy test reads
 // the document with too.

@@ -162,3 +162,136 @@ func headingAnchors(md string) map[string]bool {
 	}
 	return anchors
 }
+
+// packageDirs returns every directory of the repository that holds a Go
+// package, both modules' (the services' and tools/), slash-separated and
+// relative to the root, which holds only the repository's own tests and is
+// left out.
+func packageDirs(t *testing.T) map[string]bool {
+	t.Helper()
+	dirs := map[string]bool{}
+	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && p != "." && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(name, ".go") && filepath.Dir(p) != "." {
+			dirs[filepath.ToSlash(filepath.Dir(p))] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+var (
+	backticked  = regexp.MustCompile("`([^`]+)`")
+	packageName = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+)
+
+// tableRows returns the rows of the first Markdown table after heading in
+// doc, each as its cells.
+func tableRows(t *testing.T, doc, heading string) [][]string {
+	t.Helper()
+	i := strings.Index(doc, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("no heading %q", heading)
+	}
+	var rows [][]string
+	inTable := false
+	for _, line := range strings.Split(doc[i+len(heading)+2:], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			if inTable {
+				break
+			}
+			continue
+		}
+		inTable = true
+		cells := strings.Split(strings.Trim(line, "| "), " | ")
+		if len(cells) >= 2 && !strings.HasPrefix(cells[0], "---") {
+			rows = append(rows, cells)
+		}
+	}
+	return rows
+}
+
+// TestPackageTablesListEveryPackage keeps the two maps of the code true: the
+// README's code table names, in the rows of domain/, application/, adapters/
+// and cmd/, every package below that directory by its name (test helpers,
+// …test, aside) and nothing else; docs/FORKING.md's layout table names every
+// package directory of both modules by its path, and only paths that exist.
+// A package added, moved or renamed fails here until the tables say so.
+func TestPackageTablesListEveryPackage(t *testing.T) {
+	dirs := packageDirs(t)
+	if len(dirs) < 40 || !dirs["application/inbox"] || !dirs["tools/walkthrough"] {
+		t.Fatalf("found %d package directories; the test is not looking where it should", len(dirs))
+	}
+
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, row := range tableRows(t, string(readme), "## Code") {
+		top := ""
+		for _, d := range []string{"domain", "application", "adapters", "cmd"} {
+			if strings.HasPrefix(row[0], "[`"+d+"/`]") {
+				top = d
+			}
+		}
+		if top == "" {
+			continue
+		}
+		seen[top] = true
+		named := map[string]bool{}
+		for _, m := range backticked.FindAllStringSubmatch(row[1], -1) {
+			if packageName.MatchString(m[1]) {
+				named[m[1]] = true
+			}
+		}
+		want := map[string]string{}
+		for d := range dirs {
+			if name := filepath.Base(d); strings.HasPrefix(d, top+"/") && !strings.HasSuffix(name, "test") {
+				want[name] = d
+			}
+		}
+		for name, d := range want {
+			if !named[name] {
+				t.Errorf("README.md's code table: the %s/ row does not name `%s` (%s)", top, name, d)
+			}
+		}
+		for name := range named {
+			if want[name] == "" {
+				t.Errorf("README.md's code table: the %s/ row names `%s`, which is no package under %s/", top, name, top)
+			}
+		}
+	}
+	if len(seen) != 4 {
+		t.Errorf("README.md's code table has rows for %v; want domain/, application/, adapters/ and cmd/", seen)
+	}
+
+	forking, err := os.ReadFile("docs/FORKING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, row := range tableRows(t, string(forking), "## Layout") {
+		for _, m := range backticked.FindAllStringSubmatch(row[0], -1) {
+			p := strings.TrimSuffix(m[1], "/")
+			listed[p] = true
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("docs/FORKING.md's layout table lists `%s`, which does not exist", m[1])
+			}
+		}
+	}
+	for d := range dirs {
+		if !listed[d] {
+			t.Errorf("docs/FORKING.md's layout table does not list `%s`: add it to a row's path column, with what it holds", d)
+		}
+	}
+}

@@ -26,8 +26,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksapi"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -36,7 +36,7 @@ import (
 
 // errorPackages are the packages whose errors can reach the HTTP APIs: the
 // domains and the application packages the APIs call.
-var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/payments", "application/access", "application/bookkeeping", "application/webhooks"}
+var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/payments", "application/access", "application/ledgers", "application/webhooks"}
 
 // route is a way an error reaches an API: the API's handler with a fake that
 // fails with err where the API calls out, and a request that makes the call.
@@ -160,11 +160,11 @@ var answered = map[string]struct {
 	"webhooks.ErrAmountLimit":      {never: "only checking an event returns it, which the queue dead-letters; the API only reads"},
 
 	// The lists' errors.
-	"payments.ErrInvalidListQuery":    {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
-	"payments.ErrUnknownCursor":       {err: fmt.Errorf("%w: p1", payments.ErrUnknownCursor), routes: []route{paymentsList}},
-	"bookkeeping.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", bookkeeping.ErrInvalidListQuery), routes: []route{ledgerEntries}},
-	"bookkeeping.ErrUnknownCursor":    {err: fmt.Errorf("%w: 7", bookkeeping.ErrUnknownCursor), routes: []route{ledgerEntries}},
-	"bookkeeping.ErrAmountLimit":      {never: "only checking an event returns it, which the queue dead-letters; the API only reads"},
+	"payments.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", payments.ErrInvalidListQuery), routes: []route{paymentsList}},
+	"payments.ErrUnknownCursor":    {err: fmt.Errorf("%w: p1", payments.ErrUnknownCursor), routes: []route{paymentsList}},
+	"ledgers.ErrInvalidListQuery":  {err: fmt.Errorf("%w: limit must be from 1 to 100", ledgers.ErrInvalidListQuery), routes: []route{ledgerEntries}},
+	"ledgers.ErrUnknownCursor":     {err: fmt.Errorf("%w: 7", ledgers.ErrUnknownCursor), routes: []route{ledgerEntries}},
+	"ledgers.ErrAmountLimit":       {never: "only checking an event returns it, which the queue dead-letters; the API only reads"},
 }
 
 // TestEveryErrorIsAProblemTheAPIDocuments finds the exported Err… variables
@@ -372,8 +372,8 @@ func (f failingQueries) MerchantBalances(context.Context, string, time.Time) ([]
 func (f failingQueries) Entries(context.Context, string) ([]ledger.Transaction, error) {
 	return nil, f.err
 }
-func (f failingQueries) AccountEntries(context.Context, bookkeeping.ListEntries) (bookkeeping.EntriesPage, error) {
-	return bookkeeping.EntriesPage{}, f.err
+func (f failingQueries) AccountEntries(context.Context, ledgers.ListEntries) (ledgers.EntriesPage, error) {
+	return ledgers.EntriesPage{}, f.err
 }
 
 type failingTokens struct{ err error }

@@ -3,6 +3,7 @@ package paymentsoutbox_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -142,4 +143,269 @@ func hasAnyPrefix(path string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// Who owns a package. A service's packages are named for it: a path element
+// beginning with one of serviceNames' prefixes (domain/payment,
+// application/payments, adapters/paymentsapi, adapters/postgres/ledgerstore,
+// migrations/webhooks, cmd/ledger…). Every other package is listed in
+// owners, with the packages below it, or the test says it does not know it.
+const (
+	shared = "shared"
+	system = "the services together"
+)
+
+var serviceNames = []struct{ prefix, service string }{
+	{"payment", "payments"},
+	{"ledger", "ledger"},
+	{"webhook", "webhooks"},
+}
+
+// owners are the packages (and the packages below them) no path element
+// assigns to a service, and the ones whose name would mislead. Shared is
+// what every service may import: the domain's money, the consuming and
+// producing sides of the messaging (the inbox; the outbox, its relay, its
+// store and SNS, which name no payment type), access (the API keys and
+// tokens every API authenticates with), the stores' and the HTTP servers'
+// plumbing, the metrics and tracing adapters, the API and event documents
+// (api: the HTTP contracts and the events' wire contract, AsyncAPI and JSON
+// Schemas), and the start-up every cmd shares.
+var owners = map[string]string{
+	"domain/money":                   shared,
+	"application/access":             shared,
+	"application/claimloop":          shared,
+	"application/dependency":         shared,
+	"application/inbox":              shared,
+	"application/outbox":             shared,
+	"application/relay":              shared,
+	"application/retention":          shared,
+	"adapters/awstest":               shared,
+	"adapters/eventschema":           shared,
+	"adapters/httpserver":            shared,
+	"adapters/internal":              shared,
+	"adapters/metrics":               shared,
+	"adapters/opsreport":             shared,
+	"adapters/postgres":              shared,
+	"adapters/sns":                   shared,
+	"adapters/sqs":                   shared,
+	"adapters/tracing":               shared,
+	"api":                            shared,
+	"cmd/internal":                   shared,
+	"internal":                       shared,
+	"observability":                  shared,
+	"adapters/postgres/apikeystore":  "payments", // the API keys live in the payments database
+	"adapters/apikeyclient":          "webhooks", // the webhooks API checks a key through the payments API
+	"adapters/postgres/paymentmodel": system,     // a payment's life through the payments store, the relay and the ledger
+	"":                               system,     // the repository's own tests: the docs, the error tables, the layers
+}
+
+// crossing is an import the rule allows: from one service into another's
+// packages where it is a contract between the two, or from a shared
+// package into a service's where the code belongs beside that service and
+// has not moved there yet (the tracing decorators). Each says why.
+type crossing struct {
+	from, to string // packages (below the module)
+	testOnly bool   // allowed from test files only
+	why      string
+}
+
+var crossings = []crossing{
+	{"adapters/postgres/ledgerstore", "migrations/payments", true,
+		"reconcile reads the payments database's ledger_facts view, a contract the payments migrations define: the tests build that database"},
+	{"adapters/postgres/ledgerstore", "domain/payment", true,
+		"every payment status must have a reconcile rule: the test reads the statuses the payments domain declares"},
+	{"cmd/ledger", "migrations/payments", true,
+		"`ledger reconcile` reads the payments database's ledger_facts view: the command's test builds that database"},
+	{"adapters/paymentsapi", "domain/ledger", true,
+		"a payer or merchant id the payments API accepts must name a ledger account: the fuzz test asks the ledger's rule"},
+	{"adapters/apikeyclient", "adapters/paymentsapi", true,
+		"the webhooks API checks a merchant's key through the payments API: the client's test speaks to the real payments handler"},
+	{"cmd/webhooks", "adapters/paymentsapi", true,
+		"the webhooks service checks a merchant's key through the payments API: its test serves the real payments handler"},
+	{"adapters/tracing", "application/payments", false,
+		"tracing.Payments decorates the payments repository; a decorator belongs beside what it decorates"},
+	{"adapters/tracing", "domain/payment", false,
+		"tracing.Payments decorates the payments repository; a decorator belongs beside what it decorates"},
+	{"adapters/tracing", "application/ledgers", false,
+		"tracing.Ledger decorates the ledger's store; a decorator belongs beside what it decorates"},
+	{"adapters/tracing", "domain/ledger", false,
+		"tracing.Ledger decorates the ledger's store; a decorator belongs beside what it decorates"},
+}
+
+// owner returns who owns pkg, a path below the module, and false if the
+// table above does not say.
+func owner(pkg string) (string, bool) {
+	if o, ok := owners[pkg]; ok {
+		return o, true
+	}
+	for _, elem := range strings.Split(pkg, "/") {
+		for _, s := range serviceNames {
+			if strings.HasPrefix(elem, s.prefix) {
+				return s.service, true
+			}
+		}
+	}
+	for p := pkg; strings.Contains(p, "/"); {
+		p = p[:strings.LastIndex(p, "/")]
+		if o, ok := owners[p]; ok {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+// packageImports is what go list says a package imports, its own and its
+// test files' imports apart.
+type packageImports struct {
+	ImportPath                         string
+	Imports, TestImports, XTestImports []string
+}
+
+// ownershipErrors returns what breaks the service-ownership rule in pkgs:
+// a package the table does not know; a service's package, test files
+// included, importing another service's; a shared package's own files
+// importing a service's (its tests may use one as their example). A crossing
+// allows one import; a crossing that allows none is stale and reported too.
+func ownershipErrors(pkgs []packageImports) []string {
+	var errs []string
+	used := map[crossing]bool{}
+	allowed := func(from, to string, test bool) bool {
+		for _, c := range crossings {
+			if c.from == from && c.to == to && (test || !c.testOnly) {
+				used[c] = true
+				return true
+			}
+		}
+		return false
+	}
+	describe := func(pkg, o string) string {
+		if o == shared || o == system {
+			return fmt.Sprintf("%s (%s)", pkg, o)
+		}
+		return fmt.Sprintf("%s (the %s service's)", pkg, o)
+	}
+	for _, p := range pkgs {
+		from := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		fromOwner, ok := owner(from)
+		if !ok {
+			errs = append(errs, fmt.Sprintf("imports_test.go does not know who owns %s: name it for its service (an element beginning payment, ledger or webhook) or list it in owners", p.ImportPath))
+			continue
+		}
+		if fromOwner == system {
+			continue
+		}
+		check := func(imports []string, test bool) {
+			for _, imp := range imports {
+				to, ok := strings.CutPrefix(imp, module+"/")
+				if !ok {
+					continue
+				}
+				toOwner, ok := owner(to)
+				if !ok || toOwner == shared || toOwner == fromOwner || (fromOwner == shared && test) {
+					continue // an unknown package is reported as itself
+				}
+				if allowed(from, to, test) {
+					continue
+				}
+				if fromOwner == shared {
+					errs = append(errs, fmt.Sprintf("%s imports %s: a package every service may use imports none of them. Move what needs %s beside it, into a package of that service", describe(from, fromOwner), describe(to, toOwner), to))
+				} else {
+					errs = append(errs, fmt.Sprintf("%s imports %s: a service imports its own packages and the shared ones only. Move what both need to a shared package (domain/money, api…), or, if it is a contract between the two, list it in crossings with why", describe(from, fromOwner), describe(to, toOwner)))
+				}
+			}
+		}
+		check(p.Imports, false)
+		check(append(append([]string(nil), p.TestImports...), p.XTestImports...), true)
+	}
+	for _, c := range crossings {
+		if !used[c] {
+			errs = append(errs, fmt.Sprintf("crossings allows %s to import %s, and it no longer does (or it is not the crossing it says): remove the entry", c.from, c.to))
+		}
+	}
+	return errs
+}
+
+// TestNoServiceImportsAnother keeps each service to its own packages and
+// the shared ones (docs/ARCHITECTURE.md, "Services and what they share"),
+// at every layer and in test files too: the payments service, the ledger
+// and the webhooks service meet only through the shared packages and the
+// contracts listed in crossings.
+func TestNoServiceImportsAnother(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []packageImports
+	counts := map[string]int{}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p packageImports
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+		o, _ := owner(strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/"))
+		counts[o]++
+	}
+	for _, o := range []string{"payments", "ledger", "webhooks", shared, system} {
+		if counts[o] < 2 {
+			t.Fatalf("go list found %d packages owned by %s (%v); the test is not looking where it should", counts[o], o, counts)
+		}
+	}
+	for _, e := range ownershipErrors(pkgs) {
+		t.Error(e)
+	}
+	for listed := range owners { // a package moved or gone leaves no stale entry
+		found := false
+		for _, p := range pkgs {
+			rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+			found = found || rel == listed || strings.HasPrefix(rel, listed+"/")
+		}
+		if !found {
+			t.Errorf("owners lists %q, and no package is there any more: remove the entry", listed)
+		}
+	}
+}
+
+// TestOwnershipRuleRefusesACrossing keeps the rule above able to fail: one
+// service's application importing another's domain, a shared package
+// importing a service, and a package nobody owns are each reported.
+func TestOwnershipRuleRefusesACrossing(t *testing.T) {
+	listed := make([]packageImports, 0, len(crossings))
+	for _, c := range crossings { // every crossing used, so none is reported stale
+		p := packageImports{ImportPath: module + "/" + c.from}
+		if c.testOnly {
+			p.TestImports = []string{module + "/" + c.to}
+		} else {
+			p.Imports = []string{module + "/" + c.to}
+		}
+		listed = append(listed, p)
+	}
+	for _, tt := range []struct {
+		name string
+		pkg  packageImports
+		want string
+	}{
+		{"a service's application importing another's domain",
+			packageImports{ImportPath: module + "/application/ledgers", Imports: []string{module + "/domain/payment"}},
+			"application/ledgers (the ledger service's) imports domain/payment (the payments service's)"},
+		{"a service's test importing another's store",
+			packageImports{ImportPath: module + "/adapters/webhooksapi", XTestImports: []string{module + "/adapters/postgres/ledgerstore"}},
+			"adapters/webhooksapi (the webhooks service's) imports adapters/postgres/ledgerstore (the ledger service's)"},
+		{"a shared package importing a service",
+			packageImports{ImportPath: module + "/adapters/metrics", Imports: []string{module + "/application/webhooks"}},
+			"adapters/metrics (shared) imports application/webhooks (the webhooks service's)"},
+		{"a package nobody owns",
+			packageImports{ImportPath: module + "/adapters/kafka"},
+			"does not know who owns " + module + "/adapters/kafka"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := ownershipErrors(append(listed, tt.pkg))
+			if len(errs) != 1 || !strings.Contains(errs[0], tt.want) {
+				t.Errorf("got %q, want one error containing %q", errs, tt.want)
+			}
+		})
+	}
 }

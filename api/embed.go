@@ -31,7 +31,7 @@ func Ledger() []byte { return mustRead(LedgerFile) }
 // Webhooks returns the webhooks API's document.
 func Webhooks() []byte { return mustRead(WebhooksFile) }
 
-// Ops returns the document of both services' operational endpoints.
+// Ops returns the document of every service's operational endpoints.
 func Ops() []byte { return mustRead(OpsFile) }
 
 func mustRead(name string) []byte {

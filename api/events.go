@@ -3,14 +3,15 @@ package api
 import "embed"
 
 // Events holds the contract of the events the payments service publishes:
-// events.asyncapi.yaml, the AsyncAPI 3.0 document of the topic, the ledger's
-// queue and its DLQ; and under events/ the JSON Schemas (2020-12) of the
-// CloudEvents envelope, events/envelope/v1.json, and of each event type's
-// data at each version ever published, events/<type>/v<N>.json, with
-// events/published.sha256, the hashes that keep a published schema from
-// changing. The producer's tests validate every event it publishes against
-// these files, and the ledger every event it receives: the two services share
-// these files, not Go code.
+// events.asyncapi.yaml, the AsyncAPI 3.0 document of the topic and of one
+// subscription to it, the ledger's queue and DLQ; and under events/ the
+// JSON Schemas (2020-12) of the CloudEvents envelope,
+// events/envelope/v1.json, and of each event type's data at each version
+// ever published, events/<type>/v<N>.json, with events/published.sha256,
+// the hashes that keep a published schema from changing. The producer's
+// tests validate every event it publishes against these files, and each
+// consumer every event it receives: the services share these files, not Go
+// code.
 //
 //go:embed events.asyncapi.yaml events
 var Events embed.FS

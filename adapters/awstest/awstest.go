@@ -206,8 +206,8 @@ type TopicQueue struct {
 	DLQARN   string
 }
 
-// MaxReceiveCount and VisibilityTimeout are the ledger queue's settings in
-// every environment, those localstack/init-aws.sh applies; NewTopicQueue uses
+// MaxReceiveCount and VisibilityTimeout are every consuming service's queue
+// settings in every environment, those localstack/init-aws.sh applies; NewTopicQueue uses
 // them unless told otherwise, so a test or the fault suite that takes the
 // defaults runs against the receive budget production has.
 // TestSettingsMatchInitScript fails when the script and these drift apart.

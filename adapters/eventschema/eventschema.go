@@ -1,9 +1,9 @@
 // Package eventschema checks events against the JSON Schemas they are
 // published under, the files in api/events: the CloudEvents envelope's and
-// each event type's data at each version. The ledger checks every event it
-// receives with it (it implements inbox.Schemas), and the payments
-// service's tests check every event it publishes: both read the same files,
-// so the two services share a contract, not Go code.
+// each event type's data at each version. Each consuming service checks
+// every event it receives with it (it implements inbox.Schemas), and the
+// payments service's tests check every event it publishes: all read the
+// same files, so the services share a contract, not Go code.
 package eventschema
 
 import (

@@ -1,6 +1,6 @@
 // Package httpserver is the HTTP plumbing the services' APIs share, so that
-// each API (paymentsapi, ledgerapi) holds only its routes, its wire shapes and
-// its own errors, and neither depends on the other:
+// each API (paymentsapi, ledgerapi, webhooksapi) holds only its routes, its
+// wire shapes and its own errors, and none depends on another:
 //
 //   - NewRouter: a service's public chi router, with /openapi.yaml and
 //     problem+json answers for unknown routes and methods; NewOpsRouter: the

@@ -16,7 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
 
-// TestWriteError pins the part of the error table both APIs share: what each
+// TestWriteError pins the part of the error table every API shares: what each
 // error answers, which header it sets, how often it is logged, and that no
 // answer shows the error chain.
 func TestWriteError(t *testing.T) {

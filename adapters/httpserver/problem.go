@@ -6,7 +6,7 @@ import (
 )
 
 // ProblemContentType is the media type of a problem details body, the one
-// error body both services' HTTP APIs answer with.
+// error body every service's HTTP API answers with.
 const ProblemContentType = "application/problem+json"
 
 // Problem is an RFC 9457 problem details object. Type is a relative URI

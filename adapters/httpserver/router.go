@@ -150,7 +150,7 @@ const DefaultRequestTimeout = 5 * time.Second
 
 // Timeout bounds each request's work to d (DefaultRequestTimeout when d is
 // 0), so that a database outage answers 503 within d instead of hanging the
-// client. Both APIs take their timeout's zero value from here.
+// client. Every API takes its timeout's zero value from here.
 func Timeout(d time.Duration) func(http.Handler) http.Handler {
 	if d <= 0 {
 		d = DefaultRequestTimeout

@@ -9,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -61,8 +61,8 @@ func (a *api) accountEntries(w http.ResponseWriter, r *http.Request) {
 // parseEntriesQuery reads the query's syntax; the use case checks the
 // limit's range. Any parameter but limit and starting_after is refused, so
 // a misspelt one is not quietly ignored.
-func parseEntriesQuery(r *http.Request) (bookkeeping.ListEntries, error) {
-	var l bookkeeping.ListEntries
+func parseEntriesQuery(r *http.Request) (ledgers.ListEntries, error) {
+	var l ledgers.ListEntries
 	query := r.URL.Query()
 	for name, values := range query {
 		switch {
@@ -77,7 +77,7 @@ func parseEntriesQuery(r *http.Request) (bookkeeping.ListEntries, error) {
 		// for an empty page.
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return l, fmt.Errorf("limit must be an integer from 1 to %d", bookkeeping.MaxListLimit)
+			return l, fmt.Errorf("limit must be an integer from 1 to %d", ledgers.MaxListLimit)
 		}
 		l.Limit = n
 	}

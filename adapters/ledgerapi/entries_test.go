@@ -10,27 +10,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // AccountEntries answers merchant:mer_1 with one entry, the transaction
 // Entries answers, or fails with err when set.
-func (f fakeQueries) AccountEntries(ctx context.Context, l bookkeeping.ListEntries) (bookkeeping.EntriesPage, error) {
+func (f fakeQueries) AccountEntries(ctx context.Context, l ledgers.ListEntries) (ledgers.EntriesPage, error) {
 	if f.err != nil {
-		return bookkeeping.EntriesPage{}, f.err
+		return ledgers.EntriesPage{}, f.err
 	}
 	if l.Account != "merchant:mer_1" {
-		return bookkeeping.EntriesPage{}, ledger.ErrAccountNotFound
+		return ledgers.EntriesPage{}, ledger.ErrAccountNotFound
 	}
 	txs, err := f.Entries(ctx, paymentID)
 	if err != nil {
-		return bookkeeping.EntriesPage{}, err
+		return ledgers.EntriesPage{}, err
 	}
 	acc, _ := ledger.ParseAccountID(l.Account)
-	return bookkeeping.EntriesPage{Account: acc, Entries: []bookkeeping.AccountEntry{{ID: 2, Entry: txs[0].Entries()[1], Transaction: txs[0]}}}, nil
+	return ledgers.EntriesPage{Account: acc, Entries: []ledgers.AccountEntry{{ID: 2, Entry: txs[0].Entries()[1], Transaction: txs[0]}}}, nil
 }
 
 type entriesPage struct {
@@ -57,9 +57,9 @@ type entriesPage struct {
 // never. Every exchange is checked against the OpenAPI document.
 func TestAccountEntriesPages(t *testing.T) {
 	ctx := context.Background()
-	store := bookkeepingtest.NewFakeStore()
+	store := ledgerstest.NewFakeStore()
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	payment, _ := bookkeeping.PostingsOf("payment")
+	payment, _ := ledgers.PostingsOf("payment")
 	post := func(n int, merchant string) {
 		msg := fmt.Sprintf("0190e7a0-0000-7000-8000-%012d", n)
 		tx, err := ledger.NewTransfer(ledger.Posting{MessageID: msg, PaymentID: msg, Payer: "cus_1", Merchant: merchant,
@@ -67,7 +67,7 @@ func TestAccountEntriesPages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Record(ctx, inbox.Message{ID: msg, Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: at, ProcessedAt: at}, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		if _, err := store.Record(ctx, inbox.Message{ID: msg, Type: ledgers.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: at, ProcessedAt: at}, func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			_, err := l.Post(ctx, tx, at)
 			return "", err
 		}); err != nil {
@@ -80,7 +80,7 @@ func TestAccountEntriesPages(t *testing.T) {
 			post(1000+n, "mer_2")
 		}
 	}
-	srv := newServer(t, bookkeeping.NewService(store))
+	srv := newServer(t, ledgers.NewService(store))
 	list := func(t *testing.T, query string) entriesPage {
 		t.Helper()
 		res := get(t, srv, "/accounts/merchant:mer_1/entries"+query, "Bearer "+token)

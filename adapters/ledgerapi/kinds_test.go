@@ -9,13 +9,13 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	apidoc "github.com/payments-outbox/payments-outbox/api"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // TestDocumentedKindsAreTheRegistrys ties the second list of kinds, the
 // enum of LedgerTransaction.kind in api/ledger.openapi.yaml, to the one the
-// code posts by (the registry in application/bookkeeping/events.go: the
+// code posts by (the registry in application/ledgers/events.go: the
 // kinds that post a transaction, PostedKinds): a kind
 // the registry gained but the document lacks makes every client generated
 // from it reject the ledger's answers, and a kind only the document has is a
@@ -40,7 +40,7 @@ func TestDocumentedKindsAreTheRegistrys(t *testing.T) {
 		documented = append(documented, s)
 	}
 	var registered []string
-	for _, k := range bookkeeping.PostedKinds() {
+	for _, k := range ledgers.PostedKinds() {
 		registered = append(registered, string(k))
 	}
 	if len(registered) == 0 {
@@ -56,7 +56,7 @@ func TestDocumentedKindsAreTheRegistrys(t *testing.T) {
 	}
 	for _, k := range documented {
 		if !slices.Contains(registered, k) {
-			t.Errorf("%s's LedgerTransaction.kind lists %q, which no event type of the registry (application/bookkeeping/events.go) posts", apidoc.LedgerFile, k)
+			t.Errorf("%s's LedgerTransaction.kind lists %q, which no event type of the registry (application/ledgers/events.go) posts", apidoc.LedgerFile, k)
 		}
 	}
 }

@@ -28,17 +28,17 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// Queries is what the API needs of the application (bookkeeping.Service).
+// Queries is what the API needs of the application (ledgers.Service).
 // A zero asOf is now.
 type Queries interface {
 	BalancesAsOf(ctx context.Context, account string, asOf time.Time) ([]ledger.Balance, error)
 	MerchantBalances(ctx context.Context, merchantID string, asOf time.Time) ([]ledger.Balance, error)
 	Entries(ctx context.Context, paymentID string) ([]ledger.Transaction, error)
-	AccountEntries(ctx context.Context, l bookkeeping.ListEntries) (bookkeeping.EntriesPage, error)
+	AccountEntries(ctx context.Context, l ledgers.ListEntries) (ledgers.EntriesPage, error)
 }
 
 // Tokens checks an operator token (access.Tokens).
@@ -253,8 +253,8 @@ func (a *api) entries(w http.ResponseWriter, r *http.Request) {
 
 // writeError is the only place that turns an error into a response: the
 // ledger's own errors here, the rest — an unreachable database, a client
-// gone, anything unexpected — by httpserver.WriteError, the table both
-// services share.
+// gone, anything unexpected — by httpserver.WriteError, the table every
+// service shares.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var p httpserver.Problem
 	switch {
@@ -268,9 +268,9 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusNotFound, "account-not-found", "nothing was ever posted to or held for this account (by as_of, when given)")
 	case errors.Is(err, ledger.ErrPaymentNotFound):
 		p = httpserver.NewProblem(http.StatusNotFound, "payment-not-found", "the ledger has no transaction for this payment")
-	case errors.Is(err, bookkeeping.ErrInvalidListQuery):
+	case errors.Is(err, ledgers.ErrInvalidListQuery):
 		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
-	case errors.Is(err, bookkeeping.ErrUnknownCursor):
+	case errors.Is(err, ledgers.ErrUnknownCursor):
 		p = httpserver.NewProblem(http.StatusBadRequest, "unknown-cursor", "starting_after names no entry of this account")
 	default:
 		httpserver.WriteError(w, r, a.log, err)

@@ -24,8 +24,8 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -72,8 +72,8 @@ func (f fakeQueries) Entries(_ context.Context, id string) ([]ledger.Transaction
 	if id != paymentID {
 		return nil, ledger.ErrPaymentNotFound
 	}
-	payment, _ := bookkeeping.PostingsOf("payment")
-	refund, _ := bookkeeping.PostingsOf("refund")
+	payment, _ := ledgers.PostingsOf("payment")
+	refund, _ := ledgers.PostingsOf("refund")
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	paid, err := ledger.NewTransfer(ledger.Posting{MessageID: "m1", PaymentID: id, Payer: "cus_1", Merchant: "mer_1",
 		Amount: 1050, Currency: "BRL", OccurredAt: at}, payment)

@@ -41,7 +41,7 @@ func NewInbox(reg prometheus.Registerer) (*Inbox, error) {
 		}),
 		parkedRows: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inbox_parked_rows",
-			Help: "Inbox rows that ran out of attempts or can never apply; `ledger inbox retry` puts them back.",
+			Help: "Inbox rows that ran out of attempts or can never apply; the service's `inbox retry` puts them back.",
 		}),
 		unhandledRows: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "inbox_unhandled_rows",

@@ -1,6 +1,6 @@
 // Package opsreport renders what the operator commands print (payments
-// outbox stats and partitions, payments apikey list, ledger inbox stats, dlq
-// redrive and reconcile), the tables among it aligned:
+// outbox stats and partitions, payments apikey list, a consumer's inbox
+// stats and dlq redrive), the tables among it aligned:
 // presentation, kept out of cmd's wiring and out of the stores, which return
 // data. The cmd tests pin the output.
 package opsreport
@@ -16,7 +16,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 )
@@ -141,7 +140,7 @@ func InboxStats(out io.Writer, st inbox.Stats) error {
 	return w.Flush()
 }
 
-// Redrive prints what `ledger dlq redrive` did: how it moved the messages
+// Redrive prints what a consuming service's `dlq redrive` did: how it moved the messages
 // (rep.Mode), how many went back to queueURL, and how many a failed send
 // left in the DLQ.
 func Redrive(out io.Writer, rep sqs.RedriveReport, queueURL string) error {
@@ -151,19 +150,4 @@ func Redrive(out io.Writer, rep sqs.RedriveReport, queueURL string) error {
 	}
 	_, err := fmt.Fprintln(out)
 	return err
-}
-
-// Divergences prints what `ledger reconcile` found: a DIVERGENCE line for
-// each, or one line saying the ledger matches the payments database.
-func Divergences(out io.Writer, divs []bookkeeping.Divergence) error {
-	for _, d := range divs {
-		if _, err := fmt.Fprintln(out, "DIVERGENCE", d); err != nil {
-			return err
-		}
-	}
-	if len(divs) == 0 {
-		_, err := fmt.Fprintln(out, "ok: the ledger matches the payments database")
-		return err
-	}
-	return nil
 }

@@ -11,7 +11,7 @@ import (
 // takes the payments API keys (the webhooks service, adapters/apikeyclient)
 // asks this route with the key it was given, so the key is checked by this
 // service's Authenticator and revoked within its cache bound
-// (access.CacheTTL) on both services alike.
+// (access.CacheTTL) on the payments and the webhooks service alike.
 type apiKeyResponse struct {
 	Object     string  `json:"object"`
 	ID         string  `json:"id"`

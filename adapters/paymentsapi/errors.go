@@ -12,7 +12,7 @@ import (
 // writeError is the only place that turns an error into a response. Errors
 // the client can act on get their status and a detail; the rest — an
 // unreachable database, a client gone, anything unexpected — are answered by
-// httpserver.WriteError, the table both services share.
+// httpserver.WriteError, the table every service shares.
 func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		invalid *payment.ValidationError

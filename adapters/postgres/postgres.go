@@ -1,8 +1,8 @@
-// Package postgres holds what both services' Postgres adapters share: opening a
+// Package postgres holds what every service's Postgres adapters share: opening a
 // pgx pool, applying embedded goose migrations, classifying errors, and the
 // pipelined transaction (Transact) the hot paths run in. The stores themselves
 // live in one sub-package per table set (paymentstore, outboxstore,
-// inboxstore, ledgerstore).
+// apikeystore, inboxstore, ledgerstore, webhookstore).
 package postgres
 
 import (
@@ -28,7 +28,7 @@ import (
 type Config struct {
 	// DefaultMaxConns sizes the pool to that many connections unless the URL
 	// sets pool_max_conns itself. pgx's own default (the number of CPUs, at
-	// least 4) suits neither service: each in-flight request, relay worker
+	// least 4) suits no service: each in-flight request, relay worker
 	// or consumer worker holds a connection for its transaction.
 	DefaultMaxConns int
 	// TracerProvider, when set, traces the pool's statements, batches and

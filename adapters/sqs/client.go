@@ -11,8 +11,9 @@ import (
 
 // NewClient returns an SQS client for region, talking to endpoint when it is
 // not empty (LocalStack, moto) and to real AWS otherwise. Credentials come
-// from the SDK's default chain. cmd/ledger passes the values it read from its
-// configuration, so this package never reads the environment itself.
+// from the SDK's default chain. The consuming service's cmd passes the values
+// it read from its configuration, so this package never reads the
+// environment itself.
 func NewClient(ctx context.Context, region, endpoint string) (*awssqs.Client, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
 	if err != nil {

@@ -326,7 +326,7 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 	span.SetAttributes(
 		attribute.String("cloudevents.event_id", res.MessageID),
 		attribute.String("cloudevents.event_type", res.Type),
-		attribute.String("ledger.outcome", res.Disposition.String()))
+		attribute.String("inbox.outcome", res.Disposition.String()))
 	c.cfg.Metrics.processed.WithLabelValues(res.Disposition.String()).Inc()
 	switch res.Disposition {
 	case inbox.Duplicate:
@@ -344,7 +344,7 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 	case inbox.Recorded:
 		log.DebugContext(handling, "recorded for the inbox processor", "event_id", res.MessageID, "type", res.Type)
 	case inbox.Parked:
-		log.ErrorContext(handling, "message parked in the inbox (the row holds the reason) and acknowledged; `ledger inbox retry` applies it again once the cause is fixed",
+		log.ErrorContext(handling, "message parked in the inbox (the row holds the reason) and acknowledged; the service's `inbox retry` applies it again once the cause is fixed",
 			"event_id", res.MessageID, "type", res.Type)
 	case inbox.Applied:
 		if !res.EventTime.IsZero() {
@@ -500,7 +500,7 @@ func (p *pending) remaining() []types.Message {
 	return out
 }
 
-// QueueAttributes are the queue settings the ledger checks at start-up.
+// QueueAttributes are the queue settings a consuming service checks at start-up.
 type QueueAttributes struct {
 	ARN               string
 	VisibilityTimeout time.Duration

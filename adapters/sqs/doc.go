@@ -1,5 +1,6 @@
-// Package sqs is the ledger's SQS adapter: the consumer that long-polls the
-// ledger queue with N workers and hands each message body to the inbox
+// Package sqs is a consuming service's SQS adapter (the ledger's, the
+// webhooks service's): the consumer that long-polls the service's queue
+// with N workers and hands each message body to the inbox
 // (application/inbox), the DLQ depth poller, and the operator's DLQ redrive.
 //
 // The consumer's one rule is the inbox pattern's: acknowledge (delete) a

@@ -22,8 +22,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -58,14 +58,14 @@ func newRig(t *testing.T, opts ...awstest.Option) *rig {
 // books is the ledger as cmd/ledger wires it on a store: the shared inbox
 // with the ledger's handler, in each mode, and the ledger's queries.
 type books struct {
-	*bookkeeping.Service
-	sync, async *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
-	proc        *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
+	*ledgers.Service
+	sync, async *inbox.Service[ledgers.Ledger, ledgers.Instruction]
+	proc        *inbox.Processor[ledgers.Ledger, ledgers.Instruction]
 }
 
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas(t), quietLog(), nil, time.Now, inbox.ProcessorConfig{})
-	return books{Service: bookkeeping.NewService(store), proc: proc,
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas(t), quietLog(), nil, time.Now, inbox.ProcessorConfig{})
+	return books{Service: ledgers.NewService(store), proc: proc,
 		sync:  inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Sync}),
 		async: inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})}
 }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 )
 
 // schemas returns the published events' schemas, which the ledger checks
@@ -37,8 +37,8 @@ func TestSchemaViolationGoesToTheDLQ(t *testing.T) {
 	bad := []byte(strings.Replace(string(newPayment(500, "cus_v", "mer_v").body()),
 		`"merchant_id":`, `"note":"not in the schema","merchant_id":`, 1))
 	// The decoder alone accepts it: without the schemas it would post.
-	lenient := bookkeepingtest.NewFakeStore()
-	proc := inbox.NewProcessor(lenient, bookkeeping.Handler{}, &inboxtest.FakeSchemas{}, quietLog(), nil, time.Now, inbox.ProcessorConfig{})
+	lenient := ledgerstest.NewFakeStore()
+	proc := inbox.NewProcessor(lenient, ledgers.Handler{}, &inboxtest.FakeSchemas{}, quietLog(), nil, time.Now, inbox.ProcessorConfig{})
 	if res, err := inbox.NewService(lenient, proc, time.Now, inbox.Config{}).Receive(context.Background(), bad); err != nil || res.Disposition != inbox.Applied {
 		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Disposition, err)
 	}

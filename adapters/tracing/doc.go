@@ -1,4 +1,4 @@
-// Package tracing is the OpenTelemetry side of both services: the tracer
+// Package tracing is the OpenTelemetry side of every service: the tracer
 // provider the standard OTEL_* variables configure, the W3C trace context in
 // the plain strings the outbox and the broker carry, and the spans of the
 // payments repository's writes (Payments), of the relay (Relay) and of the

@@ -7,8 +7,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -16,8 +16,8 @@ import (
 // records and the processor's claims, each handing the ledger's handler
 // its repository bound to them (ledgerstore.Store is one).
 type LedgerStore interface {
-	inbox.Recorder[bookkeeping.Ledger]
-	inbox.Backlog[bookkeeping.Ledger]
+	inbox.Recorder[ledgers.Ledger]
+	inbox.Backlog[ledgers.Ledger]
 }
 
 // Ledger returns store with the ledger's writes traced; the inbox, the
@@ -27,7 +27,7 @@ type LedgerStore interface {
 //     child of the span in the caller's context — the consumer's processing
 //     span, which continues the producer's trace — with an error status when
 //     it rolled back. The statements sent in it are its children.
-//   - "post ledger transaction": each posting (bookkeeping.Ledger.Post), a
+//   - "post ledger transaction": each posting (ledgers.Ledger.Post), a
 //     child of its transaction; in the processor's claims, a child of the
 //     trace context the claimed row's event carries (the write that recorded
 //     the payment), so a posting made later, in another transaction or
@@ -48,7 +48,7 @@ type tracedLedgerStore struct {
 	tracer trace.Tracer
 }
 
-func (s tracedLedgerStore) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, bookkeeping.Ledger) (string, error)) (inserted bool, err error) {
+func (s tracedLedgerStore) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, ledgers.Ledger) (string, error)) (inserted bool, err error) {
 	ctx, span := s.tracer.Start(ctx, "ledger transaction")
 	defer func() {
 		if err != nil {
@@ -60,20 +60,20 @@ func (s tracedLedgerStore) Record(ctx context.Context, msg inbox.Message, apply 
 	if apply == nil {
 		return s.store.Record(ctx, msg, nil)
 	}
-	return s.store.Record(ctx, msg, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+	return s.store.Record(ctx, msg, func(ctx context.Context, l ledgers.Ledger) (string, error) {
 		return apply(ctx, tracedLedger{Ledger: l, tracer: s.tracer})
 	})
 }
 
 func (s tracedLedgerStore) ClaimPending(ctx context.Context, c inbox.Claim,
-	fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error)) (int, error) {
-	return s.store.ClaimPending(ctx, c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error) {
-		return fn(ctx, rows, func(ctx context.Context, ev inbox.Event, apply1 func(context.Context, bookkeeping.Ledger) error) error {
+	fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error)) (int, error) {
+	return s.store.ClaimPending(ctx, c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error) {
+		return fn(ctx, rows, func(ctx context.Context, ev inbox.Event, apply1 func(context.Context, ledgers.Ledger) error) error {
 			parent := SpanContext(ev.TraceParent, ev.TraceState)
 			if !parent.IsValid() {
 				return apply(ctx, ev, apply1)
 			}
-			return apply(ctx, ev, func(ctx context.Context, l bookkeeping.Ledger) error {
+			return apply(ctx, ev, func(ctx context.Context, l ledgers.Ledger) error {
 				return apply1(ctx, tracedLedger{Ledger: l, tracer: s.tracer, parent: parent})
 			})
 		})
@@ -83,7 +83,7 @@ func (s tracedLedgerStore) ClaimPending(ctx context.Context, c inbox.Claim,
 // tracedLedger traces Post as "post ledger transaction", a child of parent
 // when it is valid (a claimed row's event), else of the span in ctx.
 type tracedLedger struct {
-	bookkeeping.Ledger
+	ledgers.Ledger
 	tracer trace.Tracer
 	parent trace.SpanContext
 }

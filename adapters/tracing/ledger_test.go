@@ -19,9 +19,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -32,7 +32,7 @@ const eventParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 func transfer(t *testing.T) ledger.Transaction {
 	t.Helper()
-	d, _ := bookkeeping.PostingsOf("payment")
+	d, _ := ledgers.PostingsOf("payment")
 	tx, err := ledger.NewTransfer(ledger.Posting{MessageID: uuid.NewString(), PaymentID: uuid.NewString(),
 		Payer: "cus_1", Merchant: "mer_1", Amount: 100, Currency: "BRL", OccurredAt: time.Now()}, d)
 	if err != nil {
@@ -43,7 +43,7 @@ func transfer(t *testing.T) ledger.Transaction {
 
 // message is a new pending inbox message of a type the ledger applies.
 func message() inbox.Message {
-	return inbox.Message{ID: uuid.NewString(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
+	return inbox.Message{ID: uuid.NewString(), Type: ledgers.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
 }
 
 func ended(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
@@ -62,10 +62,10 @@ func ended(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
 func TestLedgerTracesTheConsumersTransactions(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	store := tracing.Ledger(bookkeepingtest.NewFakeStore(), tp)
+	store := tracing.Ledger(ledgerstest.NewFakeStore(), tp)
 	ctx, process := tp.Tracer("test").Start(context.Background(), "process payment.created")
 
-	_, err := store.Record(ctx, message(), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+	_, err := store.Record(ctx, message(), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 		_, err := l.Post(ctx, transfer(t), time.Now())
 		return "", err
 	})
@@ -73,7 +73,7 @@ func TestLedgerTracesTheConsumersTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if _, err := store.Record(ctx, message(), func(context.Context, bookkeeping.Ledger) (string, error) { return "", boom }); !errors.Is(err, boom) {
+	if _, err := store.Record(ctx, message(), func(context.Context, ledgers.Ledger) (string, error) { return "", boom }); !errors.Is(err, boom) {
 		t.Fatalf("got %v, want %v", err, boom)
 	}
 	process.End()
@@ -101,17 +101,17 @@ func TestLedgerTracesTheConsumersTransactions(t *testing.T) {
 func TestLedgerContinuesEachClaimedEventsTrace(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	fake := bookkeepingtest.NewFakeStore()
+	fake := ledgerstest.NewFakeStore()
 	store := tracing.Ledger(fake, tp)
 	for range 2 {
 		if _, err := fake.Record(context.Background(), message(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c := inbox.Claim{Limit: 10, Types: []string{bookkeeping.TypePaymentCreated}}
-	_, err := store.ClaimPending(context.Background(), c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error) {
+	c := inbox.Claim{Limit: 10, Types: []string{ledgers.TypePaymentCreated}}
+	_, err := store.ClaimPending(context.Background(), c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error) {
 		for i, ev := range []inbox.Event{{ID: rows[0].ID, TraceParent: eventParent}, {ID: rows[1].ID}} {
-			err := apply(ctx, ev, func(ctx context.Context, l bookkeeping.Ledger) error {
+			err := apply(ctx, ev, func(ctx context.Context, l ledgers.Ledger) error {
 				_, err := l.Post(ctx, transfer(t), time.Now())
 				return err
 			})
@@ -150,7 +150,7 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(pool), tp)
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
 	recorder := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 
 	ctx := context.Background()

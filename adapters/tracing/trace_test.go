@@ -37,8 +37,8 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/relay"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -161,7 +161,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
 	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
 		Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), TracerProvider: led.tp,

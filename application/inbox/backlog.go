@@ -75,8 +75,8 @@ type Backlog[R any] interface {
 	ClaimPending(ctx context.Context, c Claim, fn func(ctx context.Context, rows []PendingMessage, apply ApplyFunc[R]) (BatchResult, error)) (int, error)
 }
 
-// Stats is a snapshot of the inbox's backlog: what `ledger inbox stats`
-// prints and the gauges export.
+// Stats is a snapshot of the inbox's backlog: what a service's `inbox
+// stats` prints and the gauges export.
 type Stats struct {
 	// Pending rows of a type this version applies, due or waiting for a retry.
 	Pending int64
@@ -87,8 +87,8 @@ type Stats struct {
 	// kept for a version that does, until their window ends
 	// (Processor.ExpireUnhandled). Not a backlog this version can drain.
 	Unhandled int64
-	// Parked rows ran out of attempts or can never apply; `ledger inbox
-	// retry` puts them back.
+	// Parked rows ran out of attempts or can never apply; the service's
+	// `inbox retry` puts them back.
 	Parked int64
 }
 
@@ -111,5 +111,5 @@ type Admin interface {
 	Retry(ctx context.Context, ids []string) (int, error)
 }
 
-// ErrUnknownMessage means `ledger inbox retry --id` named no parked row.
+// ErrUnknownMessage means `inbox retry --id` named no parked row.
 var ErrUnknownMessage = errors.New("no parked inbox message with that id")

@@ -20,8 +20,9 @@ import (
 //
 // R is the consumer's repositories bound to one transaction of its database,
 // the one that writes the message's inbox row (the ledger's: its ledger
-// tables); E is an event checked and ready to apply (the ledger's: the
-// transaction it posts).
+// tables; the webhooks service's: its deliveries); E is an event checked and
+// ready to apply (the ledger's: the transaction it posts; the webhooks
+// service's: the event and whose endpoints it goes to).
 type Handler[R, E any] interface {
 	// Types maps each event type the consumer applies to the versions of
 	// its data it decodes. The inbox claims and applies only these types; a

@@ -27,8 +27,8 @@ type Message struct {
 // and the application hands it a function; nothing here sees a transaction.
 //
 // This is the one port that differs by consumer only in R: the ledger's
-// store binds its ledger tables, another consumer's store its own tables,
-// and the inbox code is the same.
+// store binds its ledger tables, the webhooks service's its deliveries, and
+// the inbox code is the same.
 type Recorder[R any] interface {
 	// Record inserts msg into the inbox unless a message with the same ID is
 	// already there (INSERT … ON CONFLICT DO NOTHING): the first layer of

@@ -82,8 +82,8 @@ func (noProcessorMetrics) Backlog(Stats)                 {}
 // types learned later in both modes: it claims pending rows of the types its
 // handler applies and applies each, checked and applied as the sync path
 // (Inbox) checks and applies a message.
-// Any number of processors (workers, replicas, `ledger inbox process`) share
-// the inbox: a claim skips the rows another holds.
+// Any number of processors (workers, replicas, a service's `inbox process`)
+// share the inbox: a claim skips the rows another holds.
 //
 // Each row is applied in a savepoint of its batch's transaction, so a row
 // that fails rolls back alone: its error, attempts and next attempt are
@@ -180,8 +180,8 @@ func (p *Processor[R, E]) Step(ctx context.Context) (int, error) {
 }
 
 // Drain steps until a claim finds nothing due or ctx ends, and returns how
-// many rows it claimed in all: one pass over what is due now, for `ledger
-// inbox process --once`.
+// many rows it claimed in all: one pass over what is due now, for a
+// service's `inbox process --once`.
 func (p *Processor[R, E]) Drain(ctx context.Context) (int, error) {
 	total := 0
 	for {

@@ -3,7 +3,7 @@ package inbox
 // Schemas checks a received event against the JSON Schemas it is published
 // under (api/events): the CloudEvents envelope's, and that of its type's data
 // at its version. The payments service's tests check every event it publishes
-// against the same files, so the two services share a contract, not code.
+// against the same files, so producer and consumers share a contract, not code.
 // adapters/eventschema implements it.
 //
 // The inbox checks each event of a type its handler applies before touching

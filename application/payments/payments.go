@@ -223,7 +223,7 @@ func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error
 	// Fingerprinted with its defaults filled in and its currency's case
 	// dropped, so that requests asking for the same payment are retries of
 	// each other. Only the fingerprint's copy is upper-cased: the domain
-	// checks the currency as it was sent (payment.ParseCurrency).
+	// checks the currency as it was sent (money.ParseCurrency).
 	fingerprinted := c
 	fingerprinted.Currency = strings.ToUpper(c.Currency)
 	key, err := idempotencyKey(c.MerchantID, c.IdempotencyKey, fingerprinted)

@@ -76,7 +76,7 @@ const leaseMargin = 30 * time.Second
 // writeTimeout bounds the writes after an attempt, during a stop too.
 const writeTimeout = 10 * time.Second
 
-// WorkerMetrics is what the delivery workers report (adapters/metrics); nil
+// WorkerMetrics is what the delivery workers report (adapters/webhooksmetrics); nil
 // records nothing.
 type WorkerMetrics interface {
 	// Attempted counts an attempt by outcome (delivered, failed, gone,

@@ -9,8 +9,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 )
 
 // applyOne posts one event into the ledger database at url, the way the
@@ -26,7 +26,7 @@ func applyOne(ctx context.Context, url, body string) error {
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, newLogger(io.Discard, slog.LevelInfo), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, newLogger(io.Discard, slog.LevelInfo), nil, time.Now, inbox.ProcessorConfig{})
 	_, err = inbox.NewService(store, proc, time.Now, inbox.Config{}).Receive(ctx, []byte(body))
 	return err
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
@@ -46,7 +46,7 @@ type config struct {
 	APITokens access.Tokens
 
 	// MaxAmount is the largest payment, in minor units, the ledger posts
-	// or holds (bookkeeping.Handler.MaxAmount).
+	// or holds (ledgers.Handler.MaxAmount).
 	MaxAmount int64
 }
 
@@ -67,7 +67,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
 		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", time.Second),
 
-		MaxAmount: e.Int64("LEDGER_MAX_AMOUNT", bookkeeping.DefaultMaxAmount, 1, math.MaxInt64),
+		MaxAmount: e.Int64("LEDGER_MAX_AMOUNT", ledgers.DefaultMaxAmount, 1, math.MaxInt64),
 
 		// 15 days: the shortest window start-up accepts for a queue that keeps
 		// messages as long as SQS allows (14 days) plus
@@ -117,8 +117,8 @@ func (c config) startup() consumer.Config {
 }
 
 // handler is the ledger's inbox handler as configured; metrics may be nil.
-func (c config) handler(metrics bookkeeping.HandlerMetrics) bookkeeping.Handler {
-	return bookkeeping.Handler{Metrics: metrics, MaxAmount: c.MaxAmount}
+func (c config) handler(metrics ledgers.HandlerMetrics) ledgers.Handler {
+	return ledgers.Handler{Metrics: metrics, MaxAmount: c.MaxAmount}
 }
 
 // processorConfig is the inbox processor's tuning.

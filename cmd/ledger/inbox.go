@@ -11,11 +11,12 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgermetrics"
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/inboxcmd"
@@ -48,7 +49,7 @@ func runInbox(ctx context.Context, args []string, getenv func(string) string, ou
 		return inboxProcess(ctx, getenv, out, *once, listening)
 	case "stats":
 		return inboxcmd.Stats(ctx, "ledger", "Print the inbox rows waiting to be applied, the oldest one's age, the parked rows and the rows of types this version does not apply.",
-			args, bookkeeping.AppliedTypes(), openInbox(getenv), out)
+			args, ledgers.AppliedTypes(), openInbox(getenv), out)
 	case "retry":
 		return inboxcmd.Retry(ctx, "ledger", "Put parked inbox rows back with a fresh set of attempts; a running processor applies them at its next claim.",
 			args, openInbox(getenv), out)
@@ -115,7 +116,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 	if err != nil {
 		return err
 	}
-	ledgerMetrics, err := metrics.NewLedger(reg)
+	ledgerMetrics, err := ledgermetrics.New(reg)
 	if err != nil {
 		return err
 	}

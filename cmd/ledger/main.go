@@ -16,13 +16,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
-	"github.com/payments-outbox/payments-outbox/adapters/metrics"
-	"github.com/payments-outbox/payments-outbox/adapters/opsreport"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgermetrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -136,15 +135,15 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	defer p.Close()
 	store := ledgerstore.New(p.Pool)
-	ledgerMetrics, err := metrics.NewLedger(p.Registry)
+	ledgerMetrics, err := ledgermetrics.New(p.Registry)
 	if err != nil {
 		return err
 	}
-	api := ledgerapi.NewHandler(bookkeeping.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
+	api := ledgerapi.NewHandler(ledgers.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
 	if cfg.APITokens.Len() == 0 {
 		p.Log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
-	return consumer.Serve(ctx, p, consumer.Service[bookkeeping.Ledger, bookkeeping.Instruction]{
+	return consumer.Serve(ctx, p, consumer.Service[ledgers.Ledger, ledgers.Instruction]{
 		Store: store,
 		// The inbox's transactions and postings are traced, each posting of
 		// the processor in the trace of the write that recorded its payment.
@@ -198,16 +197,31 @@ func reconcile(ctx context.Context, args []string, getenv func(string) string, o
 	}
 	defer paymentsPool.Close()
 
-	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
+	rec := ledgers.NewReconciler(ledgerstore.NewPaymentsDB(paymentsPool), ledgerstore.New(ledgerPool), time.Now)
 	divs, err := rec.Reconcile(ctx, *grace)
 	if err != nil {
 		return err
 	}
-	if err := opsreport.Divergences(out, divs); err != nil {
+	if err := printDivergences(out, divs); err != nil {
 		return err
 	}
 	if len(divs) > 0 {
 		return fmt.Errorf("%w: %d divergences", errDivergence, len(divs))
+	}
+	return nil
+}
+
+// printDivergences prints what reconcile found: a DIVERGENCE line for
+// each, or one line saying the ledger matches the payments database.
+func printDivergences(out io.Writer, divs []ledgers.Divergence) error {
+	for _, d := range divs {
+		if _, err := fmt.Fprintln(out, "DIVERGENCE", d); err != nil {
+			return err
+		}
+	}
+	if len(divs) == 0 {
+		_, err := fmt.Fprintln(out, "ok: the ledger matches the payments database")
+		return err
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/webhookstore"
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksender"
+	"github.com/payments-outbox/payments-outbox/adapters/webhooksmetrics"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
@@ -350,7 +351,7 @@ func newBenchStack(b testing.TB, env map[string]string, tune func(*webhooks.Work
 	if err != nil {
 		b.Fatal(err)
 	}
-	webhookMetrics, err := metrics.NewWebhooks(reg)
+	webhookMetrics, err := webhooksmetrics.New(reg)
 	if err != nil {
 		b.Fatal(err)
 	}

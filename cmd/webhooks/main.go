@@ -15,11 +15,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/payments-outbox/payments-outbox/adapters/metrics"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/webhookstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksender"
+	"github.com/payments-outbox/payments-outbox/adapters/webhooksmetrics"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -151,7 +151,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if err != nil {
 		return fmt.Errorf("WEBHOOKS_SECRETS_KEY: %w", err)
 	}
-	webhookMetrics, err := metrics.NewWebhooks(p.Registry)
+	webhookMetrics, err := webhooksmetrics.New(p.Registry)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		Run: []func(context.Context) error{
 			worker.Run,
 			func(ctx context.Context) error {
-				return worker.RefreshGauges(ctx, consumer.GaugeInterval, metrics.TopEndpoints)
+				return worker.RefreshGauges(ctx, consumer.GaugeInterval, webhooksmetrics.TopEndpoints)
 			},
 		},
 		Retention: []retention.Job{

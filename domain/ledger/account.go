@@ -339,9 +339,11 @@ func fromHex(c byte) int {
 }
 
 // ValidCurrency reports whether code looks like an ISO 4217 code: three
-// upper-case ASCII letters. The ledger deliberately does not keep its own list
-// of active currencies: the payments service owns that rule, and a ledger that
-// rejected a currency the payments service accepted would dead-letter real money.
+// upper-case ASCII letters. Whether it is an active currency is the shared
+// table's answer (domain/money), asked when an event is applied, not here:
+// a transaction this check refuses is dead-lettered before it is recorded,
+// while an event in a currency the table does not hold is parked, for
+// `ledger inbox retry` once a version that knows it runs.
 func ValidCurrency(code string) bool {
 	if len(code) != 3 {
 		return false

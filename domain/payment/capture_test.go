@@ -26,7 +26,7 @@ func TestAuthorizeRecordsAuthorizedNotCreated(t *testing.T) {
 	if got, want := p.CaptureBefore(), now.Add(ttl); !got.Equal(want) {
 		t.Errorf("capture_before = %s, want %s", got, want)
 	}
-	want := []Event{Authorized{PaymentID: pid, Amount: money(t, 2500, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", CaptureBefore: now.Add(ttl), At: now}}
+	want := []Event{Authorized{PaymentID: pid, Amount: mustMoney(t, 2500, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", CaptureBefore: now.Add(ttl), At: now}}
 	if got := p.PullEvents(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events = %+v, want %+v", got, want)
 	}
@@ -46,7 +46,7 @@ func TestNewIsAutomatic(t *testing.T) {
 	if p.CaptureMethod() != CaptureAutomatic || p.CapturedMinor() != 1050 || !p.CaptureBefore().IsZero() {
 		t.Errorf("got method %q captured %d capture_before %s, want automatic, all of it, none", p.CaptureMethod(), p.CapturedMinor(), p.CaptureBefore())
 	}
-	if err := p.Capture(money(t, 1050, "BRL"), now); !errors.Is(err, ErrInvalidTransition) {
+	if err := p.Capture(mustMoney(t, 1050, "BRL"), now); !errors.Is(err, ErrInvalidTransition) {
 		t.Errorf("capture of an automatic payment: got %v, want ErrInvalidTransition", err)
 	}
 	if err := p.Cancel(CancelDuplicate, now); !errors.Is(err, ErrInvalidTransition) {
@@ -62,12 +62,12 @@ func TestCapture(t *testing.T) {
 		at      time.Time
 		wantErr error
 	}{
-		{"the whole amount", money(t, 2500, "BRL"), later, nil},
-		{"part of it", money(t, 2000, "BRL"), later, nil},
-		{"more than authorized", money(t, 2501, "BRL"), later, ErrCaptureExceedsAmount},
-		{"another currency", money(t, 100, "USD"), later, ErrCurrencyMismatch},
+		{"the whole amount", mustMoney(t, 2500, "BRL"), later, nil},
+		{"part of it", mustMoney(t, 2000, "BRL"), later, nil},
+		{"more than authorized", mustMoney(t, 2501, "BRL"), later, ErrCaptureExceedsAmount},
+		{"another currency", mustMoney(t, 100, "USD"), later, ErrCurrencyMismatch},
 		{"no amount", Money{}, later, ErrInvalidAmount},
-		{"at capture_before", money(t, 100, "BRL"), now.Add(ttl), ErrAuthorizationExpired},
+		{"at capture_before", mustMoney(t, 100, "BRL"), now.Add(ttl), ErrAuthorizationExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,7 +87,7 @@ func TestCapture(t *testing.T) {
 			if p.Status() != StatusCaptured || p.CapturedMinor() != tt.amount.Minor() || !p.CapturedAt().Equal(later) {
 				t.Errorf("got status %q captured %d at %s, want captured %d at %s", p.Status(), p.CapturedMinor(), p.CapturedAt(), tt.amount.Minor(), later)
 			}
-			want := []Event{Captured{PaymentID: pid, Amount: tt.amount, Authorized: money(t, 2500, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", At: later}}
+			want := []Event{Captured{PaymentID: pid, Amount: tt.amount, Authorized: mustMoney(t, 2500, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", At: later}}
 			if got := p.PullEvents(); !reflect.DeepEqual(got, want) {
 				t.Errorf("events = %+v, want %+v", got, want)
 			}
@@ -103,19 +103,19 @@ func TestCapture(t *testing.T) {
 
 func TestRefundsOnlyWhatWasCaptured(t *testing.T) {
 	p := authorized(t)
-	if _, err := p.Refund(rid1, money(t, 100, "BRL"), now); !errors.Is(err, ErrInvalidTransition) {
+	if _, err := p.Refund(rid1, mustMoney(t, 100, "BRL"), now); !errors.Is(err, ErrInvalidTransition) {
 		t.Errorf("refund before capture: got %v, want ErrInvalidTransition", err)
 	}
-	if err := p.Capture(money(t, 2000, "BRL"), now); err != nil {
+	if err := p.Capture(mustMoney(t, 2000, "BRL"), now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Refund(rid1, money(t, 2001, "BRL"), now); !errors.Is(err, ErrRefundExceedsAmount) {
+	if _, err := p.Refund(rid1, mustMoney(t, 2001, "BRL"), now); !errors.Is(err, ErrRefundExceedsAmount) {
 		t.Errorf("refund of more than was captured: got %v, want ErrRefundExceedsAmount", err)
 	}
-	if _, err := p.Refund(rid1, money(t, 1500, "BRL"), now); err != nil || p.Status() != StatusPartiallyRefunded {
+	if _, err := p.Refund(rid1, mustMoney(t, 1500, "BRL"), now); err != nil || p.Status() != StatusPartiallyRefunded {
 		t.Fatalf("refund of part of the capture: err %v status %q, want partially_refunded", err, p.Status())
 	}
-	if _, err := p.Refund(rid2, money(t, 500, "BRL"), now); err != nil || p.Status() != StatusRefunded {
+	if _, err := p.Refund(rid2, mustMoney(t, 500, "BRL"), now); err != nil || p.Status() != StatusRefunded {
 		t.Fatalf("refund of the rest of the capture: err %v status %q, want refunded", err, p.Status())
 	}
 	back, err := Rehydrate(p.Snapshot())
@@ -146,19 +146,19 @@ func TestCancel(t *testing.T) {
 	if p.Status() != StatusCanceled || !p.CanceledAt().Equal(at) || p.CancellationReason() != CancelFraudulent {
 		t.Errorf("got %q at %s for %q, want canceled at %s for fraudulent", p.Status(), p.CanceledAt(), p.CancellationReason(), at)
 	}
-	want := []Event{Canceled{PaymentID: pid, Amount: money(t, 2500, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", Reason: CancelFraudulent, At: at}}
+	want := []Event{Canceled{PaymentID: pid, Amount: mustMoney(t, 2500, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", Reason: CancelFraudulent, At: at}}
 	if got := p.PullEvents(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events = %+v, want %+v", got, want)
 	}
 	for name, err := range map[string]error{
 		"cancel twice":         p.Cancel(CancelDuplicate, at),
-		"capture after cancel": p.Capture(money(t, 100, "BRL"), at),
+		"capture after cancel": p.Capture(mustMoney(t, 100, "BRL"), at),
 	} {
 		if !errors.Is(err, ErrInvalidTransition) {
 			t.Errorf("%s: got %v, want ErrInvalidTransition", name, err)
 		}
 	}
-	if _, err := p.Refund(rid1, money(t, 100, "BRL"), at); !errors.Is(err, ErrInvalidTransition) {
+	if _, err := p.Refund(rid1, mustMoney(t, 100, "BRL"), at); !errors.Is(err, ErrInvalidTransition) {
 		t.Errorf("refund after cancel: got %v, want ErrInvalidTransition", err)
 	}
 	if p.Expired(now.Add(ttl)) {

@@ -32,19 +32,19 @@ func perform(t *testing.T, p *Payment, op Operation) (*Payment, error, bool) {
 		q, err := Authorize(pid, amount, "BRL", "cus_1", "mer_1", "order 42", ttl, now)
 		return q, err, true
 	case OpCapture:
-		return p, p.Capture(money(t, 600, "BRL"), now), true
+		return p, p.Capture(mustMoney(t, 600, "BRL"), now), true
 	case OpCancel:
 		return p, p.Cancel(CancelDuplicate, now), true
 	case OpExpire:
 		return p, p.Cancel(CancelExpired, now.Add(ttl)), true
 	case OpRefundPartial:
-		_, err := p.Refund(rid1, money(t, max(1, remaining/2), "BRL"), now)
+		_, err := p.Refund(rid1, mustMoney(t, max(1, remaining/2), "BRL"), now)
 		return p, err, remaining != 1
 	case OpRefundFull:
 		if remaining == 0 {
 			return p, nil, false
 		}
-		_, err := p.Refund(rid1, money(t, remaining, "BRL"), now)
+		_, err := p.Refund(rid1, mustMoney(t, remaining, "BRL"), now)
 		return p, err, true
 	}
 	t.Fatalf("operation %q of the state machine's table: teach perform (lifecycle_test.go) which method makes it", op)
@@ -164,7 +164,7 @@ func TestEveryStatusIsReachable(t *testing.T) {
 func TestSnapshotCarriesEveryField(t *testing.T) {
 	refunded := reach(t, StatusPartiallyRefunded)
 	captured := reach(t, StatusCaptured)
-	if _, err := captured.Refund(rid2, money(t, 100, "BRL"), now.Add(time.Minute)); err != nil {
+	if _, err := captured.Refund(rid2, mustMoney(t, 100, "BRL"), now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	captured.PullEvents()

@@ -3,7 +3,8 @@ package payment
 import (
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/payments-outbox/payments-outbox/domain/money"
 )
 
 // Money is a positive amount in a currency's minor unit (cents for BRL or USD,
@@ -11,48 +12,20 @@ import (
 // zero value is invalid; build one with NewMoney.
 type Money struct {
 	minor    int64
-	currency string // ISO 4217 upper-case code, a key of currencies
+	currency string // an active ISO 4217 code, upper-case (domain/money)
 }
 
 // NewMoney returns minor units of currency. currency is an ISO 4217 code in
 // any case; minor must be greater than zero.
 func NewMoney(minor int64, currency string) (Money, error) {
-	code, err := ParseCurrency(currency)
-	if err != nil {
-		return Money{}, err
+	code, ok := money.ParseCurrency(currency)
+	if !ok {
+		return Money{}, fmt.Errorf("%w: %q is no active ISO 4217 currency", ErrInvalidAmount, currency)
 	}
 	if minor <= 0 {
 		return Money{}, fmt.Errorf("%w: %d is not positive", ErrInvalidAmount, minor)
 	}
 	return Money{minor: minor, currency: code}, nil
-}
-
-// ParseCurrency returns the upper-case ISO 4217 code for s, three ASCII
-// letters in any case, or ErrInvalidAmount when s names no active currency.
-// The letters are checked before they are upper-cased: strings.ToUpper maps
-// some other letters to ASCII ones ("ı" to "I", "ſ" to "S"), so "ıdr" would
-// otherwise be IDR.
-func ParseCurrency(s string) (string, error) {
-	if !isASCIILetters(s, 3) {
-		return "", fmt.Errorf("%w: a currency is three letters A to Z", ErrInvalidAmount)
-	}
-	code := strings.ToUpper(s)
-	if _, ok := currencies[code]; !ok {
-		return "", fmt.Errorf("%w: unknown currency %q", ErrInvalidAmount, s)
-	}
-	return code, nil
-}
-
-func isASCIILetters(s string, n int) bool {
-	if len(s) != n {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
-			return false
-		}
-	}
-	return true
 }
 
 // Minor returns the amount in minor units.
@@ -76,26 +49,4 @@ func (m Money) Add(o Money) (Money, error) {
 		return Money{}, fmt.Errorf("%w: %s + %s overflows", ErrInvalidAmount, m, o)
 	}
 	return Money{minor: m.minor + o.minor, currency: m.currency}, nil
-}
-
-// currencies holds the active ISO 4217 codes with the digits of their minor
-// unit. The digits are documentation for clients today; amounts are always
-// integers of the minor unit.
-var currencies = map[string]int{
-	"AED": 2, "AFN": 2, "ALL": 2, "AMD": 2, "ANG": 2, "AOA": 2, "ARS": 2, "AUD": 2, "AWG": 2, "AZN": 2,
-	"BAM": 2, "BBD": 2, "BDT": 2, "BGN": 2, "BHD": 3, "BIF": 0, "BMD": 2, "BND": 2, "BOB": 2, "BRL": 2,
-	"BSD": 2, "BTN": 2, "BWP": 2, "BYN": 2, "BZD": 2, "CAD": 2, "CDF": 2, "CHF": 2, "CLP": 0, "CNY": 2,
-	"COP": 2, "CRC": 2, "CUP": 2, "CVE": 2, "CZK": 2, "DJF": 0, "DKK": 2, "DOP": 2, "DZD": 2, "EGP": 2,
-	"ERN": 2, "ETB": 2, "EUR": 2, "FJD": 2, "FKP": 2, "GBP": 2, "GEL": 2, "GHS": 2, "GIP": 2, "GMD": 2,
-	"GNF": 0, "GTQ": 2, "GYD": 2, "HKD": 2, "HNL": 2, "HTG": 2, "HUF": 2, "IDR": 2, "ILS": 2, "INR": 2,
-	"IQD": 3, "IRR": 2, "ISK": 0, "JMD": 2, "JOD": 3, "JPY": 0, "KES": 2, "KGS": 2, "KHR": 2, "KMF": 0,
-	"KPW": 2, "KRW": 0, "KWD": 3, "KYD": 2, "KZT": 2, "LAK": 2, "LBP": 2, "LKR": 2, "LRD": 2, "LSL": 2,
-	"LYD": 3, "MAD": 2, "MDL": 2, "MGA": 2, "MKD": 2, "MMK": 2, "MNT": 2, "MOP": 2, "MRU": 2, "MUR": 2,
-	"MVR": 2, "MWK": 2, "MXN": 2, "MYR": 2, "MZN": 2, "NAD": 2, "NGN": 2, "NIO": 2, "NOK": 2, "NPR": 2,
-	"NZD": 2, "OMR": 3, "PAB": 2, "PEN": 2, "PGK": 2, "PHP": 2, "PKR": 2, "PLN": 2, "PYG": 0, "QAR": 2,
-	"RON": 2, "RSD": 2, "RUB": 2, "RWF": 0, "SAR": 2, "SBD": 2, "SCR": 2, "SDG": 2, "SEK": 2, "SGD": 2,
-	"SHP": 2, "SLE": 2, "SOS": 2, "SRD": 2, "SSP": 2, "STN": 2, "SVC": 2, "SYP": 2, "SZL": 2, "THB": 2,
-	"TJS": 2, "TMT": 2, "TND": 3, "TOP": 2, "TRY": 2, "TTD": 2, "TWD": 2, "TZS": 2, "UAH": 2, "UGX": 0,
-	"USD": 2, "UYU": 2, "UZS": 2, "VES": 2, "VND": 0, "VUV": 0, "WST": 2, "XAF": 0, "XCD": 2, "XOF": 0,
-	"XPF": 0, "YER": 2, "ZAR": 2, "ZMW": 2, "ZWG": 2,
 }

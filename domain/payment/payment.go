@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/payments-outbox/payments-outbox/domain/money"
 )
 
 // ID identifies a payment; RefundID a refund. Both are canonical lower-case
@@ -156,8 +158,8 @@ func newPayment(id ID, amount int64, currency, payerID, merchantID, description 
 	if amount <= 0 {
 		v.add("amount", "must be an integer greater than zero (minor units)")
 	}
-	code, err := ParseCurrency(currency)
-	if err != nil {
+	code, ok := money.ParseCurrency(currency)
+	if !ok {
 		v.add("currency", "must be an ISO 4217 currency code")
 	}
 	checkParty(v, "payer_id", payerID)

@@ -17,7 +17,7 @@ const (
 	rid3 = RefundID("3b6f8a2e-59d4-4a59-9c38-0c1b2d6f9a01")
 )
 
-func money(t *testing.T, minor int64, cur string) Money {
+func mustMoney(t *testing.T, minor int64, cur string) Money {
 	t.Helper()
 	m, err := NewMoney(minor, cur)
 	if err != nil {
@@ -27,7 +27,7 @@ func money(t *testing.T, minor int64, cur string) Money {
 }
 
 func TestNewRecordsCreated(t *testing.T) {
-	amount := money(t, 1050, "BRL")
+	amount := mustMoney(t, 1050, "BRL")
 	p, err := New(pid, 1050, "brl", "cus_1", "mer_1", "pão de queijo", now)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestRefund(t *testing.T) {
 			p.PullEvents()
 			for i, s := range tt.steps {
 				at := now.Add(time.Duration(i+1) * time.Minute)
-				r, err := p.Refund(s.id, money(t, s.minor, s.currency), at)
+				r, err := p.Refund(s.id, mustMoney(t, s.minor, s.currency), at)
 				if !errors.Is(err, s.wantErr) {
 					t.Fatalf("step %d: err = %v, want %v", i, err, s.wantErr)
 				}
@@ -138,8 +138,8 @@ func TestRefund(t *testing.T) {
 					continue
 				}
 				want := Refunded{
-					PaymentID: pid, RefundID: s.id, Amount: money(t, s.minor, s.currency),
-					RefundedTotal: money(t, s.wantTotal, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", At: at,
+					PaymentID: pid, RefundID: s.id, Amount: mustMoney(t, s.minor, s.currency),
+					RefundedTotal: mustMoney(t, s.wantTotal, "BRL"), PayerID: "cus_1", MerchantID: "mer_1", At: at,
 				}
 				if len(events) != 1 || events[0] != want {
 					t.Fatalf("step %d: events = %+v, want [%+v]", i, events, want)
@@ -157,7 +157,7 @@ func TestRehydrateRoundTripRecordsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Refund(rid1, money(t, 250, "BRL"), now); err != nil {
+	if _, err := p.Refund(rid1, mustMoney(t, 250, "BRL"), now); err != nil {
 		t.Fatal(err)
 	}
 	q, err := Rehydrate(p.Snapshot())

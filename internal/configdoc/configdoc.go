@@ -80,11 +80,11 @@ func (r Row) DefaultValue() (string, bool) {
 }
 
 // ForService reports whether the row's section is the tables of service: a
-// section named after it, or one that says "both services" (every service).
+// section named after it, or one that says "every service".
 // Other sections (what only an SDK, compose or a script reads) are no
 // service's.
 func (r Row) ForService(service string) bool {
-	return r.Section == service || strings.Contains(strings.ToLower(r.Section), "both services")
+	return r.Section == service || strings.Contains(strings.ToLower(r.Section), "every service")
 }
 
 // ServiceTables returns, for every variable the service tables list, the
@@ -106,7 +106,7 @@ func ServiceTables(doc string, services []string) map[string]map[string]bool {
 }
 
 // Service returns the rows that service reads: its own section's and the
-// ones of every section for both services.
+// ones of every section for every service.
 func Service(doc, service string) []Row {
 	return slices.DeleteFunc(Rows(doc), func(r Row) bool { return !r.ForService(service) })
 }

@@ -6,7 +6,7 @@ import (
 )
 
 const doc = "# Configuration\n\n" +
-	"## Both services\n\n| variable | default | meaning |\n|---|---|---|\n" +
+	"## Every service\n\n| variable | default | meaning |\n|---|---|---|\n" +
 	"| `DATABASE_URL` | required | its database |\n" +
 	"| `OPS_ADDR` | `:9090` payments, `:9091` ledger | ops |\n\n" +
 	"## payments\n\n| variable | default | meaning |\n|---|---|---|\n" +
@@ -37,6 +37,6 @@ func TestRows(t *testing.T) {
 		t.Errorf("ServiceTables: got %v", got)
 	}
 	if n := len(Service(doc, "ledger")); n != 2 {
-		t.Errorf("Service(ledger): got %d rows, want 2 (the both-services rows)", n)
+		t.Errorf("Service(ledger): got %d rows, want 2 (the every-service rows)", n)
 	}
 }

@@ -1,6 +1,6 @@
 -- +goose Up
 -- The kinds of fact the ledger posts are named by the consumer's registry
--- (application/bookkeeping/events.go), not by the schema: a new kind is a registry
+-- (application/ledgers/events.go), not by the schema: a new kind is a registry
 -- entry and needs no migration. The kind CHECK keeps only the form the domain
 -- checks too.
 ALTER TABLE ledger_transactions DROP CONSTRAINT ledger_transactions_kind_check;

@@ -136,7 +136,7 @@ SELECT account_id, currency, sum(amount)::bigint FROM ledger_entries GROUP BY ac
 -- whatever the locale), so its merchant's before its payer's ("merchant:" <
 -- "payer:"); the triggers fire in the order of the postings, and the
 -- processor posts a batch in that order too (Handler.Compare in
--- application/bookkeeping/handler.go), so two commits sharing rows lock them
+-- application/ledgers/handler.go), so two commits sharing rows lock them
 -- in the same order and never deadlock. A balance past bigint raises
 -- SQLSTATE 22003 (numeric_value_out_of_range), naming the account, and the
 -- commit fails; the store reports it as ledger.ErrBalanceLimit.

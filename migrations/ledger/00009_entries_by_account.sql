@@ -1,7 +1,7 @@
 -- +goose NO TRANSACTION
 -- +goose Up
 -- GET /accounts/{id}/entries pages an account's entries newest first by
--- keyset (application/bookkeeping/entries.go): WHERE account_id = $1 AND
+-- keyset (application/ledgers/entries.go): WHERE account_id = $1 AND
 -- id < (cursor) ORDER BY id DESC LIMIT n. This index is that order, so a
 -- page is one index range however long the account's history.
 --

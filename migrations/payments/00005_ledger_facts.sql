@@ -10,7 +10,7 @@
 -- ledger_facts TO <role>.
 --
 -- A new kind of fact (one the ledger's registry posts, in
--- application/bookkeeping/events.go) adds a UNION ALL branch, in the migration
+-- application/ledgers/events.go) adds a UNION ALL branch, in the migration
 -- that adds what the kind is stored in (a status, a table): CREATE OR REPLACE
 -- VIEW with the whole query, these columns first and in this order. The grant
 -- stays. Write each branch's kind as a string constant: a test reads the kinds

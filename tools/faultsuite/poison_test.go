@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 )
 
 // TestPoisonIsPoisonForTheLedger hands the suite's messages to the ledger's
@@ -31,8 +31,8 @@ func TestPoisonIsPoisonForTheLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := bookkeepingtest.NewFakeStore()
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	store := ledgerstest.NewFakeStore()
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
 	svc := inbox.NewService(store, proc, time.Now, inbox.Config{})
 	ctx := context.Background()
 

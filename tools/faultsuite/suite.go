@@ -24,7 +24,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
@@ -406,7 +406,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	if p.Webhooks {
 		pgWh.Cut()
 	}
-	fault(fmt.Sprintf("Postgres cut for %s (both services)", p.DBCut))
+	fault(fmt.Sprintf("Postgres cut for %s (every service)", p.DBCut))
 	cutEnd := time.Now().Add(p.DBCut)
 	rep.Probe = probeDuringCut(ctx, pays, key, name, rep)
 	time.Sleep(time.Until(cutEnd)) // the length of the outage is the fault
@@ -749,7 +749,7 @@ func check(ctx context.Context, t testing.TB, rep *report, bins binaries, acc *a
 	// none was parked. Rows of a type it does not apply stay, by design.
 	var inboxPending, inboxParked int
 	if err := led.QueryRow(ctx, `SELECT count(*) FILTER (WHERE parked_at IS NULL), count(*) FILTER (WHERE parked_at IS NOT NULL)
-		FROM inbox_messages WHERE processed_at IS NULL AND type = ANY($1)`, bookkeeping.AppliedTypes()).Scan(&inboxPending, &inboxParked); err != nil {
+		FROM inbox_messages WHERE processed_at IS NULL AND type = ANY($1)`, ledgers.AppliedTypes()).Scan(&inboxPending, &inboxParked); err != nil {
 		t.Fatalf("read inbox: %v", err)
 	}
 	if inboxPending != 0 || inboxParked != 0 {

@@ -115,7 +115,7 @@ func Decode(stream []byte) (Objects, error) {
 }
 
 // Config is what the services read, from docs/CONFIGURATION.md: the rows of
-// each service's tables (its own and "Both services"), and the variables
+// each service's tables (its own and "Every service"), and the variables
 // the SDKs read (the OpenTelemetry SDK's table, and the AWS SDK's
 // credentials, which the document names in prose).
 type Config struct {
@@ -278,10 +278,10 @@ func Command(c corev1.Container) string {
 }
 
 // CheckEnv fails a container given a variable its service does not read
-// (the service's tables, "Both services" and the SDKs'), and a server (a
+// (the service's tables, "Every service" and the SDKs'), and a server (a
 // `serve` container) that lacks a variable the tables mark required; other
-// commands (migrate, inbox process) need the required ones of "Both
-// services" only.
+// commands (migrate, inbox process) need the required ones of "Every
+// service" only.
 func (cfg Config) CheckEnv(o Objects, w Workload) []string {
 	var out []string
 	for _, c := range w.Template.Spec.Containers {

@@ -43,7 +43,7 @@ func fixture(t *testing.T) Objects {
 	return o
 }
 
-var fixtureDoc = "## Both services\n\n" +
+var fixtureDoc = "## Every service\n\n" +
 	"| `DATABASE_URL` | required | x |\n| `SHUTDOWN_TIMEOUT` | `15s` | x |\n| `MIGRATE_ON_START` | `true` | x |\n\n" +
 	"## payments\n\n| `PAYMENTS_TOPIC_ARN` | required | x |\n\n" +
 	"## Read by the OpenTelemetry SDK\n\n| `OTEL_SERVICE_NAME` | x | x |\n"

@@ -36,7 +36,7 @@ const apiKey = "pk_test_rollingrollingro_atestkeyoftherollingupdatetestneverused
 
 const ledgerToken = "rolling-update-test-operator-token-not-a-secret"
 
-// release is one build of the two services.
+// release is one build of the payments and the ledger services.
 type release struct {
 	name             string
 	payments, ledger string // binaries

@@ -28,12 +28,12 @@ import (
 // mer_1 and mer_1's own payer "mer_B"; merchant mer_B's account keeps what
 // mer_B's own sale moved. Then two payments of 9223372036854775807 to
 // mer_B: the first posts, the second would take the balance past int64 and
-// is parked with its reason, and the balance still reads. Both services are
-// given the whole int64 range as their amount limit, whose defaults would
-// refuse such payments first.
+// is parked with its reason, and the balance still reads. The payments
+// service and the ledger are given the whole int64 range as their amount
+// limit, whose defaults would refuse such payments first.
 func TestCrossMerchantPayerIDs(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts both services")
+		t.Skip("starts the services")
 	}
 	for _, mode := range []string{"sync", "async"} {
 		t.Run("LEDGER_INBOX_MODE="+mode, func(t *testing.T) {

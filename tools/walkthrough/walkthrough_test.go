@@ -46,7 +46,7 @@ func TestReadmeWalkthroughFIFO(t *testing.T) { walkthrough(t, awstest.WithFIFO()
 
 func walkthrough(t *testing.T, opts ...awstest.Option) {
 	if testing.Short() {
-		t.Skip("starts both services")
+		t.Skip("starts the services")
 	}
 	svc := startServices(t, nil, opts...)
 
@@ -113,7 +113,7 @@ type services struct {
 	paymentsDB, ledgerDB, webhooksDB                string // database URLs
 	receiver                                        *receiver
 	dir                                             string // the built binaries and their logs
-	// client sends to either service and checks every exchange against
+	// client sends to any service and checks every exchange against
 	// its OpenAPI document.
 	client *http.Client
 }

@@ -7,11 +7,11 @@
 //
 // A consumer's store builds on it: it names the repositories its handler
 // writes with, bound to a transaction (New's repos), and adds its own
-// tables' queries and the mapping of its own commit errors (ledgerstore does
-// both for the ledger). The table is created by the consumer's migrations,
-// each consumer having its database: migrations/ledger 00001, 00004 and
-// 00005 are the ledger's, and another consumer's migrations create the same
-// table.
+// tables' queries and the mapping of its own commit errors (ledgerstore and
+// webhookstore do both for theirs). The table is created by the consumer's
+// migrations, each consumer having its database: migrations/ledger 00001,
+// 00004 and 00005 are the ledger's, migrations/webhooks 00001 the webhooks
+// service's, and a new consumer's migrations create the same table.
 package inboxstore
 
 import (

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -58,7 +58,7 @@ func TestTwoInt64MaxPaymentsInBothModes(t *testing.T) {
 			if n := count(t, pool, `SELECT count(*) FROM ledger_transactions`); n != 1 {
 				t.Errorf("ledger transactions: got %d, want 1", n)
 			}
-			if st, err := store.InboxStats(ctx, bookkeeping.AppliedTypes()); err != nil || st.Parked != 1 || st.Pending != 0 {
+			if st, err := store.InboxStats(ctx, ledgers.AppliedTypes()); err != nil || st.Parked != 1 || st.Pending != 0 {
 				t.Errorf("inbox stats: got %+v, %v; want one parked row (inbox_parked_rows, the InboxParkedRows alert)", st, err)
 			}
 		})

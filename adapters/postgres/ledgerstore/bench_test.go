@@ -12,8 +12,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -97,7 +97,7 @@ func BenchmarkProcessorDrain(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			st, err := store.InboxStats(context.Background(), bookkeeping.AppliedTypes())
+			st, err := store.InboxStats(context.Background(), ledgers.AppliedTypes())
 			if err != nil || st.Pending != 0 || st.Parked != 0 {
 				b.Fatalf("after the drain: %+v, %v", st, err)
 			}
@@ -220,7 +220,7 @@ func benchDrain(b *testing.B, svc books, store *ledgerstore.Store, bodies [][]by
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	st, err := store.InboxStats(context.Background(), bookkeeping.AppliedTypes())
+	st, err := store.InboxStats(context.Background(), ledgers.AppliedTypes())
 	if err != nil || st.Pending != 0 || st.Parked != 0 {
 		b.Fatalf("after the drain: %+v, %v", st, err)
 	}

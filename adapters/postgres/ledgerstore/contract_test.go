@@ -5,9 +5,9 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -17,12 +17,12 @@ import (
 func TestStoreHonoursTheContract(t *testing.T) {
 	t.Parallel()
 	t.Run("ledger", func(t *testing.T) {
-		bookkeepingtest.RunContract(t, func(t *testing.T) bookkeepingtest.Store {
+		ledgerstest.RunContract(t, func(t *testing.T) ledgerstest.Store {
 			return ledgerstore.New(pgtest.New(t, ledgermigrations.FS))
 		})
 	})
 	t.Run("inbox", func(t *testing.T) {
-		inboxtest.RunContract(t, func(t *testing.T) inboxtest.Store[bookkeeping.Ledger] {
+		inboxtest.RunContract(t, func(t *testing.T) inboxtest.Store[ledgers.Ledger] {
 			return ledgerstore.New(pgtest.New(t, ledgermigrations.FS))
 		})
 	})

@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// AccountEntries implements bookkeeping.Reader with keyset pagination on
+// AccountEntries implements ledgers.Reader with keyset pagination on
 // ledger_entries_account_id_idx (account_id, id DESC), migrations/ledger/00009:
 // the page is the index range below the cursor, never an OFFSET. Each
 // entry comes with its transaction and every leg of it, read by
 // transaction id, in the same statement.
-func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([]bookkeeping.AccountEntry, error) {
+func (s *Store) AccountEntries(ctx context.Context, q ledgers.EntryQuery) ([]ledgers.AccountEntry, error) {
 	account := q.Account.String()
 	if q.After != 0 {
 		var ok bool
@@ -23,7 +23,7 @@ func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([
 			return nil, readErr(fmt.Errorf("read the cursor's entry: %w", err))
 		}
 		if !ok {
-			return nil, fmt.Errorf("%w: %d", bookkeeping.ErrUnknownCursor, q.After)
+			return nil, fmt.Errorf("%w: %d", ledgers.ErrUnknownCursor, q.After)
 		}
 	}
 	sql, args := entriesSQL(q)
@@ -33,7 +33,7 @@ func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([
 	}
 	defer rows.Close()
 	var (
-		out     []bookkeeping.AccountEntry
+		out     []ledgers.AccountEntry
 		cur     int64 // the page's entry the rows are legs of
 		posting ledger.Posting
 		legs    []ledger.Entry
@@ -41,7 +41,7 @@ func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([
 	)
 	flush := func() {
 		if cur != 0 {
-			out = append(out, bookkeeping.AccountEntry{ID: cur, Entry: mine, Transaction: ledger.RehydrateTransaction(posting, legs)})
+			out = append(out, ledgers.AccountEntry{ID: cur, Entry: mine, Transaction: ledger.RehydrateTransaction(posting, legs)})
 		}
 	}
 	for rows.Next() {
@@ -82,7 +82,7 @@ func (s *Store) AccountEntries(ctx context.Context, q bookkeeping.EntryQuery) ([
 // "$3 = 0 OR id < $3": a generic plan of that could not make the cursor a
 // bound of the index range, and would read the account's entries from its
 // newest down to the cursor, as an OFFSET would.
-func entriesSQL(q bookkeeping.EntryQuery) (string, []any) {
+func entriesSQL(q ledgers.EntryQuery) (string, []any) {
 	below, args := "", []any{q.Account.String(), q.Limit}
 	if q.After != 0 {
 		below, args = "AND id < $3", append(args, q.After)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -29,7 +29,7 @@ func TestAccountEntriesReadTheirIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, q := range map[string]bookkeeping.EntryQuery{
+	for name, q := range map[string]ledgers.EntryQuery{
 		"the first page": {Account: account, Limit: 11},
 		"after a cursor": {Account: account, Limit: 11, After: 42},
 	} {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -239,7 +239,7 @@ func TestReconcileComparesHolds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
+	rec := ledgers.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
 	divs, err := rec.Reconcile(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestAReleaseIsNeverDatedBeforeItsHold(t *testing.T) {
 	_, store, pool := newService(t)
 	ctx := context.Background()
 	placed := time.Now().UTC().Truncate(time.Microsecond)
-	at := func(tm time.Time) *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction] {
+	at := func(tm time.Time) *inbox.Service[ledgers.Ledger, ledgers.Instruction] {
 		return inbox.NewService(store, newProcessor(t, store, nil, inbox.ProcessorConfig{}), func() time.Time { return tm }, inbox.Config{Mode: inbox.Sync})
 	}
 	for name, release := range map[string]func(event) event{

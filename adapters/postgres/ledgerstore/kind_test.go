@@ -9,7 +9,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -32,7 +32,7 @@ func TestNewKindNeedsNoMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		var posted bool
-		_, err = store.Record(ctx, inboxMessage(tx), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		_, err = store.Record(ctx, inboxMessage(tx), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			posted, err = l.Post(ctx, tx, time.Now())
 			return "", err
 		})

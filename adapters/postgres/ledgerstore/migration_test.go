@@ -17,8 +17,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
@@ -319,7 +319,7 @@ func TestFactIDMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	var posted bool
-	_, err = store.Record(ctx, inboxMessage(again), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+	_, err = store.Record(ctx, inboxMessage(again), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 		posted, err = l.Post(ctx, again, time.Now())
 		return "", err
 	})
@@ -332,7 +332,7 @@ func TestFactIDMigration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = store.Record(ctx, inboxMessage(fresh), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+	_, err = store.Record(ctx, inboxMessage(fresh), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 		posted, err = l.Post(ctx, fresh, time.Now())
 		return "", err
 	})
@@ -433,8 +433,8 @@ func TestHoldsMigration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg := inbox.Message{ID: tx.MessageID(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now(), ProcessedAt: time.Now()}
-		if _, err := store.Record(ctx, msg, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		msg := inbox.Message{ID: tx.MessageID(), Type: ledgers.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now(), ProcessedAt: time.Now()}
+		if _, err := store.Record(ctx, msg, func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			_, err := l.Post(ctx, tx, time.Now())
 			return "", err
 		}); err != nil {

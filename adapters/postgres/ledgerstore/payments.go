@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 )
 
 // PaymentsDB reads the payments service's database for `ledger reconcile`.
@@ -21,7 +21,7 @@ type PaymentsDB struct {
 	pool *pgxpool.Pool
 }
 
-var _ bookkeeping.PaymentFacts = (*PaymentsDB)(nil)
+var _ ledgers.PaymentFacts = (*PaymentsDB)(nil)
 
 // NewPaymentsDB returns a reader on a pool to the payments database.
 func NewPaymentsDB(pool *pgxpool.Pool) *PaymentsDB {
@@ -31,15 +31,15 @@ func NewPaymentsDB(pool *pgxpool.Pool) *PaymentsDB {
 // PaymentFacts returns every fact in ledger_facts, with its parties. It is
 // one statement, so it reads one snapshot: a refund never appears without
 // its payment.
-func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
+func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]ledgers.Fact, error) {
 	rows, err := p.pool.Query(ctx, `
 		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at, merchant_id, payer_id
 		FROM ledger_facts`)
 	if err != nil {
 		return nil, fmt.Errorf("query payments: %w", err)
 	}
-	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bookkeeping.Fact, error) {
-		var f bookkeeping.Fact
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgers.Fact, error) {
+		var f ledgers.Fact
 		err := r.Scan(&f.PaymentID, &f.Kind, &f.FactID, &f.Amount, &f.Currency, &f.At, &f.Parties.Merchant, &f.Parties.Payer)
 		return f, err
 	})

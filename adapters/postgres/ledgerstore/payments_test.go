@@ -22,7 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
@@ -50,14 +50,14 @@ func TestEveryKindIsInLedgerFacts(t *testing.T) {
 	if len(inView) == 0 {
 		t.Fatalf("found no kind in the definition of ledger_facts; write each branch's kind as a string constant:\n%s", def)
 	}
-	for _, k := range bookkeeping.Kinds() {
+	for _, k := range ledgers.Kinds() {
 		if !slices.Contains(inView, k) {
 			t.Errorf("the ledger posts facts of kind %q but the payments database's view ledger_facts has no branch of that kind, so reconcile cannot find them: add one with CREATE OR REPLACE VIEW in a payments migration (see migrations/payments/00005_ledger_facts.sql)", k)
 		}
 	}
 	for _, k := range inView {
-		if !slices.Contains(bookkeeping.Kinds(), k) {
-			t.Errorf("ledger_facts lists facts of kind %q, which no event type in the consumer's registry (application/bookkeeping/events.go) posts: reconcile would report each as missing from the ledger", k)
+		if !slices.Contains(ledgers.Kinds(), k) {
+			t.Errorf("ledger_facts lists facts of kind %q, which no event type in the consumer's registry (application/ledgers/events.go) posts: reconcile would report each as missing from the ledger", k)
 		}
 	}
 }
@@ -116,11 +116,11 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 		t.Fatalf("PaymentFacts as %s: %v", role, err)
 	}
 	parties := ledger.Parties{Merchant: "mer_v", Payer: "cus_v"}
-	want := []bookkeeping.Fact{ // Postgres keeps microseconds
+	want := []ledgers.Fact{ // Postgres keeps microseconds
 		{PaymentID: p.paymentID, Kind: "payment", Amount: 1000, Currency: "BRL", At: p.at.Truncate(time.Microsecond), Parties: parties},
 		{PaymentID: p.paymentID, Kind: "refund", FactID: r.refundID, Amount: 300, Currency: "BRL", At: r.at.Truncate(time.Microsecond), Parties: parties},
 	}
-	slices.SortFunc(facts, func(a, b bookkeeping.Fact) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
+	slices.SortFunc(facts, func(a, b ledgers.Fact) int { return strings.Compare(string(a.Kind), string(b.Kind)) })
 	if len(facts) != len(want) {
 		t.Fatalf("got %d facts %v, want %v", len(facts), facts, want)
 	}
@@ -143,7 +143,7 @@ func TestReconcileNeedsOnlyTheView(t *testing.T) {
 // facts of each kind ledger_facts lists for one payment in that status, with
 // the refunds the status comes with. Every status of the domain
 // (domain/payment) and every kind of the ledger's registry
-// (bookkeeping.Kinds) must be decided here, so that a new status or a new
+// (ledgers.Kinds) must be decided here, so that a new status or a new
 // kind cannot join reconciliation without somebody deciding whether that
 // money moved — and so that a new kind (a hold, say) makes its author revisit
 // the existing statuses' rules too, such as whether an authorized payment is
@@ -176,13 +176,13 @@ func TestEveryStatusHasAReconcileRule(t *testing.T) {
 			t.Errorf("payment status %q has no reconcile rule: decide, for each kind the ledger posts, how many facts a payment in it is, add that to reconcileRules, and make ledger_facts agree in a payments migration (migrations/payments/00010_ledger_facts_by_status.sql)", s)
 			continue
 		}
-		for _, k := range bookkeeping.Kinds() {
+		for _, k := range ledgers.Kinds() {
 			if _, ok := rule.facts[k]; !ok {
 				t.Errorf("reconcileRules does not say how many facts of kind %q a payment in status %q is: decide it (0 is a decision)", k, s)
 			}
 		}
 		for k := range rule.facts {
-			if !slices.Contains(bookkeeping.Kinds(), k) {
+			if !slices.Contains(ledgers.Kinds(), k) {
 				t.Errorf("reconcileRules counts facts of kind %q for status %q, a kind the ledger's registry does not post", k, s)
 			}
 		}

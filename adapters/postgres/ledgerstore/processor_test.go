@@ -16,26 +16,26 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // ledgerProcessor is the inbox's processor with the ledger's handler.
-type ledgerProcessor = inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
+type ledgerProcessor = inbox.Processor[ledgers.Ledger, ledgers.Instruction]
 
 // newProcessor returns the ledger's processor on b, checking events against
 // s (the published schemas when nil). Its handler takes any int64 amount, so
 // that the tests can reach the database's balance limits; the amount limit
-// is the handler's, tested in application/bookkeeping and cmd/ledger.
-func newProcessor(t testing.TB, b inbox.Backlog[bookkeeping.Ledger], s inbox.Schemas, cfg inbox.ProcessorConfig) *ledgerProcessor {
+// is the handler's, tested in application/ledgers and cmd/ledger.
+func newProcessor(t testing.TB, b inbox.Backlog[ledgers.Ledger], s inbox.Schemas, cfg inbox.ProcessorConfig) *ledgerProcessor {
 	t.Helper()
 	if s == nil {
 		s = schemas(t)
 	}
-	return inbox.NewProcessor(b, bookkeeping.Handler{MaxAmount: math.MaxInt64}, s, quiet, nil, time.Now, cfg)
+	return inbox.NewProcessor(b, ledgers.Handler{MaxAmount: math.MaxInt64}, s, quiet, nil, time.Now, cfg)
 }
 
 // record records each body in async mode, as the consumer does.
@@ -244,7 +244,7 @@ func TestCommitFailureChargesOnlyTheRowAtFault(t *testing.T) {
 	if r.attempts != 3 {
 		t.Errorf("parked after %d attempts, want 3", r.attempts)
 	}
-	st, err := store.InboxStats(context.Background(), bookkeeping.AppliedTypes())
+	st, err := store.InboxStats(context.Background(), ledgers.AppliedTypes())
 	if err != nil || st.Parked != 1 || st.Pending != 0 {
 		t.Errorf("stats: got %+v, %v; want 1 parked, 0 pending", st, err)
 	}
@@ -360,9 +360,9 @@ func TestRetentionKeepsWorkNotDone(t *testing.T) {
 		processed bool
 		parked    bool
 	}{
-		{uuid.NewString(), bookkeeping.TypePaymentCreated, true, false},
-		{uuid.NewString(), bookkeeping.TypePaymentCreated, false, false},
-		{uuid.NewString(), bookkeeping.TypePaymentCreated, false, true},
+		{uuid.NewString(), ledgers.TypePaymentCreated, true, false},
+		{uuid.NewString(), ledgers.TypePaymentCreated, false, false},
+		{uuid.NewString(), ledgers.TypePaymentCreated, false, true},
 		{uuid.NewString(), "payment.disputed", false, false},
 	} {
 		var processed, parked *time.Time

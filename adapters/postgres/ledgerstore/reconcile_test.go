@@ -8,7 +8,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -24,8 +24,8 @@ func TestReconcileComparesAccounts(t *testing.T) {
 	svc, store, _ := newService(t)
 	payments := pgtest.New(t, paymentsmigrations.FS)
 	ctx := context.Background()
-	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
-	reconcile := func() []bookkeeping.Divergence {
+	rec := ledgers.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
+	reconcile := func() []ledgers.Divergence {
 		t.Helper()
 		divs, err := rec.Reconcile(ctx, time.Minute)
 		if err != nil {
@@ -55,7 +55,7 @@ func TestReconcileComparesAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Record(ctx, inboxMessage(tx), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+	if _, err := store.Record(ctx, inboxMessage(tx), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 		_, err := l.Post(ctx, tx, time.Now())
 		return "", err
 	}); err != nil {

@@ -16,33 +16,33 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // Store implements the inbox's and the ledger's ports on the ledger
 // database: the inbox's are inboxstore's, with the ledger's repository
-// (bookkeeping.Ledger) bound to each transaction and savepoint, and the
+// (ledgers.Ledger) bound to each transaction and savepoint, and the
 // ledger's refusals of a commit mapped to its errors. It starts no span:
 // adapters/tracing decorates it (tracing.Ledger).
 type Store struct {
-	*inboxstore.Store[bookkeeping.Ledger]
+	*inboxstore.Store[ledgers.Ledger]
 	pool *pgxpool.Pool
 }
 
 var (
-	_ inbox.Recorder[bookkeeping.Ledger] = (*Store)(nil)
-	_ inbox.Backlog[bookkeeping.Ledger]  = (*Store)(nil)
-	_ inbox.Admin                        = (*Store)(nil)
-	_ bookkeeping.Reader                 = (*Store)(nil)
-	_ bookkeeping.LedgerFacts            = (*Store)(nil)
+	_ inbox.Recorder[ledgers.Ledger] = (*Store)(nil)
+	_ inbox.Backlog[ledgers.Ledger]  = (*Store)(nil)
+	_ inbox.Admin                    = (*Store)(nil)
+	_ ledgers.Reader                 = (*Store)(nil)
+	_ ledgers.LedgerFacts            = (*Store)(nil)
 )
 
 // New returns a Store on pool, a pool on the migrated ledger database.
 func New(pool *pgxpool.Pool) *Store {
-	repos := func(tx inboxstore.Tx) bookkeeping.Ledger { return ledgerRepo{tx: tx} }
+	repos := func(tx inboxstore.Tx) ledgers.Ledger { return ledgerRepo{tx: tx} }
 	return &Store{Store: inboxstore.New(pool, repos), pool: pool}
 }
 
@@ -51,7 +51,7 @@ func New(pool *pgxpool.Pool) *Store {
 // constraint, such as the balance check, fails at COMMIT; a balance taken
 // past int64 there is ledger.ErrBalanceLimit, and inbox.ErrPermanent. A
 // message costs three round trips (BEGIN + inbox insert, posting, COMMIT).
-func (s *Store) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, bookkeeping.Ledger) (string, error)) (bool, error) {
+func (s *Store) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, ledgers.Ledger) (string, error)) (bool, error) {
 	inserted, err := s.Store.Record(ctx, msg, apply)
 	return inserted, balanceLimit(err)
 }
@@ -60,7 +60,7 @@ func (s *Store) Record(ctx context.Context, msg inbox.Message, apply func(contex
 // each row's savepoint with the ledger repository bound to it. A commit that
 // would take a balance past int64 fails with ledger.ErrBalanceLimit, and
 // inbox.ErrPermanent.
-func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error)) (int, error) {
+func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error)) (int, error) {
 	n, err := s.Store.ClaimPending(ctx, c, fn)
 	return n, balanceLimit(err)
 }
@@ -134,7 +134,7 @@ SELECT EXISTS (
 	SELECT 1 FROM ledger_transactions
 	WHERE payment_id = $1 AND kind = $2 AND (fact_id IS NULL OR fact_id = $3))`
 
-// Posted implements bookkeeping.Ledger.Posted.
+// Posted implements ledgers.Ledger.Posted.
 func (l ledgerRepo) Posted(ctx context.Context, paymentID string, kind ledger.Kind, factID string) (bool, error) {
 	var fact *string // NULL: only a fact with none matches
 	if factID != "" {
@@ -163,7 +163,7 @@ SELECT merchant_account, currency, coalesce(amount_authorized, 0), held, amount_
        coalesce(placed_at, 'epoch'), coalesce(released_at, 'epoch')
 FROM ledger_payments WHERE payment_id = $1 FOR UPDATE`
 
-// Payment implements bookkeeping.Ledger.Payment.
+// Payment implements ledgers.Ledger.Payment.
 func (l ledgerRepo) Payment(ctx context.Context, id string) (ledger.Payment, error) {
 	var (
 		merchant                             string
@@ -209,7 +209,7 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-// AddPayment implements bookkeeping.Ledger.AddPayment.
+// AddPayment implements ledgers.Ledger.AddPayment.
 func (l ledgerRepo) AddPayment(ctx context.Context, p ledger.Payment, at time.Time) (bool, error) {
 	var authorized *int64
 	if a := p.Authorized(); a > 0 {
@@ -232,7 +232,7 @@ func (l ledgerRepo) AddPayment(ctx context.Context, p ledger.Payment, at time.Ti
 	return tag.RowsAffected() > 0, nil
 }
 
-// SavePayment implements bookkeeping.Ledger.SavePayment.
+// SavePayment implements ledgers.Ledger.SavePayment.
 func (l ledgerRepo) SavePayment(ctx context.Context, p ledger.Payment, at time.Time) error {
 	tag, err := l.tx.Exec(ctx, `
 		UPDATE ledger_payments
@@ -321,7 +321,7 @@ SELECT currency, posted::bigint, pending::bigint FROM at
 WHERE posted <> 0 OR pending <> 0
 ORDER BY currency`
 
-// BalancesAsOf implements bookkeeping.Reader.BalancesAsOf.
+// BalancesAsOf implements ledgers.Reader.BalancesAsOf.
 func (s *Store) BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
 	rows, err := s.pool.Query(ctx, balancesAsOfSQL, account.String(), asOf)
 	if err != nil {
@@ -412,7 +412,7 @@ func readErr(err error) error {
 // entries, and the holds: an authorization fact per hold placed (its
 // authorized amount), a cancellation fact per hold released with nothing
 // captured, neither with entries. It is one statement, one snapshot.
-func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
+func (s *Store) LedgerFacts(ctx context.Context) ([]ledgers.Fact, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT t.payment_id::text, t.kind, coalesce(t.fact_id::text, ''), t.amount, t.currency, t.occurred_at,
 		       array_agg(e.account_id ORDER BY e.id), array_agg(e.amount ORDER BY e.id), array_agg(e.currency ORDER BY e.id)
@@ -427,9 +427,9 @@ func (s *Store) LedgerFacts(ctx context.Context) ([]bookkeeping.Fact, error) {
 	if err != nil {
 		return nil, fmt.Errorf("query ledger transactions: %w", err)
 	}
-	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (bookkeeping.Fact, error) {
+	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgers.Fact, error) {
 		var (
-			f          bookkeeping.Fact
+			f          ledgers.Fact
 			accounts   []string
 			amounts    []int64
 			currencies []string

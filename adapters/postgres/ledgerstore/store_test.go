@@ -19,8 +19,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -46,13 +46,13 @@ func (e event) body() []byte {
 	ts := e.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	const envelope = `{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q`
 	switch e.typ {
-	case bookkeeping.TypePaymentAuthorized:
+	case ledgers.TypePaymentAuthorized:
 		return []byte(fmt.Sprintf(envelope+`,"capture_before":%q}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant,
 			e.at.Add(7*24*time.Hour).UTC().Format(time.RFC3339)))
-	case bookkeeping.TypePaymentCaptured:
+	case ledgers.TypePaymentCaptured:
 		return []byte(fmt.Sprintf(envelope+`,"amount_authorized":%d,"amount_released":%d}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant,
 			e.authorized, e.authorized-e.amount))
-	case bookkeeping.TypePaymentCanceled:
+	case ledgers.TypePaymentCanceled:
 		return []byte(fmt.Sprintf(envelope+`,"cancellation_reason":"requested_by_customer"}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 	}
 	if e.refundID == "" {
@@ -70,20 +70,20 @@ func newPayment(amount int64, payer, merchant string) event {
 // authorization returns the payment.authorized of a manual payment of
 // e's amount (e itself is then never sent).
 func (e event) authorization() event {
-	e.id, e.typ = uuid.NewString(), bookkeeping.TypePaymentAuthorized
+	e.id, e.typ = uuid.NewString(), ledgers.TypePaymentAuthorized
 	return e
 }
 
 // capture returns the payment.captured of amount of e's authorization.
 func (e event) capture(amount int64) event {
 	return event{id: uuid.NewString(), paymentID: e.paymentID, amount: amount, authorized: e.amount, payer: e.payer, merchant: e.merchant,
-		at: e.at.Add(time.Second), typ: bookkeeping.TypePaymentCaptured}
+		at: e.at.Add(time.Second), typ: ledgers.TypePaymentCaptured}
 }
 
 // cancellation returns the payment.canceled of e's authorization.
 func (e event) cancellation() event {
 	return event{id: uuid.NewString(), paymentID: e.paymentID, amount: e.amount, payer: e.payer, merchant: e.merchant,
-		at: e.at.Add(time.Second), typ: bookkeeping.TypePaymentCanceled}
+		at: e.at.Add(time.Second), typ: ledgers.TypePaymentCanceled}
 }
 
 func (e event) refund(amount, total int64) event {
@@ -94,8 +94,8 @@ func (e event) refund(amount, total int64) event {
 // books is the ledger as cmd/ledger wires it on a store: the shared inbox
 // with the ledger's handler, in each mode, and the ledger's queries.
 type books struct {
-	*bookkeeping.Service
-	sync, async *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
+	*ledgers.Service
+	sync, async *inbox.Service[ledgers.Ledger, ledgers.Instruction]
 }
 
 // Apply receives body in the sync mode, as the consumer does.
@@ -110,7 +110,7 @@ func (b books) Record(ctx context.Context, body []byte) (inbox.Result, error) {
 
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
 	proc := newProcessor(t, store, nil, inbox.ProcessorConfig{})
-	return books{Service: bookkeeping.NewService(store),
+	return books{Service: ledgers.NewService(store),
 		sync:  inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Sync}),
 		async: inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})}
 }
@@ -145,14 +145,14 @@ func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
 // inboxMessage is the inbox row a test that posts tx directly records it
 // under: a transaction of the consumer always begins with its message's row.
 func inboxMessage(tx ledger.Transaction) inbox.Message {
-	return inbox.Message{ID: tx.MessageID(), Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
+	return inbox.Message{ID: tx.MessageID(), Type: ledgers.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
 }
 
 // declared returns the registry's postings of kind, for a test that posts a
 // transaction directly, as the handler would.
 func declared(t testing.TB, kind ledger.Kind) ledger.Postings {
 	t.Helper()
-	d, ok := bookkeeping.PostingsOf(kind)
+	d, ok := ledgers.PostingsOf(kind)
 	if !ok {
 		t.Fatalf("the registry declares no kind %q", kind)
 	}
@@ -470,7 +470,7 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 		t.Errorf("%d balances differ from the sum of their entries", n)
 	}
 
-	rec := bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
+	rec := ledgers.NewReconciler(ledgerstore.NewPaymentsDB(payments), store, time.Now)
 	divs, err := rec.Reconcile(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)

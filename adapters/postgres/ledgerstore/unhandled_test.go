@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
@@ -83,9 +83,9 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 		recent, held,
 		add(inboxState{typ: "payment.disputed", parked: true}),
 		add(inboxState{typ: "payment.disputed", processed: true}), // an ignored type's row: INBOX_RETENTION's
-		add(inboxState{typ: bookkeeping.TypePaymentCreated}),
-		add(inboxState{typ: bookkeeping.TypePaymentCreated, parked: true}),
-		add(inboxState{typ: bookkeeping.TypePaymentRefunded, processed: true}),
+		add(inboxState{typ: ledgers.TypePaymentCreated}),
+		add(inboxState{typ: ledgers.TypePaymentCreated, parked: true}),
+		add(inboxState{typ: ledgers.TypePaymentRefunded, processed: true}),
 	}
 
 	// A processor of a version that applies payment.disputed holds one row.
@@ -100,7 +100,7 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 
 	var logs bytes.Buffer
 	counter := &deletedCounter{}
-	proc := inbox.NewProcessor(store, bookkeeping.Handler{}, schemas(t), slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas(t), slog.New(slog.NewJSONHandler(&logs, nil)), nil, time.Now, inbox.ProcessorConfig{})
 	del := proc.ExpireUnhandled(store, counter)
 	// Waiting on the held row would block until the claim ends: the bound
 	// turns that failure into an error instead of a hung test.

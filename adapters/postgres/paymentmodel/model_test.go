@@ -21,8 +21,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -98,8 +98,8 @@ type world struct {
 
 	ledgerDB   *pgxpool.Pool
 	ledger     *ledgerstore.Store
-	books      *bookkeeping.Service
-	reconciler *bookkeeping.Reconciler
+	books      *ledgers.Service
+	reconciler *ledgers.Reconciler
 
 	model *model
 	step  int
@@ -123,12 +123,12 @@ func newWorld(t *testing.T, seed uint64) *world {
 	w.expiry = payments.NewExpiry(w.svc, repo.ExpiredAuthorizations, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 1 + w.rng.IntN(5)})
 
 	w.ledger = ledgerstore.New(w.ledgerDB)
-	w.books = bookkeeping.NewService(w.ledger)
+	w.books = ledgers.NewService(w.ledger)
 	schemas, err := eventschema.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := inbox.NewProcessor(w.ledger, bookkeeping.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(w.ledger, ledgers.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
 	ledgerInbox := inbox.NewService(w.ledger, proc, time.Now, inbox.Config{Mode: inbox.Sync})
 	delivered := map[string]bool{} // message ids the ledger received
 	w.drain = newDrain(t, w.payDB, 1+w.rng.IntN(8), func(ctx context.Context, msgs []outbox.Message) []error {
@@ -160,7 +160,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 		}
 		return errs
 	})
-	w.reconciler = bookkeeping.NewReconciler(ledgerstore.NewPaymentsDB(w.payDB), w.ledger, func() time.Time { return w.clock.Add(time.Second) })
+	w.reconciler = ledgers.NewReconciler(ledgerstore.NewPaymentsDB(w.payDB), w.ledger, func() time.Time { return w.clock.Add(time.Second) })
 	return w
 }
 

@@ -4,7 +4,7 @@
 // one suite that the fakes and the Postgres stores (adapters/postgres/
 // inboxstore, and ledgerstore, which builds on it) all pass, so the fakes the
 // unit tests rely on cannot drift from the real thing. A consumer's own
-// contract (bookkeepingtest's for the ledger) covers its tables, and that
+// contract (ledgerstest's for the ledger) covers its tables, and that
 // they are written in the inbox's transactions and savepoints.
 package inboxtest
 

@@ -17,7 +17,7 @@ var _ Store[struct{}] = (*FakeStore[struct{}])(nil)
 
 // Tables are a consumer's own tables in memory, which a FakeStore writes in
 // its transactions beside the inbox: what a consumer's fake adds to the
-// inbox's (bookkeepingtest's ledger is one). Every method is called with the
+// inbox's (ledgerstest's ledger is one). Every method is called with the
 // store's lock held, one transaction at a time.
 type Tables[R any] interface {
 	// Repos returns the consumer's repositories, writing to the tables.

@@ -1,4 +1,4 @@
-// Package cli is how both binaries read a subcommand's arguments, so that
+// Package cli is how every binary reads a subcommand's arguments, so that
 // every subcommand answers alike: -h or --help prints its usage to stdout and
 // succeeds (each binary's run turns flag.ErrHelp into a nil error, hence exit
 // status 0), and an unknown flag or a stray argument is an error naming it.

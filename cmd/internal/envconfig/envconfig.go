@@ -1,5 +1,5 @@
 // Package envconfig reads a service's environment into typed values for the
-// two binaries' config loaders. It keeps the first error, which names the
+// services' config loaders. It keeps the first error, which names the
 // variable and says what was wanted, so a loader reads like a table and a bad
 // deployment stops with one clear line.
 package envconfig

@@ -11,7 +11,7 @@ import (
 )
 
 // Common is the configuration every service reads alike
-// (docs/CONFIGURATION.md, "Both services"): its database, its two listeners, the AWS endpoint, its
+// (docs/CONFIGURATION.md, "Every service"): its database, its two listeners, the AWS endpoint, its
 // logging, migrations, stop and tracing. A service's config embeds it.
 type Common struct {
 	DatabaseURL     string

@@ -1,4 +1,4 @@
-// Package lifecycle is the start-up and shutdown skeleton both services
+// Package lifecycle is the start-up and shutdown skeleton every service
 // share, so that each command's main.go holds only its own wiring: main and
 // the one place a process exits (Main), the -h convention (Run), the logger,
 // the migrations at start-up, the Prometheus registry, and the two HTTP

@@ -1,7 +1,7 @@
 // Package probe is the binaries' own container healthcheck (`payments
-// healthcheck`, `ledger healthcheck`): the distroless runtime image has no
-// curl, so the binary asks its running twin's operational listener whether
-// it is ready.
+// healthcheck`, `ledger healthcheck`, `webhooks healthcheck`): the
+// distroless runtime image has no curl, so the binary asks its running
+// twin's operational listener whether it is ready.
 package probe
 
 import (

@@ -1,5 +1,5 @@
 // Package telemetry starts and stops a service's tracing, the part of the
-// wiring both binaries share.
+// wiring every binary shares.
 package telemetry
 
 import (

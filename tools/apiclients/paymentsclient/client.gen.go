@@ -982,7 +982,7 @@ type ClientInterface interface {
 	// the platform. Nothing of its secret. Another service that takes these
 	// keys (the webhooks service) verifies each key it is sent by asking
 	// this route with it, so a key is checked in one place and a revoked
-	// one stops working on both services within the same 10 s
+	// one stops working on the payments and the webhooks service within the same 10 s
 	// (docs/SECURITY.md). An unknown or revoked key is `401`
 	// `/problems/invalid-credentials`, as on every route. Its requests are
 	// counted against the key's rate limit in a bucket of their own, so
@@ -1145,7 +1145,7 @@ type ClientInterface interface {
 // the platform. Nothing of its secret. Another service that takes these
 // keys (the webhooks service) verifies each key it is sent by asking
 // this route with it, so a key is checked in one place and a revoked
-// one stops working on both services within the same 10 s
+// one stops working on the payments and the webhooks service within the same 10 s
 // (docs/SECURITY.md). An unknown or revoked key is `401`
 // `/problems/invalid-credentials`, as on every route. Its requests are
 // counted against the key's rate limit in a bucket of their own, so
@@ -2030,7 +2030,7 @@ type ClientWithResponsesInterface interface {
 	// the platform. Nothing of its secret. Another service that takes these
 	// keys (the webhooks service) verifies each key it is sent by asking
 	// this route with it, so a key is checked in one place and a revoked
-	// one stops working on both services within the same 10 s
+	// one stops working on the payments and the webhooks service within the same 10 s
 	// (docs/SECURITY.md). An unknown or revoked key is `401`
 	// `/problems/invalid-credentials`, as on every route. Its requests are
 	// counted against the key's rate limit in a bucket of their own, so
@@ -3426,7 +3426,7 @@ func (r RefundPaymentResponse) ContentType() string {
 // the platform. Nothing of its secret. Another service that takes these
 // keys (the webhooks service) verifies each key it is sent by asking
 // this route with it, so a key is checked in one place and a revoked
-// one stops working on both services within the same 10 s
+// one stops working on the payments and the webhooks service within the same 10 s
 // (docs/SECURITY.md). An unknown or revoked key is `401`
 // `/problems/invalid-credentials`, as on every route. Its requests are
 // counted against the key's rate limit in a bucket of their own, so

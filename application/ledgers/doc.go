@@ -1,12 +1,13 @@
-// Package bookkeeping holds the ledger service's use cases: posting each
+// Package ledgers holds the ledger service's use cases: posting each
 // event the ledger applies as a balanced double-entry transaction (Handler,
 // the ledger's handler of the shared inbox, with its registry of posting
 // rules in events.go), answering balance and entry queries (Service), and
 // reconciling the ledger against the payments database (Reconciler).
 //
-// The name says what the ledger does with the events; the domain's
-// vocabulary (accounts, transactions, balances) is domain/ledger, so the two
-// read side by side without an import alias: bookkeeping.Handler posts a
+// The name is the ledger service's, as application/payments is the
+// payments service's beside domain/payment; the domain's vocabulary
+// (accounts, transactions, balances) is domain/ledger, so the two read side
+// by side without an import alias: ledgers.Handler posts a
 // ledger.Transaction.
 //
 // Receiving a message, deduplicating it, recording it in the inbox,
@@ -25,5 +26,5 @@
 // The package declares the ports it needs (Ledger for the inbox's
 // transaction, Reader for the queries, and the two reconciliation sources);
 // the Postgres adapter in adapters/postgres/ledgerstore implements them, and
-// the tests here use the in-memory fakes of bookkeepingtest.
-package bookkeeping
+// the tests here use the in-memory fakes of ledgerstest.
+package ledgers

@@ -1,4 +1,4 @@
-package bookkeeping_test
+package ledgers_test
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // FuzzApply feeds arbitrary message bodies through the inbox's decode and
 // the ledger's handler, received in the sync mode, over the in-memory store.
 // Its seeds run with every `go test`; `go test -fuzz FuzzApply
-// ./application/bookkeeping` explores further.
+// ./application/ledgers` explores further.
 // For any body: no panic; a refusal is ErrMalformed or ErrInvalidEvent (so
 // the message goes to the DLQ), or ledger.ErrOutOfOrder for an event ahead
 // of the one it depends on (left for redelivery), and leaves nothing behind; an accepted body
@@ -47,7 +47,7 @@ func FuzzApply(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		store := bookkeepingtest.NewFakeStore()
+		store := ledgerstest.NewFakeStore()
 		svc := newService(store)
 		ctx := context.Background()
 		res, err := svc.Apply(ctx, body)
@@ -65,7 +65,7 @@ func FuzzApply(f *testing.F) {
 		}
 		switch res.Disposition {
 		case inbox.Applied:
-			if res.Type == bookkeeping.TypePaymentAuthorized {
+			if res.Type == ledgers.TypePaymentAuthorized {
 				if len(store.Transactions()) != 0 {
 					t.Fatalf("an authorization posted %d transactions, want none: it places a hold", len(store.Transactions()))
 				}

@@ -1,4 +1,4 @@
-package bookkeeping
+package ledgers
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, grace time.Duration) ([]Dive
 			// The kinds are the registry's: a fact of another kind has no
 			// posting rule, so whether the ledger should hold it was never
 			// decided. Said so, not reported as a missing transaction.
-			out = append(out, Divergence{f, fmt.Sprintf("no event type of the ledger's registry posts facts of kind %q (application/bookkeeping/events.go): give the kind a rule there, or take it out of the payments database's ledger_facts", f.Kind)})
+			out = append(out, Divergence{f, fmt.Sprintf("no event type of the ledger's registry posts facts of kind %q (application/ledgers/events.go): give the kind a rule there, or take it out of the payments database's ledger_facts", f.Kind)})
 		case len(got) == 0:
 			if f.At.Before(cutoff) {
 				out = append(out, Divergence{f, fmt.Sprintf("no ledger transaction (expected %d %s)", f.Amount, f.Currency)})

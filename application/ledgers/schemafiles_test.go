@@ -1,4 +1,4 @@
-package bookkeeping
+package ledgers
 
 import (
 	"os"
@@ -17,7 +17,7 @@ func TestEveryDecodedVersionHasASchema(t *testing.T) {
 		for version := range r.decode {
 			path := filepath.Join(schemasDir, typ, "v"+version+".json")
 			if _, err := os.Stat(path); err != nil {
-				t.Errorf("the registry in application/bookkeeping/events.go decodes %s data version %s, which has no schema: %v", typ, version, err)
+				t.Errorf("the registry in application/ledgers/events.go decodes %s data version %s, which has no schema: %v", typ, version, err)
 			}
 		}
 	}

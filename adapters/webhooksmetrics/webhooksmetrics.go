@@ -1,4 +1,8 @@
-package metrics
+// Package webhooksmetrics exports the webhooks service's own series, behind
+// the port its delivery workers declare (webhooks.WorkerMetrics), as
+// Prometheus series registered on the registry the binary's /metrics
+// serves. The series every consumer shares are adapters/metrics'.
+package webhooksmetrics
 
 import (
 	"time"
@@ -8,12 +12,12 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
-var _ webhooks.WorkerMetrics = (*Webhooks)(nil)
+var _ webhooks.WorkerMetrics = (*Workers)(nil)
 
-// Webhooks is the delivery workers' series (docs/WEBHOOKS.md). The alerts
+// Workers is the delivery workers' series (docs/WEBHOOKS.md). The alerts
 // read the oldest undelivered age (lagging), the parked count, the share
 // of failed attempts and the disablings.
-type Webhooks struct {
+type Workers struct {
 	attempts        *prometheus.CounterVec
 	duration        *prometheus.HistogramVec
 	oldest          prometheus.Gauge
@@ -30,10 +34,10 @@ const TopEndpoints = 20
 // outcomes are the attempts' outcome labels.
 var outcomes = []string{"delivered", "failed", "gone", "timeout", "refused"}
 
-// NewWebhooks creates the delivery workers' series and registers them on
+// New creates the delivery workers' series and registers them on
 // reg. It fails if reg already holds series of the same names.
-func NewWebhooks(reg prometheus.Registerer) (*Webhooks, error) {
-	m := &Webhooks{
+func New(reg prometheus.Registerer) (*Workers, error) {
+	m := &Workers{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "webhooks_attempts_total",
 			Help: "Webhook attempts by outcome: delivered (2xx), failed (another answer or a connection error), gone (410: the endpoint is disabled), timeout (no answer within WEBHOOKS_ATTEMPT_TIMEOUT), refused (the address dialled is not public: nothing sent).",
@@ -80,17 +84,17 @@ func NewWebhooks(reg prometheus.Registerer) (*Webhooks, error) {
 }
 
 // Attempted implements webhooks.WorkerMetrics.
-func (m *Webhooks) Attempted(outcome string, d time.Duration) {
+func (m *Workers) Attempted(outcome string, d time.Duration) {
 	m.attempts.WithLabelValues(outcome).Inc()
 	m.duration.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
 // Disabled implements webhooks.WorkerMetrics.
-func (m *Webhooks) Disabled(reason string) { m.disabled.WithLabelValues(reason).Inc() }
+func (m *Workers) Disabled(reason string) { m.disabled.WithLabelValues(reason).Inc() }
 
 // Backlog implements webhooks.WorkerMetrics: the endpoints no longer among
 // the top lose their series. It is called from one goroutine.
-func (m *Webhooks) Backlog(s webhooks.DeliveryStats) {
+func (m *Workers) Backlog(s webhooks.DeliveryStats) {
 	m.pending.Set(float64(s.Pending))
 	m.parked.Set(float64(s.Parked))
 	m.oldest.Set(s.OldestUndelivered.Seconds())

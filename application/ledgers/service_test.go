@@ -1,4 +1,4 @@
-package bookkeeping_test
+package ledgers_test
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -50,21 +50,21 @@ func refunded(id string, amount, total int64) []byte {
 // queries. Its handler takes any int64 amount, so that the tests can reach
 // the balances' limit; the amount limit's own tests are in refusals_test.go.
 type books struct {
-	*bookkeeping.Service
-	proc *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]
-	sync *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
-	rec  *inbox.Service[bookkeeping.Ledger, bookkeeping.Instruction]
+	*ledgers.Service
+	proc *inbox.Processor[ledgers.Ledger, ledgers.Instruction]
+	sync *inbox.Service[ledgers.Ledger, ledgers.Instruction]
+	rec  *inbox.Service[ledgers.Ledger, ledgers.Instruction]
 }
 
-func newBooks(m *bookkeepingtest.FakeStore, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) books {
-	proc := inbox.NewProcessor(m, bookkeeping.Handler{MaxAmount: math.MaxInt64}, schemas, quiet, metrics, time.Now, cfg)
+func newBooks(m *ledgerstest.FakeStore, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) books {
+	proc := inbox.NewProcessor(m, ledgers.Handler{MaxAmount: math.MaxInt64}, schemas, quiet, metrics, time.Now, cfg)
 	clock := func() time.Time { return now }
-	return books{Service: bookkeeping.NewService(m), proc: proc,
+	return books{Service: ledgers.NewService(m), proc: proc,
 		sync: inbox.NewService(m, proc, clock, inbox.Config{Mode: inbox.Sync}),
 		rec:  inbox.NewService(m, proc, clock, inbox.Config{Mode: inbox.Async})}
 }
 
-func newService(m *bookkeepingtest.FakeStore) books {
+func newService(m *ledgerstest.FakeStore) books {
 	return newBooks(m, &inboxtest.FakeSchemas{}, nil, inbox.ProcessorConfig{})
 }
 
@@ -90,7 +90,7 @@ func balance(t *testing.T, svc books, account string) int64 {
 }
 
 func TestApplyPostsAPaymentOnce(t *testing.T) {
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	svc := newService(m)
 	ctx := context.Background()
 	var outcomes []string
@@ -113,7 +113,7 @@ func TestApplyPostsAPaymentOnce(t *testing.T) {
 	if got := balance(t, svc, "merchant:mer_1"); got != 1050 {
 		t.Errorf("merchant balance: got %d, want 1050", got)
 	}
-	if msg := m.Inbox()[msgA]; msg.ProcessedAt.IsZero() || msg.Type != bookkeeping.TypePaymentCreated {
+	if msg := m.Inbox()[msgA]; msg.ProcessedAt.IsZero() || msg.Type != ledgers.TypePaymentCreated {
 		t.Errorf("inbox row: got %+v, want processed payment.created", msg)
 	}
 }
@@ -129,7 +129,7 @@ func TestApplyIsOrderIndependent(t *testing.T) {
 	}
 	for name, bodies := range orders {
 		t.Run(name, func(t *testing.T) {
-			m := bookkeepingtest.NewFakeStore()
+			m := ledgerstest.NewFakeStore()
 			svc := newService(m)
 			var waiting [][]byte
 			for _, b := range bodies {
@@ -161,7 +161,7 @@ func TestApplyIsOrderIndependent(t *testing.T) {
 }
 
 func TestApplySameFactUnderAnotherMessageID(t *testing.T) {
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	svc := newService(m)
 	if _, err := svc.Apply(context.Background(), created(msgA, 1050)); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestApplyRejectsBadMessages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := bookkeepingtest.NewFakeStore()
+			m := ledgerstest.NewFakeStore()
 			_, err := newService(m).Apply(context.Background(), []byte(tt.body))
 			if !errors.Is(err, tt.want) {
 				t.Errorf("got %v, want %v", err, tt.want)
@@ -225,7 +225,7 @@ func TestApplyRejectsBadMessages(t *testing.T) {
 }
 
 func TestQueries(t *testing.T) {
-	svc := newService(bookkeepingtest.NewFakeStore())
+	svc := newService(ledgerstest.NewFakeStore())
 	ctx := context.Background()
 	if _, err := svc.Balances(ctx, ""); !errors.Is(err, ledger.ErrInvalidAccount) {
 		t.Errorf("empty account: got %v, want ErrInvalidAccount", err)
@@ -253,7 +253,7 @@ func createdOf(msgID, payment string, amount int64) []byte {
 // were malformed — but recorded in the inbox parked, with the reason, and
 // acknowledged; the first posting stands.
 func TestApplyParksAPostingPastTheBalanceLimit(t *testing.T) {
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	svc := newService(m)
 	ctx := context.Background()
 	first := createdOf(msgA, "7d4f8f7c-1d2b-4a53-b8d4-000000000001", math.MaxInt64)
@@ -277,7 +277,7 @@ func TestApplyParksAPostingPastTheBalanceLimit(t *testing.T) {
 	if len(m.Transactions()) != 1 {
 		t.Errorf("ledger transactions: got %d, want 1", len(m.Transactions()))
 	}
-	if st, _ := m.InboxStats(ctx, bookkeeping.AppliedTypes()); st.Parked != 1 {
+	if st, _ := m.InboxStats(ctx, ledgers.AppliedTypes()); st.Parked != 1 {
 		t.Errorf("stats: got %+v, want 1 parked (inbox_parked_rows pages on it)", st)
 	}
 	if res, err := svc.Apply(ctx, second); err != nil || res.Disposition != inbox.Duplicate {

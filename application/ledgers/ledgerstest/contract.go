@@ -1,11 +1,11 @@
-// Package bookkeepingtest holds the ledger's test doubles and the contract
+// Package ledgerstest holds the ledger's test doubles and the contract
 // every store of the ledger must honour: FakeStore, an in-memory ledger
 // database (the shared inbox's fake with the ledger's tables beside it) for
 // the use cases' unit tests, and RunContract, one suite that the fake and the
 // Postgres store of adapters/postgres/ledgerstore both pass, so the fake the
 // unit tests rely on cannot drift from the real thing. The inbox's own
 // contract (inboxtest.RunContract) runs on both as well.
-package bookkeepingtest
+package ledgerstest
 
 import (
 	"context"
@@ -17,18 +17,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
 // Store is what the contract exercises: the inbox's records and claims
 // with the ledger's repository bound to them, and the ledger's reads.
 type Store interface {
-	inbox.Recorder[bookkeeping.Ledger]
-	inbox.Backlog[bookkeeping.Ledger]
+	inbox.Recorder[ledgers.Ledger]
+	inbox.Backlog[ledgers.Ledger]
 	inbox.Admin
-	bookkeeping.Reader
+	ledgers.Reader
 }
 
 // Fixed ids, so that a failure message is easy to read. Each subtest gets a
@@ -47,7 +47,7 @@ var at = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // as the ledger does.
 func postings(t *testing.T, kind ledger.Kind) ledger.Postings {
 	t.Helper()
-	d, ok := bookkeeping.PostingsOf(kind)
+	d, ok := ledgers.PostingsOf(kind)
 	if !ok {
 		t.Fatalf("the registry declares no kind %q", kind)
 	}
@@ -75,11 +75,11 @@ func refund(t *testing.T, msgID string) ledger.Transaction {
 }
 
 func inboxMsg(id string) inbox.Message {
-	return inbox.Message{ID: id, Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{"k":1}`), ReceivedAt: at, ProcessedAt: at}
+	return inbox.Message{ID: id, Type: ledgers.TypePaymentCreated, Payload: []byte(`{"k":1}`), ReceivedAt: at, ProcessedAt: at}
 }
 
 func pendingMsg(id string, received time.Time) inbox.Message {
-	return inbox.Message{ID: id, Type: bookkeeping.TypePaymentCreated, Payload: []byte(`{"k":1}`), ReceivedAt: received}
+	return inbox.Message{ID: id, Type: ledgers.TypePaymentCreated, Payload: []byte(`{"k":1}`), ReceivedAt: received}
 }
 
 // RunContract runs the contract against stores made by open, one per subtest.
@@ -89,7 +89,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("a failed transaction leaves nothing", func(t *testing.T) {
 		s := open(t)
 		boom := errors.New("boom")
-		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			if _, err := l.Post(ctx, payment(t, msg1), at); err != nil {
 				return "", err
 			}
@@ -108,7 +108,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 
 	t.Run("a redelivery posts nothing", func(t *testing.T) {
 		s := open(t)
-		post := func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		post := func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			_, err := l.Post(ctx, payment(t, msg1), at)
 			return "", err
 		}
@@ -125,7 +125,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("post refuses a second posting of the same fact or message", func(t *testing.T) {
 		s := open(t)
 		var got []bool
-		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			for _, tx := range []ledger.Transaction{payment(t, msg1), payment(t, msg2), refund(t, msg1), refund(t, msg3)} {
 				ok, err := l.Post(ctx, tx, at)
 				if err != nil {
@@ -151,7 +151,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		if _, err := s.Balances(ctx, acc); !errors.Is(err, ledger.ErrAccountNotFound) {
 			t.Errorf("empty ledger: got %v, want ErrAccountNotFound", err)
 		}
-		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		_, err := s.Record(ctx, inboxMsg(msg1), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			for _, tx := range []ledger.Transaction{refund(t, msg2), payment(t, msg1)} {
 				if _, err := l.Post(ctx, tx, at); err != nil {
 					return "", err
@@ -184,7 +184,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 	t.Run("Posted finds a payment's fact of a kind by its fact id, or one with none", func(t *testing.T) {
 		s := open(t)
 		for _, tx := range []ledger.Transaction{payment(t, msg1), refund(t, msg2)} {
-			if _, err := s.Record(ctx, inboxMsg(tx.MessageID()), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			if _, err := s.Record(ctx, inboxMsg(tx.MessageID()), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 				_, err := l.Post(ctx, tx, at)
 				return "", err
 			}); err != nil {
@@ -206,7 +206,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			{msg3, "payment", "", false}, // another payment's
 		} {
 			var got bool
-			if _, err := s.Record(ctx, inboxMsg(msg3), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			if _, err := s.Record(ctx, inboxMsg(msg3), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 				var err error
 				got, err = l.Posted(ctx, q.paymentID, q.kind, q.factID)
 				return "", errors.Join(err, errors.New("roll back"))
@@ -226,7 +226,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.Record(ctx, inboxMsg(msg), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			if _, err := s.Record(ctx, inboxMsg(msg), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 				_, err := l.Post(ctx, tx, at)
 				return "", err
 			}); err != nil {
@@ -269,7 +269,7 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 			return tx
 		}
 		post := func(tx ledger.Transaction) error {
-			_, err := s.Record(ctx, inboxMsg(tx.MessageID()), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			_, err := s.Record(ctx, inboxMsg(tx.MessageID()), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 				_, err := l.Post(ctx, tx, at)
 				return "", err
 			})
@@ -455,9 +455,9 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		s := open(t)
 		insert(t, s, pendingMsg(msg1, at), pendingMsg(msg2, at.Add(time.Second)))
 		boom := errors.New("boom")
-		c := inbox.Claim{Limit: 10, Types: []string{bookkeeping.TypePaymentCreated}}
-		_, err := s.ClaimPending(ctx, c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error) {
-			if err := apply(ctx, inbox.Event{ID: msg1}, func(ctx context.Context, l bookkeeping.Ledger) error {
+		c := inbox.Claim{Limit: 10, Types: []string{ledgers.TypePaymentCreated}}
+		_, err := s.ClaimPending(ctx, c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error) {
+			if err := apply(ctx, inbox.Event{ID: msg1}, func(ctx context.Context, l ledgers.Ledger) error {
 				_, err := l.Post(ctx, payment(t, msg1), at)
 				return err
 			}); err != nil {
@@ -471,15 +471,15 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 		if _, err := s.PaymentTransactions(ctx, payment1); !errors.Is(err, ledger.ErrPaymentNotFound) {
 			t.Errorf("a failed batch kept its posting: %v", err)
 		}
-		claimIDs(t, s, c, func(rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) inbox.BatchResult {
-			err := apply(ctx, inbox.Event{ID: msg2}, func(ctx context.Context, l bookkeeping.Ledger) error {
+		claimIDs(t, s, c, func(rows []inbox.PendingMessage, apply inbox.ApplyFunc[ledgers.Ledger]) inbox.BatchResult {
+			err := apply(ctx, inbox.Event{ID: msg2}, func(ctx context.Context, l ledgers.Ledger) error {
 				_, err := l.Post(ctx, refund(t, msg2), at)
 				return err
 			})
 			if err != nil {
 				t.Error(err)
 			}
-			err = apply(ctx, inbox.Event{ID: msg1}, func(ctx context.Context, l bookkeeping.Ledger) error {
+			err = apply(ctx, inbox.Event{ID: msg1}, func(ctx context.Context, l ledgers.Ledger) error {
 				if _, err := l.Post(ctx, payment(t, msg1), at); err != nil {
 					return err
 				}
@@ -507,15 +507,15 @@ func RunContract(t *testing.T, open func(t *testing.T) Store) {
 func applier(t *testing.T, s Store) func(ev inbox.Event, at time.Time) (bool, error) {
 	return func(ev inbox.Event, at time.Time) (bool, error) {
 		t.Helper()
-		in, err := bookkeeping.Handler{}.Check(ev, "1")
+		in, err := ledgers.Handler{}.Check(ev, "1")
 		if err != nil {
 			t.Fatalf("check %s: %v", ev.Type, err)
 		}
 		var applied bool
 		msg := inbox.Message{ID: ev.ID, Type: ev.Type, Payload: []byte(`{}`), ReceivedAt: at, ProcessedAt: at}
-		_, err = s.Record(context.Background(), msg, func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		_, err = s.Record(context.Background(), msg, func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			var err error
-			applied, err = bookkeeping.Handler{}.Apply(ctx, l, in, at)
+			applied, err = ledgers.Handler{}.Apply(ctx, l, in, at)
 			return "", err
 		})
 		return applied, err
@@ -541,24 +541,24 @@ func holdEvent(typ, id, paymentID, data string) inbox.Event {
 }
 
 func authorized(id, paymentID string, amount int64) inbox.Event {
-	return holdEvent(bookkeeping.TypePaymentAuthorized, id, paymentID, fmt.Sprintf(`"amount":%d,"capture_before":"2026-12-06T12:00:00Z"`, amount))
+	return holdEvent(ledgers.TypePaymentAuthorized, id, paymentID, fmt.Sprintf(`"amount":%d,"capture_before":"2026-12-06T12:00:00Z"`, amount))
 }
 
 func captured(id, paymentID string, amount, authorized int64) inbox.Event {
-	return holdEvent(bookkeeping.TypePaymentCaptured, id, paymentID,
+	return holdEvent(ledgers.TypePaymentCaptured, id, paymentID,
 		fmt.Sprintf(`"amount":%d,"amount_authorized":%d,"amount_released":%d`, amount, authorized, authorized-amount))
 }
 
 func canceled(id, paymentID string, amount int64) inbox.Event {
-	return holdEvent(bookkeeping.TypePaymentCanceled, id, paymentID, fmt.Sprintf(`"amount":%d,"cancellation_reason":"requested_by_customer"`, amount))
+	return holdEvent(ledgers.TypePaymentCanceled, id, paymentID, fmt.Sprintf(`"amount":%d,"cancellation_reason":"requested_by_customer"`, amount))
 }
 
 func created(id, paymentID string, amount int64) inbox.Event {
-	return holdEvent(bookkeeping.TypePaymentCreated, id, paymentID, fmt.Sprintf(`"amount":%d`, amount))
+	return holdEvent(ledgers.TypePaymentCreated, id, paymentID, fmt.Sprintf(`"amount":%d`, amount))
 }
 
 func refunded(id, paymentID, refundID string, amount int64) inbox.Event {
-	return holdEvent(bookkeeping.TypePaymentRefunded, id, paymentID, fmt.Sprintf(`"refund_id":%q,"amount":%d`, refundID, amount))
+	return holdEvent(ledgers.TypePaymentRefunded, id, paymentID, fmt.Sprintf(`"refund_id":%q,"amount":%d`, refundID, amount))
 }
 
 func withMerchant(ev inbox.Event, merchant string) inbox.Event {
@@ -571,10 +571,10 @@ func withCurrency(ev inbox.Event, currency string) inbox.Event {
 	return ev
 }
 
-func claimIDs(t *testing.T, s Store, c inbox.Claim, fn func([]inbox.PendingMessage, inbox.ApplyFunc[bookkeeping.Ledger]) inbox.BatchResult) []string {
+func claimIDs(t *testing.T, s Store, c inbox.Claim, fn func([]inbox.PendingMessage, inbox.ApplyFunc[ledgers.Ledger]) inbox.BatchResult) []string {
 	t.Helper()
 	var ids []string
-	_, err := s.ClaimPending(context.Background(), c, func(_ context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[bookkeeping.Ledger]) (inbox.BatchResult, error) {
+	_, err := s.ClaimPending(context.Background(), c, func(_ context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error) {
 		for _, r := range rows {
 			ids = append(ids, r.ID)
 		}

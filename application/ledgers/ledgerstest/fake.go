@@ -1,4 +1,4 @@
-package bookkeepingtest
+package ledgerstest
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -21,10 +21,10 @@ var _ Store = (*FakeStore)(nil)
 // FakeStore is an in-memory ledger database, as ledgerstore is one in
 // Postgres: the shared inbox (inboxtest.FakeStore) with the ledger's tables
 // beside it, written in its transactions, and the ledger's read queries
-// (bookkeeping.Reader). A failed transaction leaves nothing of either. It is
+// (ledgers.Reader). A failed transaction leaves nothing of either. It is
 // safe for concurrent use.
 type FakeStore struct {
-	*inboxtest.FakeStore[bookkeeping.Ledger]
+	*inboxtest.FakeStore[ledgers.Ledger]
 	ledger *fakeLedger
 }
 
@@ -55,7 +55,7 @@ func (s *FakeStore) FailCommitsPosting(id string, err error) {
 	l.failCommitOf[id] = err
 }
 
-// Balances implements bookkeeping.Reader: the balances the commits kept, by
+// Balances implements ledgers.Reader: the balances the commits kept, by
 // currency.
 func (s *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]ledger.Balance, error) {
 	l := s.ledger
@@ -81,7 +81,7 @@ func (s *FakeStore) Balances(_ context.Context, account ledger.AccountID) ([]led
 	return out, nil
 }
 
-// BalancesAsOf implements bookkeeping.Reader: the committed entries and
+// BalancesAsOf implements ledgers.Reader: the committed entries and
 // hold changes written by asOf, summed (the fake keeps its history whole).
 func (s *FakeStore) BalancesAsOf(_ context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
 	l := s.ledger
@@ -117,7 +117,7 @@ func (s *FakeStore) BalancesAsOf(_ context.Context, account ledger.AccountID, as
 	return out, nil
 }
 
-// PaymentTransactions implements bookkeeping.Reader.
+// PaymentTransactions implements ledgers.Reader.
 func (s *FakeStore) PaymentTransactions(_ context.Context, paymentID string) ([]ledger.Transaction, error) {
 	var out []ledger.Transaction
 	for _, t := range s.Transactions() {
@@ -167,7 +167,7 @@ type balanceKey struct {
 	currency string
 }
 
-func (l *fakeLedger) Repos() bookkeeping.Ledger { return memLedger{l} }
+func (l *fakeLedger) Repos() ledgers.Ledger { return memLedger{l} }
 
 func (l *fakeLedger) Snapshot() func() {
 	l.mu.Lock()

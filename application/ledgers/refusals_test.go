@@ -1,4 +1,4 @@
-package bookkeeping_test
+package ledgers_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -22,9 +22,9 @@ func (c refusalCounter) Refused(kind ledger.Kind, reason string) { c[string(kind
 // ledger is counted once, under its kind and reason; one that waits for the
 // event ahead of it is no refusal.
 func TestRefusalsAreCountedByKindAndReason(t *testing.T) {
-	store := bookkeepingtest.NewFakeStore()
+	store := ledgerstest.NewFakeStore()
 	counted := refusalCounter{}
-	h := bookkeeping.Handler{Metrics: counted}
+	h := ledgers.Handler{Metrics: counted}
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	const pay = "01a229b5-a3c0-7a3e-b1d2-4c5e6f708192"
 	apply := func(id, typ, data string) error {
@@ -35,26 +35,26 @@ func TestRefusalsAreCountedByKindAndReason(t *testing.T) {
 			t.Fatalf("check: %v", err)
 		}
 		_, err = store.Record(context.Background(), inbox.Message{ID: id, Type: typ, Payload: []byte(`{}`), ReceivedAt: at, ProcessedAt: at},
-			func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+			func(ctx context.Context, l ledgers.Ledger) (string, error) {
 				_, err := h.Apply(ctx, l, in, at)
 				return "", err
 			})
 		return err
 	}
 	capture := `"amount":3000,"amount_authorized":3000,"amount_released":0`
-	if err := apply("01a229b5-0000-7000-8000-000000000001", bookkeeping.TypePaymentCaptured, capture); !errors.Is(err, ledger.ErrOutOfOrder) {
+	if err := apply("01a229b5-0000-7000-8000-000000000001", ledgers.TypePaymentCaptured, capture); !errors.Is(err, ledger.ErrOutOfOrder) {
 		t.Fatalf("a capture first: got %v, want ErrOutOfOrder", err)
 	}
 	if len(counted) != 0 {
 		t.Errorf("a capture waiting for its authorization was counted as refused: %v", counted)
 	}
-	if err := apply("01a229b5-0000-7000-8000-000000000002", bookkeeping.TypePaymentAuthorized, `"amount":2500,"capture_before":"2026-12-08T12:00:00Z"`); err != nil {
+	if err := apply("01a229b5-0000-7000-8000-000000000002", ledgers.TypePaymentAuthorized, `"amount":2500,"capture_before":"2026-12-08T12:00:00Z"`); err != nil {
 		t.Fatal(err)
 	}
-	if err := apply("01a229b5-0000-7000-8000-000000000003", bookkeeping.TypePaymentCaptured, capture); !errors.Is(err, inbox.ErrPermanent) {
+	if err := apply("01a229b5-0000-7000-8000-000000000003", ledgers.TypePaymentCaptured, capture); !errors.Is(err, inbox.ErrPermanent) {
 		t.Fatalf("a capture past the hold: got %v, want inbox.ErrPermanent", err)
 	}
-	if err := apply("01a229b5-0000-7000-8000-000000000004", bookkeeping.TypePaymentCanceled, `"amount":2500,"cancellation_reason":"expired","currency":"JPY"`); !errors.Is(err, inbox.ErrPermanent) {
+	if err := apply("01a229b5-0000-7000-8000-000000000004", ledgers.TypePaymentCanceled, `"amount":2500,"cancellation_reason":"expired","currency":"JPY"`); !errors.Is(err, inbox.ErrPermanent) {
 		t.Fatalf("a cancellation in another currency: got %v, want inbox.ErrPermanent", err)
 	}
 	if counted["capture/payment_conflict"] != 1 || counted["cancellation/currency_mismatch"] != 1 || len(counted) != 2 {
@@ -66,13 +66,13 @@ func TestRefusalsAreCountedByKindAndReason(t *testing.T) {
 // names a reason, so that the metric says why.
 func TestEveryRefusalHasAReason(t *testing.T) {
 	for _, err := range []error{ledger.ErrNoHold, ledger.ErrHoldReleased, ledger.ErrCaptureExceedsHold, ledger.ErrRefundExceedsCaptured,
-		ledger.ErrCurrencyMismatch, ledger.ErrUnknownCurrency, ledger.ErrPaymentConflict, bookkeeping.ErrAmountLimit} {
-		if bookkeeping.Reason(err) == "" {
-			t.Errorf("%v has no reason: add it to refusals in application/bookkeeping/handler.go", err)
+		ledger.ErrCurrencyMismatch, ledger.ErrUnknownCurrency, ledger.ErrPaymentConflict, ledgers.ErrAmountLimit} {
+		if ledgers.Reason(err) == "" {
+			t.Errorf("%v has no reason: add it to refusals in application/ledgers/handler.go", err)
 		}
 	}
 	for _, err := range []error{nil, ledger.ErrOutOfOrder, errors.New("connection refused")} {
-		if r := bookkeeping.Reason(err); r != "" {
+		if r := ledgers.Reason(err); r != "" {
 			t.Errorf("%v is no refusal, got reason %q", err, r)
 		}
 	}
@@ -95,22 +95,22 @@ func TestPaymentsOverTheAmountLimitAreRefusedByCheck(t *testing.T) {
 		ev    inbox.Event
 		want  error
 	}{
-		{"created at the default limit", 0, event(bookkeeping.TypePaymentCreated, bookkeeping.DefaultMaxAmount, ""), nil},
-		{"created of 10^15", 0, event(bookkeeping.TypePaymentCreated, 1_000_000_000_000_000, ""), bookkeeping.ErrAmountLimit},
-		{"authorized one past the default limit", 0, event(bookkeeping.TypePaymentAuthorized, bookkeeping.DefaultMaxAmount+1, authorized), bookkeeping.ErrAmountLimit},
-		{"created past a lower limit", 1000, event(bookkeeping.TypePaymentCreated, 1001, ""), bookkeeping.ErrAmountLimit},
-		{"authorized within a higher limit", math.MaxInt64, event(bookkeeping.TypePaymentAuthorized, math.MaxInt64, authorized), nil},
-		{"a capture is bounded by its hold, not here", 1000, event(bookkeeping.TypePaymentCaptured, 5000, `,"amount_authorized":5000,"amount_released":0`), nil},
+		{"created at the default limit", 0, event(ledgers.TypePaymentCreated, ledgers.DefaultMaxAmount, ""), nil},
+		{"created of 10^15", 0, event(ledgers.TypePaymentCreated, 1_000_000_000_000_000, ""), ledgers.ErrAmountLimit},
+		{"authorized one past the default limit", 0, event(ledgers.TypePaymentAuthorized, ledgers.DefaultMaxAmount+1, authorized), ledgers.ErrAmountLimit},
+		{"created past a lower limit", 1000, event(ledgers.TypePaymentCreated, 1001, ""), ledgers.ErrAmountLimit},
+		{"authorized within a higher limit", math.MaxInt64, event(ledgers.TypePaymentAuthorized, math.MaxInt64, authorized), nil},
+		{"a capture is bounded by its hold, not here", 1000, event(ledgers.TypePaymentCaptured, 5000, `,"amount_authorized":5000,"amount_released":0`), nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			counted := refusalCounter{}
-			_, err := bookkeeping.Handler{Metrics: counted, MaxAmount: tt.limit}.Check(tt.ev, "1")
+			_, err := ledgers.Handler{Metrics: counted, MaxAmount: tt.limit}.Check(tt.ev, "1")
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 				t.Fatalf("got %v, want %v", err, tt.want)
 			}
 			switch {
-			case tt.want != nil && (len(counted) != 1 || bookkeeping.Reason(err) != "amount_limit"):
-				t.Errorf("counted %v, reason %q; want one refusal for amount_limit", counted, bookkeeping.Reason(err))
+			case tt.want != nil && (len(counted) != 1 || ledgers.Reason(err) != "amount_limit"):
+				t.Errorf("counted %v, reason %q; want one refusal for amount_limit", counted, ledgers.Reason(err))
 			case tt.want == nil && len(counted) != 0:
 				t.Errorf("counted %v for an event that passes", counted)
 			}

@@ -1,4 +1,4 @@
-package metrics_test
+package webhooksmetrics_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/adapters/metrics"
+	"github.com/payments-outbox/payments-outbox/adapters/webhooksmetrics"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestWebhooksSeries(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	m, err := metrics.NewWebhooks(reg)
+	m, err := webhooksmetrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

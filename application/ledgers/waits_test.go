@@ -1,4 +1,4 @@
-package bookkeeping_test
+package ledgers_test
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -41,12 +41,12 @@ func TestEveryDependentWaitsForItsPredecessor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := bookkeeping.Handler{}.Check(ev, version)
+		in, err := ledgers.Handler{}.Check(ev, version)
 		if err != nil {
 			continue // not posted: TestEveryPublishedEventIsPostedOrIgnored says why
 		}
-		d, _ := bookkeeping.PostingsOf(in.Kind())
-		m := bookkeepingtest.NewFakeStore()
+		d, _ := ledgers.PostingsOf(in.Kind())
+		m := ledgerstest.NewFakeStore()
 		_, err = newService(m).Apply(context.Background(), body)
 		if len(d.DependsOn) == 0 {
 			if err != nil {
@@ -75,9 +75,9 @@ func TestEveryDependentWaitsForItsPredecessor(t *testing.T) {
 // parallel: LearnPostings changes the registry.
 func TestAFactWaitsForItsOwnOpening(t *testing.T) {
 	const opened, won = "payment.dispute_opened", "payment.dispute_won"
-	bookkeeping.LearnPostings(t, opened, ledger.Postings{Kind: "dispute", Debit: ledger.RoleMerchant, Credit: ledger.RolePayer,
+	ledgers.LearnPostings(t, opened, ledger.Postings{Kind: "dispute", Debit: ledger.RoleMerchant, Credit: ledger.RolePayer,
 		DependsOn: []ledger.Kind{"payment", "capture"}})
-	bookkeeping.LearnPostings(t, won, ledger.Postings{Kind: "dispute_won", Debit: ledger.RolePayer, Credit: ledger.RoleMerchant,
+	ledgers.LearnPostings(t, won, ledger.Postings{Kind: "dispute_won", Debit: ledger.RolePayer, Credit: ledger.RoleMerchant,
 		DependsOn: []ledger.Kind{"dispute"}})
 	const (
 		dispute1 = "0b7e2f5e-7c41-4c55-9a57-3a3d0c1fd001"
@@ -90,7 +90,7 @@ func TestAFactWaitsForItsOwnOpening(t *testing.T) {
 "time":"2026-11-29T12:00:01Z","dataversion":"1",
 "data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, n, typ, paymentID, id, amount))
 	}
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	svc := newService(m)
 	ctx := context.Background()
 	waits := func(what string, body []byte) {

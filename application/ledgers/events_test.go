@@ -1,4 +1,4 @@
-package bookkeeping
+package ledgers
 
 import (
 	"os"
@@ -33,7 +33,7 @@ func TestEveryPublishedEventIsPostedOrIgnored(t *testing.T) {
 		r, ok := rules[ev.Type]
 		if !ok {
 			if ignored[ev.Type] == "" {
-				t.Errorf("event type %q (%s) is published, but the ledger neither posts it nor lists it as ignored: add it to the registry in application/bookkeeping/events.go", ev.Type, filepath.Base(path))
+				t.Errorf("event type %q (%s) is published, but the ledger neither posts it nor lists it as ignored: add it to the registry in application/ledgers/events.go", ev.Type, filepath.Base(path))
 			}
 			continue
 		}
@@ -44,7 +44,7 @@ func TestEveryPublishedEventIsPostedOrIgnored(t *testing.T) {
 		}
 		in, err := Handler{}.Check(ev, version)
 		if err != nil {
-			t.Errorf("%s: %v: the registry in application/bookkeeping/events.go cannot post it", filepath.Base(path), err)
+			t.Errorf("%s: %v: the registry in application/ledgers/events.go cannot post it", filepath.Base(path), err)
 			continue
 		}
 		kind := r.postings.Kind

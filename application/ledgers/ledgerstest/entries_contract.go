@@ -1,4 +1,4 @@
-package bookkeepingtest
+package ledgerstest
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
@@ -27,7 +27,7 @@ func entriesContract(t *testing.T, open func(t *testing.T) Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Record(ctx, inboxMsg(msg), func(ctx context.Context, l bookkeeping.Ledger) (string, error) {
+		if _, err := s.Record(ctx, inboxMsg(msg), func(ctx context.Context, l ledgers.Ledger) (string, error) {
 			_, err := l.Post(ctx, tx, at)
 			return "", err
 		}); err != nil {
@@ -43,7 +43,7 @@ func entriesContract(t *testing.T, open func(t *testing.T) Store) {
 	merC, _ := ledger.MerchantAccount("mer_c")
 	merD, _ := ledger.MerchantAccount("mer_d")
 
-	all, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: merC, Limit: 10})
+	all, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: merC, Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,30 +61,30 @@ func entriesContract(t *testing.T, open func(t *testing.T) Store) {
 		t.Fatalf("mer_c's entries: amounts %v, want [500 400 300 200 100]", amounts)
 	}
 
-	page, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: merC, Limit: 2, After: all[1].ID})
+	page, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: merC, Limit: 2, After: all[1].ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(page) != 2 || page[0].ID != all[2].ID || page[1].ID != all[3].ID {
 		t.Errorf("the page after %d: %+v, want entries %d and %d", all[1].ID, page, all[2].ID, all[3].ID)
 	}
-	last, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: merC, Limit: 2, After: all[4].ID})
+	last, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: merC, Limit: 2, After: all[4].ID})
 	if err != nil || len(last) != 0 {
 		t.Errorf("the page after the oldest: %+v, %v; want none", last, err)
 	}
 
-	theirs, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: merD, Limit: 10})
+	theirs, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: merD, Limit: 10})
 	if err != nil || len(theirs) != 1 || theirs[0].Entry.Amount() != 900 {
 		t.Fatalf("mer_d's entries: %+v, %v; want its one payment", theirs, err)
 	}
-	if _, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: merC, Limit: 2, After: theirs[0].ID}); !errors.Is(err, bookkeeping.ErrUnknownCursor) {
+	if _, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: merC, Limit: 2, After: theirs[0].ID}); !errors.Is(err, ledgers.ErrUnknownCursor) {
 		t.Errorf("another account's entry as the cursor: %v, want ErrUnknownCursor", err)
 	}
-	if _, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: merC, Limit: 2, After: all[0].ID + 1000}); !errors.Is(err, bookkeeping.ErrUnknownCursor) {
+	if _, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: merC, Limit: 2, After: all[0].ID + 1000}); !errors.Is(err, ledgers.ErrUnknownCursor) {
 		t.Errorf("an id no entry has as the cursor: %v, want ErrUnknownCursor", err)
 	}
 	nobody, _ := ledger.MerchantAccount("mer_none")
-	if es, err := s.AccountEntries(ctx, bookkeeping.EntryQuery{Account: nobody, Limit: 2}); err != nil || len(es) != 0 {
+	if es, err := s.AccountEntries(ctx, ledgers.EntryQuery{Account: nobody, Limit: 2}); err != nil || len(es) != 0 {
 		t.Errorf("an account without entries: %+v, %v; want none", es, err)
 	}
 }

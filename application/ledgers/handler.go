@@ -1,4 +1,4 @@
-package bookkeeping
+package ledgers
 
 import (
 	"cmp"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
-	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/domain/money"
 )
 
 // Handler is the ledger's handler of the shared inbox: it applies each
@@ -49,7 +49,7 @@ func (h Handler) maxAmount() int64 {
 }
 
 // HandlerMetrics is what the handler reports. The binary exports it
-// (adapters/metrics).
+// (adapters/ledgermetrics).
 type HandlerMetrics interface {
 	// Refused counts an event the ledger refused for good (it is parked):
 	// kind is its registry kind, reason a short name of the rule it broke
@@ -211,7 +211,7 @@ func (h Handler) Apply(ctx context.Context, l Ledger, in Instruction, at time.Ti
 
 func (h Handler) apply(ctx context.Context, l Ledger, in Instruction, at time.Time) (bool, error) {
 	p := in.posting
-	if _, err := payment.ParseCurrency(p.Currency); err != nil {
+	if !money.IsCurrency(p.Currency) {
 		return false, fmt.Errorf("%w: %q is no active ISO 4217 currency", ledger.ErrUnknownCurrency, p.Currency)
 	}
 	rec, err := readRecord(ctx, l, in)
@@ -364,7 +364,7 @@ func readRecord(ctx context.Context, l Ledger, in Instruction) (record, error) {
 // on, and the event is retried until they do.
 func (rec record) payment(in Instruction) (ledger.Payment, error) {
 	if !rec.known {
-		return ledger.Payment{}, fmt.Errorf("%s of payment %s, of which the ledger knows nothing, and which its kind's postings let through: declare what it depends on (application/bookkeeping/events.go): %w",
+		return ledger.Payment{}, fmt.Errorf("%s of payment %s, of which the ledger knows nothing, and which its kind's postings let through: declare what it depends on (application/ledgers/events.go): %w",
 			in.Kind(), in.posting.PaymentID, ledger.ErrPaymentNotFound)
 	}
 	return rec.pay, nil
@@ -388,7 +388,7 @@ func waitFor(ctx context.Context, l Ledger, in Instruction, rec record) error {
 	for _, k := range deps {
 		r, ok := ruleOf(k)
 		if !ok {
-			return fmt.Errorf("kind %s depends on %s, which no rule of the registry declares (application/bookkeeping/events.go)", in.Kind(), k)
+			return fmt.Errorf("kind %s depends on %s, which no rule of the registry declares (application/ledgers/events.go)", in.Kind(), k)
 		}
 		switch r.effect.seen(rec) {
 		case applied:

@@ -1,4 +1,4 @@
-package bookkeeping
+package ledgers
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestEveryKindIsDeclaredOnceAndSoundly(t *testing.T) {
 	for typ, r := range rules {
 		d := r.postings
 		if other, ok := declared[d.Kind]; ok {
-			t.Errorf("kind %q is declared by %s and %s: declare each kind once (application/bookkeeping/events.go)", d.Kind, other, typ)
+			t.Errorf("kind %q is declared by %s and %s: declare each kind once (application/ledgers/events.go)", d.Kind, other, typ)
 		}
 		declared[d.Kind] = typ
 		if err := d.Check(); err != nil {
@@ -137,7 +137,7 @@ func TestLedgerMdTableIsTheRegistrysPostings(t *testing.T) {
 			{"depends on", ticked(row[3]), deps},
 		} {
 			if !slices.Equal(c.doc, c.code) {
-				t.Errorf("kind %q: docs/LEDGER.md says %s %v, its postings in application/bookkeeping/events.go %v", d.Kind, c.column, c.doc, c.code)
+				t.Errorf("kind %q: docs/LEDGER.md says %s %v, its postings in application/ledgers/events.go %v", d.Kind, c.column, c.doc, c.code)
 			}
 		}
 		delete(table, d.Kind)

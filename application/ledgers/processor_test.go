@@ -1,4 +1,4 @@
-package bookkeeping_test
+package ledgers_test
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
-	"github.com/payments-outbox/payments-outbox/application/bookkeeping/bookkeepingtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-func step(t *testing.T, p *inbox.Processor[bookkeeping.Ledger, bookkeeping.Instruction]) int {
+func step(t *testing.T, p *inbox.Processor[ledgers.Ledger, ledgers.Instruction]) int {
 	t.Helper()
 	n, err := p.Step(context.Background())
 	if err != nil {
@@ -55,7 +55,7 @@ func (c *countingMetrics) Backlog(inbox.Stats) {}
 // a redelivery is a duplicate.
 func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnType changes the registry
 	const disputed = "payment.disputed"
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	ctx := context.Background()
 	body := func(id, payment string) []byte {
 		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","time":"2026-11-29T12:00:00Z","dataversion":"1",
@@ -79,11 +79,11 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnT
 			t.Fatalf("row %s: %d attempts, parked %v; want pending and untouched", id, attempts, parked)
 		}
 	}
-	if st, _ := m.InboxStats(ctx, bookkeeping.AppliedTypes()); st.Unhandled != 2 || st.Pending != 0 {
+	if st, _ := m.InboxStats(ctx, ledgers.AppliedTypes()); st.Unhandled != 2 || st.Pending != 0 {
 		t.Errorf("stats: got %+v, want 2 unhandled, 0 pending", st)
 	}
 
-	bookkeeping.LearnType(t, disputed, "dispute") // the deploy
+	ledgers.LearnType(t, disputed, "dispute") // the deploy
 	svc := newService(m)
 	p := svc.proc
 	if n := step(t, p); n != 2 {
@@ -107,7 +107,7 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnT
 // the batch's rows one per transaction, the others commit, and it parks that
 // row at its first attempt, as a row whose data can never post.
 func TestProcessorParksAPostingPastTheBalanceLimitAtOnce(t *testing.T) {
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	svc := newService(m)
 	ctx := context.Background()
 	for _, b := range [][]byte{
@@ -153,7 +153,7 @@ func TestProcessorParksAPostingPastTheBalanceLimitAtOnce(t *testing.T) {
 // the rows were claimed in: two batches' commits then lock the balance rows
 // they share in the same order, and never deadlock.
 func TestProcessorPostsABatchInLockOrder(t *testing.T) {
-	m := bookkeepingtest.NewFakeStore()
+	m := ledgerstest.NewFakeStore()
 	svc := newService(m)
 	ctx := context.Background()
 	parties := []struct{ merchant, currency, payer string }{
