@@ -84,7 +84,20 @@ fi
 
 # Free host ports for whatever the caller did not set: the stage must not
 # collide with a developer's `docker compose up`, or with anything else here.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { # below the ephemeral range, which outgoing connections draw from
+	python3 -c '
+import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for port in random.sample(range(lo // 2, lo), lo - lo // 2):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    print(port)
+    break
+'
+}
 for var in POSTGRES_HOST_PORT LOCALSTACK_HOST_PORT PAYMENTS_HOST_PORT LEDGER_HOST_PORT WEBHOOKS_HOST_PORT \
 	RECEIVER_HOST_PORT PAYMENTS_OPS_HOST_PORT LEDGER_OPS_HOST_PORT WEBHOOKS_OPS_HOST_PORT; do
 	[ -n "${!var:-}" ] || export "$var=$(free_port)"

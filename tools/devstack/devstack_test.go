@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
 const repo = "../.."
@@ -232,17 +234,12 @@ func TestMakeDev(t *testing.T) {
 		t.Skip("runs the whole make dev (a minute or two): set MAKE_DEV_TEST=1 to run it; CI runs it")
 	}
 	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}
-	var held []net.Listener
-	for _, hp := range hostPorts {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, ln)
-		env[hp.variable] = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ports, err := proc.FreePorts(len(hostPorts))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range held {
-		ln.Close()
+	for i, hp := range hostPorts {
+		env[hp.variable] = strconv.Itoa(ports[i])
 	}
 	// The secret make demo hands the receiver goes to the file compose
 	// mounts, in the repository: keep what a developer had there.

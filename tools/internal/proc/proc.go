@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -83,7 +82,7 @@ type incarnation struct {
 // OPS_ADDR, each on a free loopback port. Every incarnation appends its
 // stdout and stderr to the file log. Nothing runs until Start.
 func New(name, bin, log string, env []string) (*Process, error) {
-	addrs, err := freeAddrs(2)
+	addrs, err := FreeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
@@ -92,23 +91,6 @@ func New(name, bin, log string, env []string) (*Process, error) {
 	// uses the last value of a repeated variable, so these win.
 	env = append(slices.Clip(env), "HTTP_ADDR="+addr, "OPS_ADDR="+ops)
 	return &Process{name: name, bin: bin, env: env, addr: addr, ops: ops, log: log}, nil
-}
-
-// freeAddrs returns n distinct free loopback addresses. Every listener is
-// held until all are found: a port closed at once can be handed out again
-// by the next Listen, and one process got the same port for HTTP_ADDR and
-// OPS_ADDR.
-func freeAddrs(n int) ([]string, error) {
-	addrs := make([]string, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs, nil
 }
 
 // Name is the name given to New; it labels errors and log lines.
