@@ -115,7 +115,9 @@ type claimedRow struct {
 // lockRows runs the claim statement q; as the transaction's first
 // statement it travels with BEGIN, in one round trip. Each Payload is the
 // column's bytes as the write side stored them (json keeps its input
-// text), which the relay publishes unchanged.
+// text), which the relay publishes unchanged. The ids are read as
+// pgtype.UUID, which pgx decodes from the binary column directly: into a
+// uuid.UUID (a sql.Scanner) it would decode each to text and parse it.
 func lockRows(ctx context.Context, tx *postgres.Tx, q string, args []any, limit int) ([]claimedRow, error) {
 	var b pgx.Batch
 	b.Queue(q, args...)
@@ -126,8 +128,12 @@ func lockRows(ctx context.Context, tx *postgres.Tx, q string, args []any, limit 
 		return nil, err
 	}
 	out := make([]claimedRow, 0, limit)
-	var m claimedRow
-	_, err = pgx.ForEachRow(rows, []any{&m.ID, &m.AggregateID, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.TraceParent, &m.TraceState, &m.due}, func() error {
+	var (
+		m       claimedRow
+		id, agg pgtype.UUID
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &agg, &m.Type, &m.Payload, &m.Attempts, &m.CreatedAt, &m.TraceParent, &m.TraceState, &m.due}, func() error {
+		m.ID, m.AggregateID = id.Bytes, agg.Bytes
 		out = append(out, m)
 		m.Payload = nil // the next Scan must not write into this message's bytes
 		return nil
