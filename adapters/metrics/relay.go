@@ -75,7 +75,7 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 		}),
 		partitionAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "outbox_partition_oldest_pending_age_seconds",
-			Help: "Ordered mode: age of the oldest PENDING outbox row per partition; 0 when none. One growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
+			Help: "Age of the oldest PENDING outbox row per partition; 0 when none. In ordered mode, one growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
 		}, []string{"partition"}),
 		ownedPartitions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "outbox_relay_owned_partitions",
@@ -119,9 +119,9 @@ func (m *Relay) Backlog(s outbox.Stats) {
 	m.oldestPendingAge.Set(s.OldestPending.Seconds())
 }
 
-// PartitionBacklog implements partition.Metrics: in ordered mode, every
-// partition has a series, 0 when it has nothing pending, as the overall
-// gauge is; a change of the partition count drops the old ones.
+// PartitionBacklog implements partition.Metrics: every partition has a
+// series, 0 when it has nothing pending, as the overall gauge is; a change
+// of the partition count drops the old ones.
 func (m *Relay) PartitionBacklog(b partition.Backlog) {
 	m.partitionAge.Reset()
 	age := make([]float64, b.Partitions)

@@ -116,6 +116,9 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		}, time.Now, log)
 	})
 	g.Go(func() error { return outbox.RefreshGauges(ctx, table, relayMetrics, outboxStatsEvery, log) })
+	// The age per partition is ordered mode's signal (a stuck partition);
+	// exported in both modes, so that one dashboard reads every deployment.
+	g.Go(func() error { return partition.RefreshGauges(ctx, table, relayMetrics, outboxStatsEvery, log) })
 	if ordered == nil {
 		if cfg.OutboxNotify {
 			g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
@@ -123,7 +126,6 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		return nil
 	}
 	g.Go(func() error { return ordered.Run(ctx) })
-	g.Go(func() error { return partition.RefreshGauges(ctx, table, relayMetrics, outboxStatsEvery, log) })
 	if cfg.OutboxNotify {
 		g.Go(func() error { return outboxstore.ListenRebalance(ctx, pool, log, r.Wake, ordered.Rebalance) })
 	}
