@@ -10,7 +10,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
 // publisherFunc is a relay publisher made of a function: one error per
@@ -30,14 +29,9 @@ func (f publisherFunc) Publish(ctx context.Context, msgs []outbox.Message) []err
 // outbox after a drain.
 func newDrain(t *testing.T, pool *pgxpool.Pool, batchSize int, publish publisherFunc) func(context.Context) (int, error) {
 	t.Helper()
-	r := relay.New(outboxstore.New(pool), publish, slog.New(slog.DiscardHandler), nil, time.Now,
-		relay.Config{BatchSize: batchSize, Workers: 1, LeaseDuration: time.Minute})
+	r := outbox.NewRelay(outboxstore.New(pool), publish, slog.New(slog.DiscardHandler), nil, time.Now,
+		outbox.Config{BatchSize: batchSize, Workers: 1})
 	return func(ctx context.Context) (int, error) {
-		// Renewed at every drain: a run longer than a lease must not find
-		// its partitions gone and take an empty claim for a drained outbox.
-		if err := r.Heartbeat(ctx); err != nil {
-			return 0, err
-		}
 		total := 0
 		for {
 			n, err := r.Step(ctx)
