@@ -3,9 +3,15 @@ package paymentsoutbox_test
 import (
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,6 +96,62 @@ func TestApplicationMakesNoHTTPCalls(t *testing.T) {
 	}
 	if seen < 3 {
 		t.Fatalf("go list found %d packages; the test is not looking where it should", seen)
+	}
+}
+
+// TestOutboxCoreKnowsNothingOfItsLayers keeps the relay a reader meets
+// first the article's loop: application/outbox claims, publishes and marks
+// through its Store port, and what a deployment adds — turns at the
+// database (application/outbox/turns), ordered mode's partitions and leases
+// (application/outbox/partition) — wraps that port from outside. The core
+// and its test double import neither, directly or through another package,
+// and declare nothing named after them (no Heartbeat, Release, Assignment,
+// lease, partition or turn in a port).
+func TestOutboxCoreKnowsNothingOfItsLayers(t *testing.T) {
+	core := []string{module + "/application/outbox", module + "/application/outbox/outboxtest"}
+	layers := []string{module + "/application/outbox/partition", module + "/application/outbox/turns"}
+	out, err := exec.Command("go", append([]string{"list", "-deps", "-test", "-f", "{{.ImportPath}}"}, core...)...).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, core[0]) {
+		t.Fatalf("go list -deps %v listed %d packages without the core; the test is not looking where it should", core, len(deps))
+	}
+	for _, d := range deps {
+		for _, l := range layers {
+			if d == l || strings.HasPrefix(d, l+"/") {
+				t.Errorf("the outbox core (%v) depends on %s; the layers wrap its Store port, never the other way", core, d)
+			}
+		}
+	}
+
+	words := regexp.MustCompile(`(?i:heartbeat|release|assignment|lease|partition)|^turns?|Turn`)
+	files, err := filepath.Glob("application/outbox/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		tree, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(tree, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				named++
+				if words.MatchString(id.Name) {
+					t.Errorf("%s: the outbox core names %s; leases, partitions and turns belong to the layers that wrap it", f, id.Name)
+				}
+			}
+			return true
+		})
+	}
+	if named < 100 {
+		t.Fatalf("read %d names in application/outbox; the test is not looking where it should", named)
 	}
 }
 

@@ -1,5 +1,5 @@
 // Package metrics exports what the application's metric ports report as
-// Prometheus series. The application declares the port (relay.Metrics) and
+// Prometheus series. The application declares the port (outbox.Metrics) and
 // never imports Prometheus; the binary registers these series on the registry
 // its /metrics serves (no global registry).
 package metrics
@@ -10,12 +10,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
-var _ relay.Metrics = (*Relay)(nil)
+var (
+	_ outbox.Metrics    = (*Relay)(nil)
+	_ partition.Metrics = (*Relay)(nil)
+)
 
-// Relay is the outbox relay's series. The age of the oldest PENDING row is the
+// Relay is the outbox relay's series, and ordered mode's (partition.Metrics). The age of the oldest PENDING row is the
 // one to alert on (docs/OPERATIONS.md, "What to monitor").
 type Relay struct {
 	oldestPendingAge prometheus.Gauge
@@ -71,15 +75,15 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 		}),
 		partitionAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "outbox_partition_oldest_pending_age_seconds",
-			Help: "Age of the oldest PENDING outbox row per partition; 0 when none. One growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
+			Help: "Ordered mode: age of the oldest PENDING outbox row per partition; 0 when none. One growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
 		}, []string{"partition"}),
 		ownedPartitions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "outbox_relay_owned_partitions",
-			Help: "Outbox partitions this replica holds leases on; summed over replicas it is the partition count.",
+			Help: "Ordered mode: outbox partitions this replica holds leases on; summed over replicas it is the partition count.",
 		}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_relay_rebalances_total",
-			Help: "Lease heartbeats of this replica that took or gave up partitions (replicas came or went).",
+			Help: "Ordered mode: lease heartbeats of this replica that took or gave up partitions (replicas came or went).",
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.oldestPendingAge, m.pendingRows, m.deadRows,
@@ -92,32 +96,36 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 	return m, nil
 }
 
-// PublishCall implements relay.Metrics.
+// PublishCall implements outbox.Metrics.
 func (m *Relay) PublishCall(d time.Duration) { m.callDuration.Observe(d.Seconds()) }
 
-// Published implements relay.Metrics.
+// Published implements outbox.Metrics.
 func (m *Relay) Published(sinceCommit time.Duration) {
 	m.published.Inc()
 	m.latency.Observe(sinceCommit.Seconds())
 }
 
-// PublishFailed implements relay.Metrics.
+// PublishFailed implements outbox.Metrics.
 func (m *Relay) PublishFailed() { m.failures.Inc() }
 
-// Dead implements relay.Metrics.
+// Dead implements outbox.Metrics.
 func (m *Relay) Dead() { m.dead.Inc() }
 
-// Backlog implements relay.Metrics: the gauges take the whole table's backlog,
-// which every replica reports alike.
-func (m *Relay) Backlog(s relay.Stats) {
+// Backlog implements outbox.Metrics: the gauges take the whole table's
+// backlog, which every replica reports alike.
+func (m *Relay) Backlog(s outbox.Stats) {
 	m.pendingRows.Set(float64(s.Pending))
 	m.deadRows.Set(float64(s.Dead))
 	m.oldestPendingAge.Set(s.OldestPending.Seconds())
-	// Every partition has a series, 0 when it has nothing pending, as the
-	// overall gauge is; a change of the partition count drops the old ones.
+}
+
+// PartitionBacklog implements partition.Metrics: in ordered mode, every
+// partition has a series, 0 when it has nothing pending, as the overall
+// gauge is; a change of the partition count drops the old ones.
+func (m *Relay) PartitionBacklog(b partition.Backlog) {
 	m.partitionAge.Reset()
-	age := make([]float64, s.Partitions)
-	for _, p := range s.ByPartition {
+	age := make([]float64, b.Partitions)
+	for _, p := range b.ByPartition {
 		if p.Partition >= 0 && p.Partition < len(age) {
 			age[p.Partition] = p.OldestPending.Seconds()
 		}
@@ -127,8 +135,8 @@ func (m *Relay) Backlog(s relay.Stats) {
 	}
 }
 
-// OwnedPartitions implements relay.Metrics.
+// OwnedPartitions implements partition.Metrics.
 func (m *Relay) OwnedPartitions(n int) { m.ownedPartitions.Set(float64(n)) }
 
-// Rebalanced implements relay.Metrics.
+// Rebalanced implements partition.Metrics.
 func (m *Relay) Rebalanced() { m.rebalances.Inc() }

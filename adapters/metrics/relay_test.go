@@ -7,7 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payments-outbox/payments-outbox/adapters/metrics"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
 // TestRelaySeries checks the series docs/OPERATIONS.md and the runbook alert on keep
@@ -23,8 +24,9 @@ func TestRelaySeries(t *testing.T) {
 		t.Error("registering twice on one registry: got no error, want one")
 	}
 
-	m.Backlog(relay.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second, Partitions: 4,
-		ByPartition: []relay.PartitionStats{{Partition: 3, Pending: 7, OldestPending: 90 * time.Second}}})
+	m.Backlog(outbox.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second})
+	m.PartitionBacklog(partition.Backlog{Partitions: 4,
+		ByPartition: []partition.PartitionBacklog{{Partition: 3, Pending: 7, OldestPending: 90 * time.Second}}})
 	m.OwnedPartitions(16)
 	m.Rebalanced()
 	m.PublishCall(30 * time.Millisecond)

@@ -18,7 +18,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
 // OutboxPartitions prints the partition count n and which relay replica
@@ -74,8 +75,9 @@ func partitionList(ps []int) string {
 }
 
 // OutboxStats prints the outbox backlog: in all, per event type, and the ten
-// partitions whose oldest pending row is the oldest.
-func OutboxStats(out io.Writer, st relay.Stats) error {
+// partitions (ordered mode's, application/outbox/partition) whose oldest
+// pending row is the oldest.
+func OutboxStats(out io.Writer, st outbox.Stats, b partition.Backlog) error {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "pending\t%d\n", st.Pending)
 	fmt.Fprintf(w, "dead\t%d\n", st.Dead)
@@ -87,10 +89,10 @@ func OutboxStats(out io.Writer, st relay.Stats) error {
 			fmt.Fprintf(w, "%s\t%d\t%d\t%s\n", t.Type, t.Pending, t.Dead, t.OldestPending.Round(time.Millisecond))
 		}
 	}
-	if len(st.ByPartition) > 0 {
+	if len(b.ByPartition) > 0 {
 		// The oldest first: a stuck partition is at the top.
-		ps := slices.Clone(st.ByPartition)
-		slices.SortStableFunc(ps, func(a, b relay.PartitionStats) int { return cmp.Compare(b.OldestPending, a.OldestPending) })
+		ps := slices.Clone(b.ByPartition)
+		slices.SortStableFunc(ps, func(a, b partition.PartitionBacklog) int { return cmp.Compare(b.OldestPending, a.OldestPending) })
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "PARTITION\tPENDING\tOLDEST PENDING")
 		for i, p := range ps {

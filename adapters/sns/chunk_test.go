@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
 func TestChunk(t *testing.T) {
@@ -40,7 +39,7 @@ func TestChunk(t *testing.T) {
 			}
 			for i, err := range errs {
 				want := slices.Contains(tt.wantTooBig, i)
-				if errors.Is(err, ErrTooLarge) != want || relay.IsPermanent(err) != want {
+				if errors.Is(err, ErrTooLarge) != want || outbox.IsPermanent(err) != want {
 					t.Errorf("message %d: got error %v, want a permanent ErrTooLarge=%v", i, err, want)
 				}
 			}

@@ -3,7 +3,6 @@ package sns_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -15,36 +14,35 @@ import (
 	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
-// errKilled is what a killed replica's in-flight claim ends with: its
-// transaction rolls back after the broker acknowledged, as when the process
-// dies between the publish and the commit.
-var errKilled = errors.New("replica killed")
-
-// killableStore is a replica's store that can be killed: from then on every
-// claim rolls back after its publish (the at-least-once window) and the
-// leases are not released, so the other replicas wait for them to expire.
+// killableStore is a replica's store that can be killed: from then on a
+// claim loses its database sessions after its publish, as a process that
+// dies between the publish and the commit does (the at-least-once window),
+// so its transaction rolls back; and the leases are not released, so the
+// other replicas wait for them to expire.
 type killableStore struct {
 	*outboxstore.Store
 	killed *atomic.Bool
+	die    func() // terminates the replica's sessions
 }
 
-func (s killableStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
-	return s.Store.ClaimBatch(ctx, c, func(msgs []outbox.Message) (relay.BatchResult, error) {
-		out, err := fn(msgs)
+func (s killableStore) ClaimInOrder(ctx context.Context, c partition.Claim, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+	return s.Store.ClaimInOrder(ctx, c, func(ctx context.Context, msgs []outbox.Message) outbox.Result {
+		out := publish(ctx, msgs)
 		if s.killed.Load() {
-			return out, errKilled
+			s.die()
 		}
-		return out, err
+		return out
 	})
 }
 
@@ -61,7 +59,7 @@ func (s killableStore) Release(ctx context.Context, owner string) error {
 // another began has the smaller tick). That is the order the relay answers
 // for, whatever the queue behind the topic then does.
 type handOffs struct {
-	relay.Publisher
+	outbox.Publisher
 	mu   sync.Mutex
 	tick int
 	log  []handOff
@@ -132,25 +130,38 @@ func (h *handOffs) early() []string {
 }
 
 // orderedReplica is one slot of the replica set, restarted under a new
-// name each time.
+// name each time. Its pool's sessions carry the slot's name, so that a
+// kill can end them.
 type orderedReplica struct {
+	name   string
 	pool   *pgxpool.Pool
-	pub    relay.Publisher
+	admin  *pgxpool.Pool // outlives the replica: ends its sessions on a kill
+	pub    outbox.Publisher
 	cancel context.CancelFunc
 	killed *atomic.Bool
 	done   chan struct{}
 }
 
 func (rp *orderedReplica) start(t *testing.T) {
-	cfg := relay.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond, Ordered: true,
-		LeaseDuration: time.Second, Heartbeat: 100 * time.Millisecond}
 	rp.killed = new(atomic.Bool)
 	ctx, cancel := context.WithCancel(context.Background())
 	rp.cancel, rp.done = cancel, make(chan struct{})
-	r := relay.New(killableStore{outboxstore.New(rp.pool), rp.killed}, rp.pub, discard(), nil, time.Now, cfg)
+	die := func() {
+		if _, err := rp.admin.Exec(context.Background(),
+			`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, rp.name); err != nil {
+			t.Errorf("killing %s: %v", rp.name, err)
+		}
+	}
+	o := partition.NewOrdered(killableStore{outboxstore.New(rp.pool), rp.killed, die}, discard(), nil,
+		partition.Config{LeaseDuration: time.Second, Heartbeat: 100 * time.Millisecond})
+	r := outbox.NewRelay(o, rp.pub, discard(), nil, time.Now,
+		outbox.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond})
 	go func() {
 		defer close(rp.done)
-		if err := r.Run(ctx); err != nil {
+		var g errgroup.Group
+		g.Go(func() error { return r.Run(ctx) })
+		g.Go(func() error { return o.Run(ctx) })
+		if err := g.Wait(); err != nil {
 			t.Errorf("relay: %v", err)
 		}
 	}()
@@ -191,12 +202,15 @@ func TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO(t *testing.T) {
 	start := time.Now()
 	reps := make([]*orderedReplica, 4)
 	for i := range reps {
-		p, err := pgxpool.New(context.Background(), pool.Config().ConnString())
+		cfg := pool.Config().Copy()
+		name := fmt.Sprintf("ordered-replica-%d", i)
+		cfg.ConnConfig.RuntimeParams["application_name"] = name
+		p, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Close)
-		reps[i] = &orderedReplica{pool: p, pub: pub}
+		reps[i] = &orderedReplica{name: name, pool: p, admin: pool, pub: pub}
 		reps[i].start(t)
 	}
 

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
 const (
@@ -52,7 +51,7 @@ const (
 )
 
 // ErrTooLarge is the error for a message SNS would reject for its size. Retrying
-// it cannot succeed, so it is reported as relay.Permanent: the row goes DEAD on
+// it cannot succeed, so it is reported as outbox.Permanent: the row goes DEAD on
 // its first attempt, where an operator sees it.
 var ErrTooLarge = errors.New("message exceeds the SNS size limit of 256 KiB")
 
@@ -68,7 +67,7 @@ type Publisher struct {
 // names to end in .fifo.
 func IsFIFO(topicARN string) bool { return strings.HasSuffix(topicARN, ".fifo") }
 
-var _ relay.Publisher = (*Publisher)(nil)
+var _ outbox.Publisher = (*Publisher)(nil)
 
 // NewPublisher returns a Publisher to topicARN. A relay batch becomes several
 // PublishBatch calls of at most 10 messages; inFlight of them run at once (at
@@ -87,9 +86,9 @@ func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publish
 	return &Publisher{client: client, topicARN: topicARN, inFlight: max(inFlight, 1), fifo: IsFIFO(topicARN)}
 }
 
-// Publish implements relay.Publisher. Every entry of each response is looked at:
+// Publish implements outbox.Publisher. Every entry of each response is looked at:
 // only an id in Successful counts as acknowledged; an id in Failed gets its code
-// and message, marked relay.Permanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
+// and message, marked outbox.Permanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
 // is never marked PUBLISHED on a guess.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	errs := make([]error, len(msgs))
@@ -116,7 +115,7 @@ func chunk(msgs []outbox.Message, errs []error) [][]int {
 	for i, m := range msgs {
 		size := messageSize(m)
 		if size > maxBatchBytes {
-			errs[i] = relay.Permanent(fmt.Errorf("%w: %d bytes", ErrTooLarge, size))
+			errs[i] = outbox.Permanent(fmt.Errorf("%w: %d bytes", ErrTooLarge, size))
 			continue
 		}
 		if len(cur) == maxBatchEntries || bytes+size > maxBatchBytes {
@@ -184,7 +183,7 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, idx
 			err := fmt.Errorf("sns rejected message: %s: %s (sender fault: %t)",
 				aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
 			if refusesTheEntry(f) {
-				err = relay.Permanent(err)
+				err = outbox.Permanent(err)
 			}
 			errs[idx[j]] = err
 		}

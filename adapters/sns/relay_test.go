@@ -24,8 +24,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/application/payments"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -122,7 +123,7 @@ func (f fixture) countDue(t *testing.T) int {
 }
 
 // run starts r until the test ends or the returned stop is called.
-func run(t *testing.T, r *relay.Relay) (stop func()) {
+func run(t *testing.T, r *outbox.Relay) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
@@ -176,8 +177,8 @@ func TestEventReachesQueueVerbatim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	id := f.insertEvents(t, 1, 10)[0]
-	run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now,
-		relay.Config{PollInterval: 20 * time.Millisecond}))
+	run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now,
+		outbox.Config{PollInterval: 20 * time.Millisecond}))
 
 	msgs := f.tq.Drain(t, f.tq.QueueURL, 1, 30*time.Second)
 	if len(msgs) != 1 {
@@ -245,8 +246,8 @@ func TestQueueGetsTheEncodersBytes(t *testing.T) {
 			PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: r.CreatedAt},
 	}
 
-	run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now,
-		relay.Config{PollInterval: 20 * time.Millisecond}))
+	run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now,
+		outbox.Config{PollInterval: 20 * time.Millisecond}))
 	msgs := f.tq.Drain(t, f.tq.QueueURL, len(events), 30*time.Second)
 	if len(msgs) != len(events) {
 		t.Fatalf("got %d messages, want %d", len(msgs), len(events))
@@ -281,8 +282,8 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		o.BaseEndpoint = aws.String("http://127.0.0.1:1") // nothing listens on port 1
 		o.RetryMaxAttempts = 1
 	})
-	cfg := relay.Config{BatchSize: 100, MaxAttempts: 100, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
-	broken := relay.New(f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), discard(), nil, time.Now, cfg)
+	cfg := outbox.Config{BatchSize: 100, MaxAttempts: 100, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
+	broken := outbox.NewRelay(f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), discard(), nil, time.Now, cfg)
 	for attempt := 1; attempt <= 2; attempt++ {
 		// Step only once every row is due again: a step that found some rows
 		// still in their backoff would claim the others alone and charge them
@@ -298,7 +299,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		}
 	}
 
-	run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now, cfg))
+	run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now, cfg))
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, rows, time.Minute))
 	for _, id := range ids {
 		if !got[id] {
@@ -309,7 +310,8 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 }
 
 // TestReplicasShareTheOutbox runs three relays, as three replicas would, over one
-// outbox: every row reaches the queue once.
+// outbox, each as cmd/payments runs it by default (one claim at work in the
+// database at a time): every row reaches the queue once.
 func TestReplicasShareTheOutbox(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -321,8 +323,8 @@ func TestReplicasShareTheOutbox(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(pool.Close)
-		cfg := relay.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond}
-		run(t, relay.New(outboxstore.New(pool), f.publisher(), discard(), nil, time.Now, cfg))
+		cfg := outbox.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond}
+		run(t, outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(pool)), f.publisher(), discard(), nil, time.Now, cfg))
 	}
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, rows, 90*time.Second))
 	if len(got) != rows {
@@ -344,9 +346,9 @@ func TestOversizedEventGoesDeadWithoutBlocking(t *testing.T) {
 	f := newFixture(t)
 	big := f.insertEvents(t, 1, 300*1024)[0]
 	small := f.insertEvents(t, 20, 10)
-	cfg := relay.Config{BatchSize: 10, MaxAttempts: 3, PollInterval: 10 * time.Millisecond,
+	cfg := outbox.Config{BatchSize: 10, MaxAttempts: 3, PollInterval: 10 * time.Millisecond,
 		BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
-	stop := run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now, cfg))
+	stop := run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now, cfg))
 
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, len(small), time.Minute))
 	for _, id := range small {
@@ -390,8 +392,8 @@ func TestShutdownKeepsPublishedAcknowledged(t *testing.T) {
 	f := newFixture(t)
 	const rows = 100
 	f.insertEvents(t, rows, 10)
-	cfg := relay.Config{BatchSize: 10, Workers: 2, PollInterval: 10 * time.Millisecond}
-	stop := run(t, relay.New(f.store, f.publisher(), discard(), nil, time.Now, cfg))
+	cfg := outbox.Config{BatchSize: 10, Workers: 2, PollInterval: 10 * time.Millisecond}
+	stop := run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now, cfg))
 	waitFor(t, 30*time.Second, "a first batch PUBLISHED", func() bool { return f.count(t, "PUBLISHED") > 0 })
 	stop()
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 )
 
 // publishBatchAnswer is an SNS PublishBatch response (query protocol) with one
@@ -31,7 +30,7 @@ const publishBatchAnswer = `<PublishBatchResponse xmlns="http://sns.amazonaws.co
 </PublishBatchResponse>`
 
 // TestSenderFaultIsPermanent: an entry SNS refuses for its content is reported
-// as relay.Permanent (the relay makes it DEAD at once); a failure on SNS's side,
+// as outbox.Permanent (the relay makes it DEAD at once); a failure on SNS's side,
 // or a sender fault of the deployment's, stays retryable; the accepted entry is
 // acknowledged. A stand-in
 // server gives the mixed answer, which moto never does.
@@ -61,11 +60,11 @@ func TestSenderFaultIsPermanent(t *testing.T) {
 	if len(errs) != 4 || errs[0] != nil {
 		t.Fatalf("got %v, want the first entry acknowledged", errs)
 	}
-	if !relay.IsPermanent(errs[1]) || !strings.Contains(errs[1].Error(), "InvalidParameter") {
-		t.Errorf("sender fault: got %v (permanent %t), want a permanent error naming the code", errs[1], relay.IsPermanent(errs[1]))
+	if !outbox.IsPermanent(errs[1]) || !strings.Contains(errs[1].Error(), "InvalidParameter") {
+		t.Errorf("sender fault: got %v (permanent %t), want a permanent error naming the code", errs[1], outbox.IsPermanent(errs[1]))
 	}
 	for _, i := range []int{2, 3} {
-		if errs[i] == nil || relay.IsPermanent(errs[i]) {
+		if errs[i] == nil || outbox.IsPermanent(errs[i]) {
 			t.Errorf("entry %d: got %v, want a retryable error", i, errs[i])
 		}
 	}

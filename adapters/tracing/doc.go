@@ -1,7 +1,7 @@
 // Package tracing is the OpenTelemetry side of both services: the tracer
 // provider the standard OTEL_* variables configure, the W3C trace context in
 // the plain strings the outbox and the broker carry, and the spans of the
-// payments repository's writes (Payments), of the relay (Relay) and of the
+// payments repository's writes (Payments), of the relay (Relay, OrderedRelay) and of the
 // ledger's transactions and postings (Ledger), each a decorator of the
 // ports its store implements, so that no store starts a span of its own.
 //

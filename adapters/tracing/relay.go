@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
 // Relay returns store with each claimed batch traced; the relay, its
@@ -28,44 +28,76 @@ import (
 //
 // topic names the destination in the spans' attributes. With a nil tp store
 // is returned as it is.
-func Relay(store relay.Store, tp trace.TracerProvider, topic string) relay.Store {
+func Relay(store outbox.Store, tp trace.TracerProvider, topic string) outbox.Store {
 	if tp == nil {
 		return store
 	}
-	return tracedStore{Store: store, tracer: Tracer(tp), topic: topic}
+	return tracedStore{Store: store, claims: claimTracer{tracer: Tracer(tp), topic: topic}}
 }
 
-// tracedStore traces ClaimBatch; the store's other methods pass through.
+// OrderedRelay is Relay for ordered mode's store: its claims in write order
+// are traced alike; its heartbeats pass through.
+func OrderedRelay(store partition.Store, tp trace.TracerProvider, topic string) partition.Store {
+	if tp == nil {
+		return store
+	}
+	return tracedOrderedStore{Store: store, claims: claimTracer{tracer: Tracer(tp), topic: topic}}
+}
+
 type tracedStore struct {
-	relay.Store
+	outbox.Store
+	claims claimTracer
+}
+
+func (s tracedStore) Claim(ctx context.Context, limit int, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+	return s.claims.trace(publish, func(publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+		return s.Store.Claim(ctx, limit, publish)
+	})
+}
+
+type tracedOrderedStore struct {
+	partition.Store
+	claims claimTracer
+}
+
+func (s tracedOrderedStore) ClaimInOrder(ctx context.Context, c partition.Claim, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+	return s.claims.trace(publish, func(publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+		return s.Store.ClaimInOrder(ctx, c, publish)
+	})
+}
+
+// claimTracer traces one claim: claim runs it with the publish it is
+// handed, which is publish with the spans around it.
+type claimTracer struct {
 	tracer trace.Tracer
 	topic  string
 }
 
-func (s tracedStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
+func (t claimTracer) trace(publish func(context.Context, []outbox.Message) outbox.Result,
+	claim func(func(context.Context, []outbox.Message) outbox.Result) (int, error)) (int, error) {
 	start := time.Now()
-	var batches []trace.Span // one per call of fn, ended once the claim committed
-	n, err := s.Store.ClaimBatch(ctx, c, func(msgs []outbox.Message) (relay.BatchResult, error) {
+	var batch trace.Span // started once rows were claimed, ended once the claim committed
+	n, err := claim(func(ctx context.Context, msgs []outbox.Message) outbox.Result {
 		links := make([]trace.Link, 0, len(msgs))
 		for _, m := range msgs {
 			if sc := SpanContext(m.TraceParent, m.TraceState); sc.IsValid() {
 				links = append(links, trace.Link{SpanContext: sc})
 			}
 		}
-		bctx, batch := s.tracer.Start(ctx, "outbox claim",
+		var bctx context.Context
+		bctx, batch = t.tracer.Start(ctx, "outbox claim",
 			trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithLinks(links...),
 			trace.WithAttributes(attribute.Int("messaging.batch.message_count", len(msgs))))
 		sent := time.Now()
-		out, err := fn(msgs)
-		s.publishSpans(bctx, msgs, out, err, sent, time.Now())
+		out := publish(ctx, msgs)
+		t.publishSpans(bctx, msgs, out, sent, time.Now())
 		batch.SetAttributes(
 			attribute.Int("outbox.published", len(out.Published)),
 			attribute.Int("outbox.retried", len(out.Retry)),
 			attribute.Int("outbox.dead", len(out.Dead)))
-		batches = append(batches, batch)
-		return out, err
+		return out
 	})
-	for _, batch := range batches {
+	if batch != nil {
 		if err != nil {
 			batch.RecordError(err)
 			batch.SetStatus(codes.Error, "claim rolled back: the rows stay PENDING")
@@ -77,7 +109,7 @@ func (s tracedStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]ou
 
 // publishSpans records one span per message of a batch the publisher handled
 // between sent and answered.
-func (s tracedStore) publishSpans(bctx context.Context, msgs []outbox.Message, out relay.BatchResult, fnErr error, sent, answered time.Time) {
+func (t claimTracer) publishSpans(bctx context.Context, msgs []outbox.Message, out outbox.Result, sent, answered time.Time) {
 	failed := make(map[uuid.UUID]string, len(out.Retry)+len(out.Dead))
 	for _, f := range out.Retry {
 		failed[f.ID] = f.Error
@@ -91,22 +123,19 @@ func (s tracedStore) publishSpans(bctx context.Context, msgs []outbox.Message, o
 		if sc := SpanContext(m.TraceParent, m.TraceState); sc.IsValid() {
 			parent = trace.ContextWithRemoteSpanContext(bctx, sc)
 		}
-		_, span := s.tracer.Start(parent, "publish "+m.Type,
+		_, span := t.tracer.Start(parent, "publish "+m.Type,
 			trace.WithSpanKind(trace.SpanKindProducer), trace.WithTimestamp(sent), trace.WithLinks(batch),
 			trace.WithAttributes(
 				attribute.String("messaging.system", "aws_sns"),
 				attribute.String("messaging.operation.type", "send"),
-				attribute.String("messaging.destination.name", s.topic),
+				attribute.String("messaging.destination.name", t.topic),
 				attribute.String("messaging.message.id", m.ID.String()),
 				attribute.String("cloudevents.event_id", m.ID.String()),
 				attribute.String("cloudevents.event_type", m.Type),
 				attribute.Int("outbox.attempts", m.Attempts),
 			))
-		switch reason, ok := failed[m.ID]; {
-		case ok:
+		if reason, ok := failed[m.ID]; ok {
 			span.SetStatus(codes.Error, reason)
-		case fnErr != nil:
-			span.SetStatus(codes.Error, fnErr.Error())
 		}
 		span.End(trace.WithTimestamp(answered))
 	}

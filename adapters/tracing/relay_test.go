@@ -15,29 +15,32 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
-// oneBatch is a relay.Store that hands out msgs once, and records the
+// oneBatch is an outbox.Store that hands out msgs once, and records the
 // outcome the relay wrote back.
 type oneBatch struct {
-	relay.Store // the methods the relay's Step does not call
-	msgs        []outbox.Message
-	out         relay.BatchResult
+	msgs []outbox.Message
+	out  outbox.Result
 }
 
-func (s *oneBatch) ClaimBatch(_ context.Context, _ relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
+func (s *oneBatch) Claim(ctx context.Context, _ int, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
 	if len(s.msgs) == 0 {
 		return 0, nil
 	}
-	out, err := fn(s.msgs)
-	s.out, s.msgs = out, nil
-	return len(s.out.Published) + len(s.out.Retry) + len(s.out.Dead), err
+	s.out, s.msgs = publish(ctx, s.msgs), nil
+	return len(s.out.Published) + len(s.out.Retry) + len(s.out.Dead), nil
 }
 
-// Heartbeat gives the relay the one partition there is.
-func (s *oneBatch) Heartbeat(context.Context, string, time.Duration) (relay.Assignment, error) {
-	return relay.Assignment{Partitions: 1, Owned: []int{0}}, nil
+// inOrder is the same batch as a partition.Store.
+type inOrder struct {
+	partition.Store // the methods the traced claim does not call
+	batch           *oneBatch
+}
+
+func (s inOrder) ClaimInOrder(ctx context.Context, c partition.Claim, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+	return s.batch.Claim(ctx, c.Limit, publish)
 }
 
 // failSecond acknowledges the first message of a batch and refuses the rest.
@@ -54,7 +57,14 @@ func (failSecond) Publish(_ context.Context, msgs []outbox.Message) []error {
 // A batch with a traced row and an untraced one: the batch is a root linked
 // to the traced row only; the traced row's publish is in its own trace, the
 // untraced row's under the batch, and a refused publish is an error span.
+// Ordered mode's claims are traced alike.
 func TestRelayBatchAndPublishSpans(t *testing.T) {
+	for _, mode := range []string{"unordered", "ordered"} {
+		t.Run(mode, func(t *testing.T) { testRelaySpans(t, mode == "ordered") })
+	}
+}
+
+func testRelaySpans(t *testing.T, ordered bool) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	const traced = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -62,8 +72,20 @@ func TestRelayBatchAndPublishSpans(t *testing.T) {
 		{ID: uuid.New(), Type: "payment.created", TraceParent: traced},
 		{ID: uuid.New(), Type: "payment.refunded"},
 	}}
-	r := relay.New(tracing.Relay(store, tp, "payments-events"), failSecond{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, time.Now, relay.Config{})
+	claim := func(ctx context.Context, publish func(context.Context, []outbox.Message) outbox.Result) {
+		t.Helper()
+		var err error
+		if ordered {
+			_, err = tracing.OrderedRelay(inOrder{batch: store}, tp, "payments-events").ClaimInOrder(ctx, partition.Claim{Limit: 10}, publish)
+		} else {
+			_, err = tracing.Relay(store, tp, "payments-events").Claim(ctx, 10, publish)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := outbox.NewRelay(claimFunc(claim), failSecond{},
+		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, time.Now, outbox.Config{})
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -90,4 +112,13 @@ func TestRelayBatchAndPublishSpans(t *testing.T) {
 		t.Errorf("publish payment.refunded: parent %s, status %v; want the batch's child with the broker's refusal as its error",
 			refunded.Parent().SpanID(), refunded.Status())
 	}
+}
+
+// claimFunc is an outbox.Store made of a function that claims through one
+// of the traced stores.
+type claimFunc func(ctx context.Context, publish func(context.Context, []outbox.Message) outbox.Result)
+
+func (f claimFunc) Claim(ctx context.Context, _ int, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
+	f(ctx, publish)
+	return 0, nil
 }

@@ -39,8 +39,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/bookkeeping"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -151,9 +151,9 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
 	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
-	r := relay.New(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
+	r := outbox.NewRelay(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
 		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
-		relay.Config{Workers: 1, PollInterval: 50 * time.Millisecond})
+		outbox.Config{Workers: 1, PollInterval: 50 * time.Millisecond})
 
 	// The ledger: its consumer.
 	schemas, err := eventschema.New()

@@ -1,15 +1,17 @@
 // Package claimloop is what the two tables of this repository that are
 // worked by claiming share: the outbox, whose rows the relay
-// (application/relay) publishes, and the inbox, whose rows the processor
+// (application/outbox) publishes, and the inbox, whose rows the processor
 // (application/inbox) applies. Both lock the rows of a batch in one
 // transaction, work them, write each row's result and commit; both
 // reschedule a failed row with exponential backoff and jitter until a
 // maximum of attempts sets it aside (DEAD in the outbox, parked in the
 // inbox). The SQL of each claim stays in its store, and what a batch does
-// in its use case: those differ. What is the same is here: the loop that
-// claims on wake-ups and polls and drains while batches come back full
-// (Loop), the retry schedule (Backoff, Schedule), and how often to count a
-// table's backlog for its gauges (StatsWait, CountEvery).
+// in its use case: those differ. What is the same is here: the retry
+// schedule (Backoff, Schedule), how often to count a table's backlog for
+// its gauges (StatsWait, CountEvery), and the loop that claims on wake-ups
+// and polls and drains while batches come back full (Loop), which the inbox
+// processor and the webhooks' delivery workers run; the relay's loop is
+// written out in its own file, beside the claim it runs.
 package claimloop
 
 import (

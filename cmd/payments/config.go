@@ -25,12 +25,13 @@ type config struct {
 	OutboxRetention    time.Duration
 	// OutboxOrdered is OUTBOX_ORDERING=partition: each payment's events
 	// published in the order they were written.
-	OutboxOrdered       bool
+	OutboxOrdered bool
+	// OutboxLeaseDuration and OutboxActiveClaims tune ordered mode
+	// (partition.Config): how long a partition's lease lasts unrenewed,
+	// and how many claim transactions the replicas' relays keep at work in
+	// the database at once, at least one each.
 	OutboxLeaseDuration time.Duration
-	// OutboxActiveClaims is how many claim transactions the replicas'
-	// relays keep at work in the database at once, at least one each
-	// (relay.Config.ActiveClaims).
-	OutboxActiveClaims int
+	OutboxActiveClaims  int
 
 	// APIRateLimit is the requests per second each API key may make on
 	// each replica; 0 turns the limit off.

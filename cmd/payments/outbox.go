@@ -48,7 +48,11 @@ func runOutbox(ctx context.Context, getenv func(string) string, args []string, o
 		if err != nil {
 			return err
 		}
-		return opsreport.OutboxStats(out, st)
+		b, err := store.PartitionBacklog(ctx)
+		if err != nil {
+			return err
+		}
+		return opsreport.OutboxStats(out, st, b)
 	case "requeue":
 		fs := cli.NewFlagSet("payments outbox requeue --id ID | --all",
 			"Put DEAD rows back to PENDING with a fresh set of attempts; a running relay publishes them at once.", out)

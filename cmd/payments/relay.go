@@ -16,7 +16,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
+	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
@@ -62,39 +64,68 @@ func openBroker(ctx context.Context, cfg config, log *slog.Logger) (sns.Broker, 
 // finish, so every row the broker acknowledged is marked; it never marks a row
 // the broker did not acknowledge.
 //
+// Unordered (the default), every replica runs the relay of
+// application/outbox as it is: the due rows claimed with SELECT … FOR UPDATE
+// SKIP LOCKED, with one claim of the replica at work in the database at a
+// time (application/outbox/turns), which lets more replicas add up instead of
+// getting in each other's way in the database. Ordered
+// (OUTBOX_ORDERING=partition), the relay claims through
+// application/outbox/partition: each payment's events in write order, from
+// the partitions the replica holds leases on.
+//
 // With tp set, each claimed batch and each row's publish is traced
-// (tracing.Relay).
+// (tracing.Relay, tracing.OrderedRelay).
 func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpool.Pool, b sns.Broker, log *slog.Logger, reg prometheus.Registerer, tp trace.TracerProvider) error {
 	relayMetrics, err := metrics.NewRelay(reg)
 	if err != nil {
 		return fmt.Errorf("outbox relay metrics: %w", err)
 	}
 	log = log.With("component", "outbox-relay")
-	store := outboxstore.New(pool)
-	r := relay.New(tracing.Relay(store, tp, sns.TopicName(cfg.TopicARN)), b.Publisher, log, relayMetrics, time.Now, relay.Config{
+	table := outboxstore.New(pool)
+	topic := sns.TopicName(cfg.TopicARN)
+	var (
+		store   outbox.Store
+		ordered *partition.Ordered
+	)
+	if cfg.OutboxOrdered {
+		ordered = partition.NewOrdered(tracing.OrderedRelay(table, tp, topic), log, relayMetrics, partition.Config{
+			LeaseDuration: cfg.OutboxLeaseDuration,
+			ActiveClaims:  cfg.OutboxActiveClaims,
+		})
+		store = ordered
+		log.InfoContext(ctx, "outbox relay starting, ordered", "owner", ordered.Owner(),
+			"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims)
+	} else {
+		store = turns.NewLimiter(1).Store(tracing.Relay(table, tp, topic))
+		log.InfoContext(ctx, "outbox relay starting")
+	}
+	r := outbox.NewRelay(store, b.Publisher, log, relayMetrics, time.Now, outbox.Config{
 		BatchSize:      cfg.OutboxBatchSize,
 		MaxAttempts:    cfg.OutboxMaxAttempts,
 		PollInterval:   cfg.OutboxPollInterval,
-		Workers:        relay.WorkersFor(int(pool.Config().MaxConns)),
+		Workers:        outbox.WorkersFor(int(pool.Config().MaxConns)),
 		PublishTimeout: relayBatchTimeout,
-		Ordered:        cfg.OutboxOrdered,
-		LeaseDuration:  cfg.OutboxLeaseDuration,
-		ActiveClaims:   cfg.OutboxActiveClaims,
 	})
-	log.InfoContext(ctx, "outbox relay starting", "owner", r.Owner(), "ordered", cfg.OutboxOrdered,
-		"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims)
 
 	g.Go(func() error { return r.Run(ctx) })
 	g.Go(func() error { return b.Topic.Run(ctx, topicCheckEvery) })
-	if cfg.OutboxNotify {
-		g.Go(func() error { return outboxstore.ListenRebalance(ctx, pool, log, r.Wake, r.Rebalance) })
-	}
 	g.Go(func() error {
 		return retention.Run(ctx, retention.Job{
-			Name: "outbox", Delete: store.DeletePublished,
+			Name: "outbox", Delete: table.DeletePublished,
 			Retention: cfg.OutboxRetention, Every: outboxCleanupEvery, Batch: outboxCleanupBatch,
 		}, time.Now, log)
 	})
-	g.Go(func() error { return relay.RefreshGauges(ctx, store, relayMetrics, outboxStatsEvery, log) })
+	g.Go(func() error { return outbox.RefreshGauges(ctx, table, relayMetrics, outboxStatsEvery, log) })
+	if ordered == nil {
+		if cfg.OutboxNotify {
+			g.Go(func() error { return outboxstore.Listen(ctx, pool, log, r.Wake) })
+		}
+		return nil
+	}
+	g.Go(func() error { return ordered.Run(ctx) })
+	g.Go(func() error { return partition.RefreshGauges(ctx, table, relayMetrics, outboxStatsEvery, log) })
+	if cfg.OutboxNotify {
+		g.Go(func() error { return outboxstore.ListenRebalance(ctx, pool, log, r.Wake, ordered.Rebalance) })
+	}
 	return nil
 }

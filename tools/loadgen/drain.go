@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,12 +11,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
+	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 )
 
 // nullPublisher acknowledges every message without sending it anywhere,
@@ -54,6 +57,13 @@ func newDrainPass(target int, latency time.Duration) *drainPass {
 	return &drainPass{latency: latency, target: int64(target), done: make(chan struct{})}
 }
 
+// add counts n rows drained in the pass.
+func (p *drainPass) add(n int) {
+	if p.n.Add(int64(n)) >= p.target {
+		p.once.Do(func() { close(p.done) })
+	}
+}
+
 // passPublisher publishes with the latency of the current pass.
 type passPublisher struct{ cur *atomic.Pointer[drainPass] }
 
@@ -61,56 +71,150 @@ func (p passPublisher) Publish(ctx context.Context, msgs []outbox.Message) []err
 	return nullPublisher{latency: p.cur.Load().latency}.Publish(ctx, msgs)
 }
 
-// countingStore passes claims through to the real store and counts, in the
-// current pass, the rows claimed, published and committed.
+// countingStore passes claims through to the relay's store and counts, in
+// the current pass, the rows claimed, published and committed.
 type countingStore struct {
-	relay.Store
+	outbox.Store
 	cur *atomic.Pointer[drainPass]
 }
 
-func (s countingStore) ClaimBatch(ctx context.Context, c relay.Claim, fn func([]outbox.Message) (relay.BatchResult, error)) (int, error) {
+func (s countingStore) Claim(ctx context.Context, limit int, publish func(context.Context, []outbox.Message) outbox.Result) (int, error) {
 	p := s.cur.Load()
-	n, err := s.Store.ClaimBatch(ctx, c, fn)
-	if err == nil && p.n.Add(int64(n)) >= p.target {
-		p.once.Do(func() { close(p.done) })
+	n, err := s.Store.Claim(ctx, limit, publish)
+	if err == nil {
+		p.add(n)
 	}
 	return n, err
 }
 
+// The relays a drain case runs: the default path, the same without its
+// turns, ordered mode, and no relay at all but the relay's SQL sent by
+// plain pgx loops (the drain ceiling).
+const (
+	modeDefault = "default"  // outbox.Relay on turns.NewLimiter(Turns) over outboxstore: cmd/payments unordered
+	modeNoTurns = "no turns" // outbox.Relay straight on outboxstore: the article's loop, every worker at the database at once
+	modeOrdered = "ordered"  // outbox.Relay on partition.Ordered: cmd/payments with OUTBOX_ORDERING=partition
+	modeCeiling = "ceiling"  // ceilingSQL from Replicas×Workers connections, no relay code
+)
+
 // drainCase is one relay measurement.
 type drainCase struct {
+	Mode     string
 	Replicas int
+	Workers  int           // claim loops per replica (connections of the ceiling)
 	Notify   bool          // each replica LISTENs, as OUTBOX_NOTIFY=true does
 	Latency  time.Duration // of each Publish call
 	Backlog  int
-	Relay    relay.Config
+	// Turns is the default path's claims at work in the database per
+	// replica; ActiveClaims ordered mode's, shared by the replicas.
+	Turns, ActiveClaims int
 }
 
 func (c drainCase) name() string {
-	s := fmt.Sprintf("relay drain, %d replica(s), NOTIFY %s", c.Replicas, onOff(c.Notify))
+	if c.Mode == modeCeiling {
+		return fmt.Sprintf("drain ceiling: the relay's claim and mark, plain pgx, %d connection(s)", c.Workers)
+	}
+	s := fmt.Sprintf("relay drain, %s, %d replica(s)", c.Mode, c.Replicas)
 	if c.Latency > 0 {
 		s += fmt.Sprintf(", publisher %s/call", c.Latency)
 	}
-	if c.Relay.Ordered {
-		s += ", ordered"
+	if !c.Notify {
+		s += ", NOTIFY off"
 	}
 	return s
 }
 
-func onOff(b bool) string {
-	if b {
-		return "on"
+// ceilingClaimSQL and ceilingMarkSQL are the statements the default relay
+// sends for a batch (outboxstore's claimDueSQL and markPublishedSQL),
+// written out here so that the drain ceiling runs them without any of the
+// relay's code. TestDrainCeilingSendsTheRelaysStatements checks, in
+// pg_stat_statements, that the relay sends these very texts.
+const (
+	ceilingClaimSQL = `
+SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true
+FROM outbox
+WHERE status = 'PENDING' AND next_attempt_at <= now()
+ORDER BY next_attempt_at, created_at
+LIMIT $1
+FOR UPDATE SKIP LOCKED`
+	ceilingMarkSQL = `
+UPDATE outbox SET status = 'PUBLISHED', published_at = $2
+WHERE id = ANY($1) AND status = 'PENDING'`
+)
+
+// ceilingLoop drains with the relay's two round trips per batch — BEGIN and
+// the claim in one pipeline, the mark and COMMIT in another — from one
+// connection of pool, until the pass is done or nothing is left.
+func ceilingLoop(ctx context.Context, pool *pgxpool.Pool, batch int, p *drainPass) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
 	}
-	return "off"
+	defer conn.Release()
+	// Scanned into the same variables every row: the ceiling keeps nothing.
+	var (
+		id, agg              pgtype.UUID
+		typ, tparent, tstate string
+		payload              []byte
+		attempts             int
+		created              time.Time
+		due                  bool
+		scan                 = []any{&id, &agg, &typ, &payload, &attempts, &created, &tparent, &tstate, &due}
+		beginClaim           pgx.Batch
+		markCommit           pgx.Batch
+	)
+	ids := make([]pgtype.UUID, 0, batch)
+	beginClaim.Queue("BEGIN")
+	beginClaim.Queue(ceilingClaimSQL, batch)
+	for ctx.Err() == nil {
+		select {
+		case <-p.done:
+			return nil
+		default:
+		}
+		br := conn.SendBatch(ctx, &beginClaim)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return err
+		}
+		ids = ids[:0]
+		if _, err := pgx.ForEachRow(rows, scan, func() error { ids = append(ids, id); return nil }); err != nil {
+			br.Close()
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		markCommit.QueuedQueries = markCommit.QueuedQueries[:0]
+		if len(ids) > 0 {
+			markCommit.Queue(ceilingMarkSQL, ids, time.Now())
+		}
+		markCommit.Queue("COMMIT")
+		if err := conn.SendBatch(ctx, &markCommit).Close(); err != nil {
+			return err
+		}
+		p.add(len(ids))
+		if len(ids) == 0 {
+			return nil
+		}
+	}
+	return ctx.Err()
 }
 
 // fillBacklog replaces the outbox's content with n PENDING payment.created
-// rows, each the row the service would commit for a new payment (newWrite).
-// They are copied in with COPY, not written through paymentstore.Repository
-// one transaction each: the backlog is the drain's starting point, not what
-// it measures, and a hundred thousand transactions would make every drain
-// case wait. Only outbox rows are written: the relay reads nothing else.
-// TestRawWriteAndBacklogFitTheSchema copies a few into freshly migrated tables.
+// rows, each the row the service would commit for a new payment (newWrite),
+// committed a microsecond apart, oldest first, as a burst of writes leaves
+// them. They are copied in with COPY, not written through
+// paymentstore.Repository one transaction each: the backlog is the drain's
+// starting point, not what it measures, and a hundred thousand transactions
+// would make every drain case wait. Only outbox rows are written: the relay
+// reads nothing else. TestRawWriteAndBacklogFitTheSchema copies a few into
+// freshly migrated tables.
 func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	if _, err := pool.Exec(ctx, `TRUNCATE outbox`); err != nil {
 		return fmt.Errorf("truncate outbox: %w", err)
@@ -122,13 +226,14 @@ func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			return nil, nil // done
 		}
 		seq++
-		w, err := newWrite(uint64(seq), now)
+		committed := now.Add(time.Duration(seq-n) * time.Microsecond)
+		w, err := newWrite(uint64(seq), committed)
 		if err != nil {
 			return nil, err
 		}
-		return w.outboxRow(), nil
+		return append(w.outboxRow(), committed, committed), nil
 	})
-	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"outbox"}, []string{"id", "type", "aggregate_id", "payload"}, rows); err != nil {
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"outbox"}, []string{"id", "type", "aggregate_id", "payload", "created_at", "next_attempt_at"}, rows); err != nil {
 		return fmt.Errorf("fill backlog: %w", err)
 	}
 	if _, err := pool.Exec(ctx, `VACUUM ANALYZE outbox`); err != nil {
@@ -137,38 +242,117 @@ func fillBacklog(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	return nil
 }
 
-// settle lets the relays settle their leases before a measurement.
-func settle(ctx context.Context, relays []*relay.Relay) error { return settleLeases(ctx, relays) }
-
-// settleLeases heartbeats the relays in turn until each holds its fair share
-// of the partitions, as replicas that have been running for a while do: the
-// drain measures a settled deployment, not the first replica to start
-// taking every partition and the others waiting a heartbeat for their share.
-func settleLeases(ctx context.Context, relays []*relay.Relay) error {
-	members := make([]string, len(relays))
-	for i, r := range relays {
-		members[i] = r.Owner()
+// settleLeases heartbeats the ordered replicas in turn until each holds its
+// fair share of the partitions, as replicas that have been running for a
+// while do: the drain measures a settled deployment, not the first replica
+// to start taking every partition and the others waiting a heartbeat for
+// their share.
+func settleLeases(ctx context.Context, ordered []*partition.Ordered) error {
+	members := make([]string, len(ordered))
+	for i, o := range ordered {
+		members[i] = o.Owner()
 	}
 	for range 10 {
 		settled := true
-		for _, r := range relays {
-			if err := r.Heartbeat(ctx); err != nil {
+		for _, o := range ordered {
+			if err := o.Heartbeat(ctx); err != nil {
 				return err
 			}
-			n, owned := r.Owned()
-			settled = settled && len(owned) == relay.FairShare(n, members, r.Owner())
+			n, owned := o.Owned()
+			settled = settled && len(owned) == partition.FairShare(n, members, o.Owner())
 		}
 		if settled {
 			return nil
 		}
 	}
-	return fmt.Errorf("%d relays did not settle their leases in 10 rounds", len(relays))
+	return fmt.Errorf("%d relays did not settle their leases in 10 rounds", len(ordered))
 }
 
-// drain starts c.Replicas relays, each with its own pool as a separate
-// process would have, built from the project's own packages (relay.Relay on
-// outboxstore.Store, outboxstore.Listen for NOTIFY), and times how long they
-// take to publish the whole backlog.
+// replicaSet is the relays of one drain case, each with its own pool as a
+// separate process would have, built from the project's own packages as
+// cmd/payments builds them; or, for the ceiling, the pool its loops use.
+// The pools outlive the passes; the relays are built anew for each pass (a
+// stopped partition.Ordered has released its leases).
+type replicaSet struct {
+	c       drainCase
+	log     *slog.Logger
+	pools   []*pgxpool.Pool
+	mu      sync.Mutex // the listeners read relays while the next pass builds them
+	relays  []*outbox.Relay
+	ordered []*partition.Ordered
+}
+
+func newReplicaSet(ctx context.Context, dbURL string, c drainCase, log *slog.Logger) (*replicaSet, error) {
+	rs := &replicaSet{c: c, log: log}
+	replicas, conns := c.Replicas, c.Workers+2 // the workers, the listener, one spare
+	if c.Mode == modeCeiling {
+		replicas, conns = 1, c.Workers
+	}
+	for range replicas {
+		cfg, err := pgxpool.ParseConfig(dbURL)
+		if err != nil {
+			rs.close()
+			return nil, err
+		}
+		cfg.MaxConns = int32(conns)
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			rs.close()
+			return nil, err
+		}
+		rs.pools = append(rs.pools, pool)
+	}
+	return rs, nil
+}
+
+// build makes the relays of a pass, counting into cur.
+func (rs *replicaSet) build(cur *atomic.Pointer[drainPass]) error {
+	c := rs.c
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.relays, rs.ordered = nil, nil
+	if c.Mode == modeCeiling {
+		return nil
+	}
+	for _, pool := range rs.pools {
+		table := outboxstore.New(pool)
+		var store outbox.Store
+		switch c.Mode {
+		case modeDefault:
+			store = turns.NewLimiter(c.Turns).Store(table)
+		case modeNoTurns:
+			store = table
+		case modeOrdered:
+			o := partition.NewOrdered(table, rs.log, nil, partition.Config{ActiveClaims: c.ActiveClaims})
+			rs.ordered = append(rs.ordered, o)
+			store = o
+		default:
+			return fmt.Errorf("unknown relay mode %q", c.Mode)
+		}
+		rs.relays = append(rs.relays, outbox.NewRelay(countingStore{Store: store, cur: cur}, passPublisher{cur: cur}, rs.log, nil, time.Now,
+			outbox.Config{Workers: c.Workers}))
+	}
+	return nil
+}
+
+// wake wakes relay i (a NOTIFY arrived on its listener).
+func (rs *replicaSet) wake(i int) func() {
+	return func() {
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		if i < len(rs.relays) {
+			rs.relays[i].Wake()
+		}
+	}
+}
+
+func (rs *replicaSet) close() {
+	for _, p := range rs.pools {
+		p.Close()
+	}
+}
+
+// drain times how long c's relays take to publish the whole backlog.
 //
 // The relays drain the backlog twice: once to warm up, through a publisher
 // with no latency, and once measured. A replica that has been running a
@@ -179,30 +363,15 @@ func settleLeases(ctx context.Context, relays []*relay.Relay) error {
 // cold, the drain priced the benchmark's start, not a deployment.
 func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, progress io.Writer) (summary, error) {
 	log := slog.New(slog.NewTextHandler(progress, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	workers := c.Relay.Workers
-	if workers <= 0 {
-		workers = 4 // relay.Config's default
-	}
 	var cur atomic.Pointer[drainPass]
-	pools := make([]*pgxpool.Pool, 0, c.Replicas)
-	defer func() {
-		for _, p := range pools {
-			p.Close()
-		}
-	}()
-	relays := make([]*relay.Relay, c.Replicas)
-	for i := range relays {
-		cfg, err := pgxpool.ParseConfig(dbURL)
-		if err != nil {
-			return summary{}, err
-		}
-		cfg.MaxConns = int32(workers + 2) // the workers, the listener, one spare
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			return summary{}, err
-		}
-		pools = append(pools, pool)
-		relays[i] = relay.New(countingStore{Store: outboxstore.New(pool), cur: &cur}, passPublisher{cur: &cur}, log, nil, time.Now, c.Relay)
+	cur.Store(newDrainPass(c.Backlog, 0))
+	rs, err := newReplicaSet(ctx, dbURL, c, log)
+	if err != nil {
+		return summary{}, err
+	}
+	defer rs.close()
+	if err := rs.build(&cur); err != nil {
+		return summary{}, err
 	}
 	// The listeners outlive both passes: each holds its connection for good,
 	// as in a replica, so the measured pass runs on the warmed ones.
@@ -212,28 +381,28 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 		stopListening()
 		_ = listeners.Wait()
 	}()
-	if c.Notify {
-		for i, r := range relays {
-			listeners.Go(func() error { return outboxstore.Listen(lctx, pools[i], log, r.Wake) })
+	if c.Notify && c.Mode != modeCeiling {
+		for i := range rs.pools {
+			listeners.Go(func() error { return outboxstore.Listen(lctx, rs.pools[i], log, rs.wake(i)) })
 		}
 	}
 
 	fmt.Fprintf(progress, "  %s: warming up\n", c.name())
-	cur.Store(newDrainPass(c.Backlog, 0))
-	if _, _, err := drainOnce(ctx, db, c, relays, cur.Load(), io.Discard); err != nil {
+	if _, _, err := drainOnce(ctx, db, rs, cur.Load(), io.Discard); err != nil {
 		return summary{}, fmt.Errorf("warm-up: %w", err)
 	}
 
 	cur.Store(newDrainPass(c.Backlog, c.Latency))
-	before, elapsed, err := drainOnce(ctx, db, c, relays, cur.Load(), progress)
+	if err := rs.build(&cur); err != nil {
+		return summary{}, err
+	}
+	before, elapsed, err := drainOnce(ctx, db, rs, cur.Load(), progress)
 	if err != nil {
 		return summary{}, err
 	}
 	stopListening()
 	_ = listeners.Wait()
-	for _, p := range pools {
-		p.Close()
-	}
+	rs.close()
 	after, err := readCosts(ctx, db, true)
 	if err != nil {
 		return summary{}, err
@@ -248,15 +417,16 @@ func drain(ctx context.Context, dbURL string, db *pgxpool.Pool, c drainCase, pro
 	return s, nil
 }
 
-// drainOnce fills the backlog, lets the relays settle their leases, and runs
-// them until they have published p.target rows; then stops them, checks that
-// no row is left, and returns the cost counters read just before the start
-// and how long the drain took.
-func drainOnce(ctx context.Context, db *pgxpool.Pool, c drainCase, relays []*relay.Relay, p *drainPass, progress io.Writer) (costs, time.Duration, error) {
+// drainOnce fills the backlog, lets ordered relays settle their leases, and
+// runs the relays (or the ceiling's loops) until they have published
+// p.target rows; then stops them, checks that no row is left, and returns
+// the cost counters read just before the start and how long the drain took.
+func drainOnce(ctx context.Context, db *pgxpool.Pool, rs *replicaSet, p *drainPass, progress io.Writer) (costs, time.Duration, error) {
+	c := rs.c
 	if err := fillBacklog(ctx, db, c.Backlog); err != nil {
 		return costs{}, 0, err
 	}
-	if err := settle(ctx, relays); err != nil {
+	if err := settleLeases(ctx, rs.ordered); err != nil {
 		return costs{}, 0, err
 	}
 	before, err := readCosts(ctx, db, false)
@@ -267,8 +437,18 @@ func drainOnce(ctx context.Context, db *pgxpool.Pool, c drainCase, relays []*rel
 	defer stop()
 	g, gctx := errgroup.WithContext(rctx)
 	start := time.Now()
-	for _, r := range relays {
+	if c.Mode == modeCeiling {
+		for range c.Workers {
+			g.Go(func() error { return ceilingLoop(gctx, rs.pools[0], 100, p) })
+		}
+	}
+	for _, r := range rs.relays {
 		g.Go(func() error { return r.Run(gctx) })
+	}
+	for _, o := range rs.ordered {
+		// Leases kept alive during a long drain; released at its end,
+		// settled again before the next.
+		g.Go(func() error { return o.Run(gctx) })
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -283,6 +463,8 @@ wait:
 			n := p.n.Load()
 			fmt.Fprintf(progress, "  %s: %4.0fs  %7d/%d rows  %7.0f rows/s\n",
 				c.name(), time.Since(start).Seconds(), n, c.Backlog, float64(n)/time.Since(start).Seconds())
+		case <-gctx.Done(): // a loop failed
+			return costs{}, 0, fmt.Errorf("%s: %w", c.name(), g.Wait())
 		case <-timeout.C:
 			stop()
 			_ = g.Wait()
@@ -293,7 +475,7 @@ wait:
 	}
 	elapsed := time.Since(start)
 	stop()
-	if err := g.Wait(); err != nil {
+	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
 		return costs{}, 0, err
 	}
 	var left int

@@ -13,7 +13,8 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -36,9 +37,7 @@ func (l *lagRecorder) record(on bool)          { l.mu.Lock(); l.on = on; l.mu.Un
 func (*lagRecorder) PublishCall(time.Duration) {}
 func (*lagRecorder) PublishFailed()            {}
 func (*lagRecorder) Dead()                     {}
-func (*lagRecorder) Backlog(relay.Stats)       {}
-func (*lagRecorder) OwnedPartitions(int)       {}
-func (*lagRecorder) Rebalanced()               {}
+func (*lagRecorder) Backlog(outbox.Stats)      {}
 
 // relayLag measures the steady state: a writer commits outbox rows at
 // o.LagRate a second, one per transaction, signalling paymentstore.Notifier
@@ -94,18 +93,16 @@ func lag(ctx context.Context, dbURL string, replicas int, o options, progress in
 			p.Close()
 		}
 	}()
-	relays := make([]*relay.Relay, replicas)
+	relays := make([]*outbox.Relay, replicas)
 	for i := range relays {
 		pool, err := openPool(ctx, dbURL, 6)
 		if err != nil {
 			return summary{}, err
 		}
 		pools = append(pools, pool)
-		relays[i] = relay.New(outboxstore.New(pool), nullPublisher{}, log, rec, time.Now,
-			relay.Config{Workers: o.RelayWorkers, ActiveClaims: o.ActiveClaims})
-	}
-	if err := settle(ctx, relays); err != nil {
-		return summary{}, err
+		// The default path, as cmd/payments builds it.
+		relays[i] = outbox.NewRelay(turns.NewLimiter(o.Turns).Store(outboxstore.New(pool)), nullPublisher{}, log, rec, time.Now,
+			outbox.Config{Workers: o.RelayWorkers})
 	}
 	for i, r := range relays {
 		g.Go(func() error { return r.Run(gctx) })

@@ -7,10 +7,11 @@
 //   - POST /payments on the real payments binary (built and started against a
 //     fresh database, or the server at -url) at the same concurrency:
 //     throughput, p50/p95/p99, errors, and the ratio to the ceiling;
-//   - the relay's drain rate on a pre-filled backlog with 1, 2 and 4 replicas,
-//     NOTIFY on and off, through a null publisher, then through a null
-//     publisher with an artificial per-call latency (the broker-bound case),
-//     each after a warm-up drain on the same connections;
+//   - the relay's drain rate on a pre-filled backlog with 1, 2 and 4 replicas
+//     built as cmd/payments builds them, through a null publisher, against
+//     the drain ceiling (the relay's own statements from plain pgx loops),
+//     then through a null publisher with an artificial per-call latency (the
+//     broker-bound case), each after a warm-up drain on the same connections;
 //   - the relay's steady-state lag, commit to publish, at a fixed write rate;
 //   - with -only twophase, a two-phase payment — POST /payments with
 //     capture_method manual, then its capture — against the SQL ceiling of
@@ -49,7 +50,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
@@ -66,27 +67,29 @@ func main() {
 }
 
 type options struct {
-	DatabaseURL   string
-	URL           string
-	Concurrency   int
-	Duration      time.Duration
-	Warmup        time.Duration
-	Runs          int
-	Only          map[string]bool
-	Backlog       int
-	Replicas      []int
-	PubLatency    time.Duration
-	RelayWorkers  int
-	ActiveClaims  int
-	Orderings     []bool  // relay drains unordered (false), ordered (true) or both
-	LagRate       float64 // rows per second in the steady-state lag phase
-	LagReplicas   []int
-	E2ERate       float64
-	PaymentsDBArg string
-	PaymentsEnv   []string
-	Report        string
-	Keep          bool
-	APIKey        string
+	DatabaseURL    string
+	URL            string
+	Concurrency    int
+	Duration       time.Duration
+	Warmup         time.Duration
+	Runs           int
+	Only           map[string]bool
+	Backlog        int
+	Replicas       []int
+	PubLatency     time.Duration
+	RelayWorkers   int
+	Turns          int     // the default relay's claims at work in the database per replica
+	ActiveClaims   int     // ordered mode's, shared by the replicas
+	CompareNoTurns bool    // drain without turns too
+	Orderings      []bool  // relay drains unordered (false), ordered (true) or both
+	LagRate        float64 // rows per second in the steady-state lag phase
+	LagReplicas    []int
+	E2ERate        float64
+	PaymentsDBArg  string
+	PaymentsEnv    []string
+	Report         string
+	Keep           bool
+	APIKey         string
 }
 
 var scenarios = []string{"ceiling", "api", "relay", "lag", "e2e", "twophase"}
@@ -113,7 +116,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Float64Var(&o.LagRate, "lag-rate", 1000, "outbox rows committed per second during the relay lag phase")
 	fs.StringVar(&lagReplicas, "lag-replicas", "1,4", "relay replica counts to measure the steady-state lag with")
 	fs.IntVar(&o.RelayWorkers, "relay-workers", 0, "claim loops per relay replica (0: the relay's default)")
-	fs.IntVar(&o.ActiveClaims, "active-claims", 0, "claim transactions of a relay replica at work in the database at once (0: the relay's default)")
+	fs.IntVar(&o.Turns, "turns", 1, "claim transactions of an unordered relay replica at work in the database at once (cmd/payments: 1)")
+	fs.IntVar(&o.ActiveClaims, "active-claims", 0, "ordered mode: claim transactions of all the replicas at work in the database at once (0: the default, OUTBOX_ACTIVE_CLAIMS')")
+	fs.BoolVar(&o.CompareNoTurns, "compare-no-turns", false, "also drain with unordered relays without turns, every worker at the database at once")
 	fs.StringVar(&ordering, "ordering", "none", "relay drains: none (unordered), partition (ordered, as for a FIFO topic) or both")
 	fs.Float64Var(&o.E2ERate, "e2e-rate", 20, "requests per second during the end-to-end latency phase (moto moves ~100 messages/s SNS→SQS)")
 	fs.StringVar(&o.PaymentsDBArg, "payments-db-params", "", "query parameters added to the payments binary's DATABASE_URL, e.g. pool_max_conns=16")
@@ -405,9 +410,14 @@ func (b *bench) writePath(ctx context.Context) error {
 	return nil
 }
 
-// relayDrain measures the drain rate with each replica count, NOTIFY on and
-// off, through a null publisher; then with a slow null publisher, so that
-// the broker is the bottleneck and replicas are what adds throughput.
+// relayDrain measures the drain rate of the relay as cmd/payments runs it,
+// with each replica count, through a null publisher (the database is the
+// limit), against the drain ceiling — the relay's own statements sent by
+// plain pgx loops, no relay code — measured in the same run; then with a
+// slow null publisher, so that the broker is the bottleneck and replicas
+// are what adds throughput. Every ratio is paired: a case against the
+// ceiling, or against one replica, of the same repetition, minutes apart at
+// most, so that the machine's weather moves both.
 func (b *bench) relayDrain(ctx context.Context) error {
 	o := b.o
 	dbURL, err := b.createDatabase(ctx, "relay", paymentsmigrations.FS)
@@ -424,23 +434,49 @@ func (b *bench) relayDrain(ctx context.Context) error {
 			"the shared buffers it first touches, and more relay replicas open more connections. "+
 			"The drains warm their connections first, but some of that cost remains (docs/BENCHMARKS.md, \"Huge pages\").")
 	}
+	workers := o.RelayWorkers
+	if workers <= 0 {
+		workers = outbox.WorkersFor(32) // cmd/payments' pool: the relay's default
+	}
+	base := drainCase{Workers: workers, Notify: true, Backlog: o.Backlog, Turns: o.Turns, ActiveClaims: o.ActiveClaims}
+	with := func(mode string, replicas int, latency time.Duration) drainCase {
+		c := base
+		c.Mode, c.Replicas, c.Latency = mode, replicas, latency
+		return c
+	}
 	var cases []drainCase
+	var modes []string
 	for _, ordered := range o.Orderings {
-		cfg := relay.Config{Workers: o.RelayWorkers, ActiveClaims: o.ActiveClaims, Ordered: ordered}
-		for _, n := range o.Replicas {
-			for _, notify := range []bool{false, true} {
-				cases = append(cases, drainCase{Replicas: n, Notify: notify, Backlog: o.Backlog, Relay: cfg})
-			}
-		}
-		if o.PubLatency > 0 {
-			for _, n := range o.Replicas {
-				cases = append(cases, drainCase{Replicas: n, Notify: true, Latency: o.PubLatency, Backlog: o.Backlog, Relay: cfg})
+		if ordered {
+			modes = append(modes, modeOrdered)
+		} else {
+			modes = append(modes, modeDefault)
+			if o.CompareNoTurns {
+				modes = append(modes, modeNoTurns)
 			}
 		}
 	}
-	workers := o.RelayWorkers
-	if workers <= 0 {
-		workers = 4
+	if !slices.Contains(modes, modeOrdered) || len(modes) > 1 {
+		for _, conns := range []int{1, workers} {
+			c := with(modeCeiling, 1, 0)
+			c.Workers = conns
+			cases = append(cases, c)
+		}
+	}
+	for _, m := range modes {
+		for _, n := range o.Replicas {
+			cases = append(cases, with(m, n, 0))
+		}
+	}
+	if o.PubLatency > 0 {
+		for _, m := range modes {
+			if m == modeNoTurns {
+				continue
+			}
+			for _, n := range o.Replicas {
+				cases = append(cases, with(m, n, o.PubLatency))
+			}
+		}
 	}
 	// Runs are the outer loop, so every case's repetitions are spread over
 	// the whole phase and see the same machine weather as the others.
@@ -455,32 +491,56 @@ func (b *bench) relayDrain(ctx context.Context) error {
 			runs[j] = append(runs[j], s)
 		}
 	}
-	type variant struct {
-		latency time.Duration
-		notify  bool
-		ordered bool
+	// The ceiling the relays are held to is the relay's statements sent one
+	// transaction at a time, as one replica of the default relay sends them
+	// (one turn at the database); the ceiling from as many connections as a
+	// replica has workers is a row of its own, against it.
+	ceiling := make([]float64, o.Runs)
+	for j, c := range cases {
+		if c.Mode == modeCeiling && c.Workers == 1 {
+			for i, s := range runs[j] {
+				ceiling[i] = s.Rate()
+			}
+		}
 	}
-	base := map[variant]float64{} // 1-replica median rate, for the scaling figure
+	type variant struct {
+		mode    string
+		latency time.Duration
+	}
+	one := map[variant]int{} // the case of one replica, for the scaling figure
+	for j, c := range cases {
+		if c.Replicas == 1 {
+			one[variant{c.Mode, c.Latency}] = j
+		}
+	}
 	for j, c := range cases {
 		rate := rateSpread(runs[j])
-		r := row{
-			Scenario: c.name(), Conc: fmt.Sprintf("%d×%d workers", c.Replicas, workers),
-			Rate: rate, Unit: "rows/s", Ratio: ratioTo(rate, b.ceiling),
+		r := row{Scenario: c.name(), Conc: fmt.Sprintf("%d×%d workers", c.Replicas, c.Workers), Rate: rate, Unit: "rows/s"}
+		if c.Mode == modeCeiling {
+			r.Conc = fmt.Sprintf("%d", c.Workers)
 		}
-		v := variant{c.Latency, c.Notify, c.Relay.Ordered}
-		if c.Replicas == 1 {
-			base[v] = rate.Median
+		var note []string
+		if c.Latency == 0 && ceiling[0] > 0 {
+			vs := make([]float64, len(runs[j]))
+			for i, s := range runs[j] {
+				vs[i] = s.Rate() / ceiling[i]
+			}
+			r.Ratio = spreadOf(vs)
 		}
-		scale := ""
-		if one := base[v]; one > 0 && c.Replicas > 1 {
-			scale = fmt.Sprintf("; %.2f× one replica", rate.Median/one)
+		if k, ok := one[variant{c.Mode, c.Latency}]; ok && c.Replicas > 1 {
+			vs := make([]float64, len(runs[j]))
+			for i, s := range runs[j] {
+				vs[i] = s.Rate() / runs[k][i].Rate()
+			}
+			x := spreadOf(vs)
+			note = append(note, fmt.Sprintf("%.2f× one replica (%.2f–%.2f)", x.Median, x.Min, x.Max))
 		}
 		reads := make([]float64, len(runs[j]))
 		for k, s := range runs[j] {
 			reads[k] = s.IndexReadsPerRow
 		}
 		slices.Sort(reads)
-		scale += fmt.Sprintf("; %.1f index entries read per row", reads[len(reads)/2])
+		note = append(note, fmt.Sprintf("%.1f index entries read per row", reads[len(reads)/2]))
 		var pgCPU, relayCPU []time.Duration
 		for _, s := range runs[j] {
 			if s.ServerCPU > 0 {
@@ -489,16 +549,23 @@ func (b *bench) relayDrain(ctx context.Context) error {
 			relayCPU = append(relayCPU, s.ClientCPU)
 		}
 		if len(pgCPU) > 0 {
-			scale += fmt.Sprintf("; CPU per row: Postgres %s, relays %s",
-				medianDuration(pgCPU).Round(100*time.Nanosecond), medianDuration(relayCPU).Round(100*time.Nanosecond))
+			note = append(note, fmt.Sprintf("CPU per row: Postgres %s, client %s",
+				medianDuration(pgCPU).Round(100*time.Nanosecond), medianDuration(relayCPU).Round(100*time.Nanosecond)))
 		}
-		if c.Latency > 0 {
-			r.Limit = fmt.Sprintf("the publisher: ≤ %d rows in flight per replica%s", workers*100, scale)
-		} else {
-			r.Limit = "Postgres CPU: claim + mark" + scale
+		switch {
+		case c.Mode == modeCeiling:
+			r.Limit = "Postgres CPU"
+		case c.Latency > 0:
+			r.Limit = fmt.Sprintf("the publisher: ≤ %d rows in flight per replica", c.Workers*100)
+		default:
+			r.Limit = "Postgres CPU: claim + mark"
 		}
+		r.Limit += "; " + strings.Join(note, "; ")
 		b.rows = append(b.rows, r)
 	}
+	b.notes = append(b.notes, "Relay drains: \"vs ceiling\" is against the drain ceiling from 1 connection of the same repetition "+
+		"(the relay's statements, one transaction at a time, as a replica of the default relay sends them); "+
+		"\"× one replica\" is paired the same way.")
 	return nil
 }
 

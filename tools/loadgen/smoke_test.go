@@ -15,7 +15,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // TestBenchRunsEndToEndBriefly runs loadgen as `make bench` does, cut to a
 // second per phase, so the benchmark cannot rot unnoticed: it builds and starts
 // the payments binary, measures the ceiling, the API, the two-phase payment
-// and its ceilings, and a small relay drain (after its warm-up drain), and
+// and its ceilings, and small relay drains against their ceiling (each after
+// its warm-up drain), unordered and ordered, and
 // every row must have moved something without an error. It asserts no speed: figures belong in docs/BENCHMARKS.md, not in
 // tests.
 func TestBenchRunsEndToEndBriefly(t *testing.T) {
@@ -33,9 +34,11 @@ func TestBenchRunsEndToEndBriefly(t *testing.T) {
 	for _, scenario := range []string{
 		"SQL ceiling: payments + outbox row",
 		"POST /payments (relay idle",
-		"relay drain, 1 replica(s), NOTIFY off",
-		"relay drain, 2 replica(s), NOTIFY on",
-		"relay drain, 2 replica(s), NOTIFY off, ordered",
+		"drain ceiling: the relay's claim and mark, plain pgx, 1 connection(s)",
+		"drain ceiling: the relay's claim and mark, plain pgx, 4 connection(s)",
+		"relay drain, default, 1 replica(s)",
+		"relay drain, default, 2 replica(s)",
+		"relay drain, ordered, 2 replica(s)",
 		"SQL ceiling, two phases: authorize",
 		"SQL ceiling, two phases, capture locking first",
 		"POST /payments manual + POST /payments/{id}/capture",
@@ -52,7 +55,7 @@ func TestBenchRunsEndToEndBriefly(t *testing.T) {
 	if !strings.Contains(progress.String(), "CPU per request") {
 		t.Errorf("progress lacks the service's CPU per request:\n%s", progress.String())
 	}
-	if !strings.Contains(progress.String(), "relay drain, 2 replica(s), NOTIFY on: warming up") {
+	if !strings.Contains(progress.String(), "relay drain, default, 2 replica(s): warming up") {
 		t.Errorf("the drains did not warm up first:\n%s", progress.String())
 	}
 	if strings.Contains(progress.String(), "first error") {

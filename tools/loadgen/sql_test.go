@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +18,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
@@ -85,9 +88,9 @@ func TestRawWriteAndBacklogFitTheSchema(t *testing.T) {
 func checkClaimed(t *testing.T, pool *pgxpool.Pool, n int, paymentIDs []string) {
 	t.Helper()
 	var msgs []outbox.Message
-	_, err := outboxstore.New(pool).ClaimBatch(context.Background(), relay.Claim{Limit: n + 1}, func(m []outbox.Message) (relay.BatchResult, error) {
+	_, err := outboxstore.New(pool).Claim(context.Background(), n+1, func(_ context.Context, m []outbox.Message) outbox.Result {
 		msgs = m
-		return relay.BatchResult{}, nil
+		return outbox.Result{}
 	})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
@@ -166,6 +169,74 @@ func TestTwoPhaseCeilingFitsTheSchema(t *testing.T) {
 		}
 		if !slices.Equal(types, []string{payment.TypeAuthorized, payment.TypeCaptured}) {
 			t.Errorf("payment %s: outbox rows %v, want its authorization then its capture", id, types)
+		}
+	}
+}
+
+// TestDrainCeilingSendsTheRelaysStatements: the drain ceiling is the
+// relay's own statements without the relay, so it must send the very
+// statements the default relay sends. Both drain one table; Postgres's
+// statement statistics (pg_stat_statements, which identifies a statement
+// by its parse tree) must then count one claim and one mark, each run by
+// both.
+func TestDrainCeilingSendsTheRelaysStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.New(t, paymentsmigrations.FS)
+	var preload string
+	if err := pool.QueryRow(ctx, `SHOW shared_preload_libraries`).Scan(&preload); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(preload, "pg_stat_statements") {
+		why := "the Postgres server does not load pg_stat_statements; start it with -c shared_preload_libraries=pg_stat_statements, as .ci/run does"
+		if os.Getenv("CI") != "" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	if _, err := pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := fillBacklog(ctx, pool, 30); err != nil {
+		t.Fatal(err)
+	}
+	relay := outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(pool)), nullPublisher{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil,
+		outbox.Config{BatchSize: 10})
+	if n, err := relay.Step(ctx); err != nil || n != 10 {
+		t.Fatalf("relay step: %d, %v; want a batch of 10", n, err)
+	}
+	p := newDrainPass(20, 0)
+	if err := ceilingLoop(ctx, pool, 10, p); err != nil || p.n.Load() != 20 {
+		t.Fatalf("ceiling: %d rows, %v; want the other 20", p.n.Load(), err)
+	}
+
+	rows, err := pool.Query(ctx, `
+SELECT query, calls FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND (query LIKE '%FOR UPDATE SKIP LOCKED%' OR query LIKE '%status = $_, published_at%')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type statement struct {
+		query string
+		calls int64
+	}
+	ran, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (statement, error) {
+		var s statement
+		return s, r.Scan(&s.query, &s.calls)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The relay's claim and mark ran once, the ceiling's twice and three
+	// times (its last claim finds nothing, and marks nothing).
+	if len(ran) != 2 {
+		t.Fatalf("claims and marks Postgres counted: %+v; want one claim and one mark, run by the relay and the ceiling alike", ran)
+	}
+	for _, s := range ran {
+		if s.calls < 3 {
+			t.Errorf("%q ran %d times; want the relay's and the ceiling's calls under one statement", s.query, s.calls)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -57,8 +56,8 @@ func benchmarkDrain(b *testing.B, batch, workers int) {
 	if _, err := admin.Exec(ctx, `VACUUM ANALYZE outbox`); err != nil {
 		b.Fatal(err)
 	}
-	r := relay.New(outboxstore.New(pool), nullPublisher{}, discard(), nil, time.Now,
-		relay.Config{BatchSize: batch, Workers: 1})
+	r := outbox.NewRelay(outboxstore.New(pool), nullPublisher{}, discard(), nil, time.Now,
+		outbox.Config{BatchSize: batch, Workers: 1})
 
 	b.ResetTimer()
 	start := time.Now()

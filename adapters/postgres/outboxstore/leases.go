@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
-// Heartbeat implements relay.Store, in one transaction: the replica's row in
+// Heartbeat implements partition.Store, in one transaction: the replica's row in
 // outbox_relays is renewed (expired ones are deleted: they count no more),
 // its leases are renewed, and then it gives up the partitions past its fair
 // share (its highest ones) or takes free or expired ones up to it (the
@@ -19,8 +19,8 @@ import (
 // Shares are computed from the replicas alive, so when one joins the others
 // give up partitions at their next heartbeat and it takes them at its next;
 // when one stops (Release) or dies (expiry) the others take its partitions.
-func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) (relay.Assignment, error) {
-	var a relay.Assignment
+func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) (partition.Assignment, error) {
+	var a partition.Assignment
 	ms := ttl.Milliseconds()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var b pgx.Batch
@@ -54,7 +54,7 @@ ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, expires_at 
 		slices.Sort(mine)
 		a.Replicas = len(members)
 
-		share := relay.FairShare(a.Partitions, members, owner)
+		share := partition.FairShare(a.Partitions, members, owner)
 		switch {
 		case len(mine) > share:
 			extra := mine[share:]
@@ -95,12 +95,12 @@ RETURNING partition`, owner, ms, a.Partitions, share-len(mine))
 		return nil
 	})
 	if err != nil {
-		return relay.Assignment{}, fmt.Errorf("outbox lease heartbeat: %w", err)
+		return partition.Assignment{}, fmt.Errorf("outbox lease heartbeat: %w", err)
 	}
 	return a, nil
 }
 
-// Release implements relay.Store.
+// Release implements partition.Store.
 func (s *Store) Release(ctx context.Context, owner string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var b pgx.Batch

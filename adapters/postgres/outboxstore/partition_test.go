@@ -15,11 +15,11 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
-// TestPartitionOfMatchesTheDatabase holds relay.PartitionOf, the documented
+// TestPartitionOfMatchesTheDatabase holds partition.Of, the documented
 // hash, and the SQL function outbox_partition the indexes are built on
 // together, for several partition counts.
 func TestPartitionOfMatchesTheDatabase(t *testing.T) {
@@ -48,16 +48,18 @@ func TestPartitionOfMatchesTheDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, id := range ids {
-			if want := relay.PartitionOf(id, n); got[i] != want {
-				t.Errorf("partition of %s among %d: database %d, relay.PartitionOf %d", id, n, got[i], want)
+			if want := partition.Of(id, n); got[i] != want {
+				t.Errorf("partition of %s among %d: database %d, partition.Of %d", id, n, got[i], want)
 			}
 		}
 	}
 }
 
-// replica is one relay with its own pool, as a separate process has.
+// replica is one ordered relay with its own pool, as a separate process
+// has, wired as cmd/payments wires it.
 type replica struct {
-	r      *relay.Relay
+	r      *outbox.Relay
+	o      *partition.Ordered
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -68,26 +70,28 @@ type noRelease struct{ *outboxstore.Store }
 
 func (noRelease) Release(context.Context, string) error { return nil }
 
-func startReplica(t *testing.T, pool *pgxpool.Pool, cfg relay.Config, pub relay.Publisher, crash bool) *replica {
+func startReplica(t *testing.T, pool *pgxpool.Pool, cfg outbox.Config, pcfg partition.Config, pub outbox.Publisher, crash bool) *replica {
 	t.Helper()
 	p, err := pgxpool.New(context.Background(), pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	var store relay.Store = outboxstore.New(p)
+	var store partition.Store = outboxstore.New(p)
 	if crash {
 		store = noRelease{outboxstore.New(p)}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rp := &replica{r: relay.New(store, pub, discard(), nil, time.Now, cfg), cancel: cancel, done: make(chan struct{})}
+	o := partition.NewOrdered(store, discard(), nil, pcfg)
+	rp := &replica{r: outbox.NewRelay(o, pub, discard(), nil, time.Now, cfg), o: o, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(rp.done)
 		var g errgroup.Group
 		g.Go(func() error { return rp.r.Run(ctx) })
-		g.Go(func() error { return outboxstore.ListenRebalance(ctx, p, discard(), rp.r.Wake, rp.r.Rebalance) })
+		g.Go(func() error { return o.Run(ctx) })
+		g.Go(func() error { return outboxstore.ListenRebalance(ctx, p, discard(), rp.r.Wake, o.Rebalance) })
 		if err := g.Wait(); err != nil {
-			t.Errorf("relay %s: %v", rp.r.Owner(), err)
+			t.Errorf("relay %s: %v", o.Owner(), err)
 		}
 	}()
 	t.Cleanup(rp.stop)
@@ -118,24 +122,24 @@ func holds(o []string, owner string) (n int) {
 	return n
 }
 
-// TestReplicasSharePartitionsWithoutOverlap starts three replicas: they
-// settle on a third of the partitions each (the lease table holds one owner
-// per partition), each replica's workers claim only from what it holds, and
-// every row is published exactly once.
+// TestReplicasSharePartitionsWithoutOverlap starts three ordered replicas:
+// they settle on a third of the partitions each (the lease table holds one
+// owner per partition), each replica's workers claim only from what it
+// holds, and every row is published exactly once.
 func TestReplicasSharePartitionsWithoutOverlap(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	pub := &partitionPublisher{}
-	cfg := relay.Config{BatchSize: 20, Workers: 2, PollInterval: 10 * time.Millisecond,
-		LeaseDuration: 3 * time.Second, Heartbeat: 50 * time.Millisecond}
+	cfg := outbox.Config{BatchSize: 20, Workers: 2, PollInterval: 10 * time.Millisecond}
+	pcfg := partition.Config{LeaseDuration: 3 * time.Second, Heartbeat: 50 * time.Millisecond}
 	var reps []*replica
 	for range 3 {
-		reps = append(reps, startReplica(t, pool, cfg, pub, false))
+		reps = append(reps, startReplica(t, pool, cfg, pcfg, pub, false))
 	}
 	waitFor(t, 30*time.Second, "three replicas holding their fair shares", func() bool {
 		o := owners(t, pool)
 		for _, rp := range reps {
-			if holds(o, rp.r.Owner()) != relay.FairShare(len(o), ownerNames(reps), rp.r.Owner()) {
+			if holds(o, rp.o.Owner()) != partition.FairShare(len(o), ownerNames(reps), rp.o.Owner()) {
 				return false
 			}
 		}
@@ -160,7 +164,7 @@ func TestReplicasSharePartitionsWithoutOverlap(t *testing.T) {
 func ownerNames(reps []*replica) []string {
 	var n []string
 	for _, rp := range reps {
-		n = append(n, rp.r.Owner())
+		n = append(n, rp.o.Owner())
 	}
 	return n
 }
@@ -191,8 +195,8 @@ func (p *partitionPublisher) Publish(_ context.Context, msgs []outbox.Message) [
 		p.count[m.ID]++
 		holders := 0
 		for _, rp := range p.reps {
-			n, owned := rp.r.Owned()
-			if slices.Contains(owned, relay.PartitionOf(m.AggregateID, n)) {
+			n, owned := rp.o.Owned()
+			if slices.Contains(owned, partition.Of(m.AggregateID, n)) {
 				holders++
 			}
 		}
@@ -214,17 +218,17 @@ func TestPartitionsAreTakenOverAfterLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	const lease, heartbeat = 3 * time.Second, 100 * time.Millisecond
-	cfg := relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond,
-		LeaseDuration: lease, Heartbeat: heartbeat}
+	cfg := outbox.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond}
+	pcfg := partition.Config{LeaseDuration: lease, Heartbeat: heartbeat}
 	pub := &partitionPublisher{}
-	victim := startReplica(t, pool, cfg, pub, true)
-	survivor := startReplica(t, pool, cfg, pub, false)
+	victim := startReplica(t, pool, cfg, pcfg, pub, true)
+	survivor := startReplica(t, pool, cfg, pcfg, pub, false)
 	// A settled split, half each: until then the first replica is still
 	// handing its excess partitions over, and rows there are published
 	// without any lease expiring.
 	waitFor(t, 30*time.Second, "the replicas splitting the partitions", func() bool {
 		o := owners(t, pool)
-		return holds(o, victim.r.Owner()) == len(o)/2 && holds(o, survivor.r.Owner()) == len(o)/2
+		return holds(o, victim.o.Owner()) == len(o)/2 && holds(o, survivor.o.Owner()) == len(o)/2
 	})
 
 	victim.stop() // leases not released
@@ -234,7 +238,7 @@ func TestPartitionsAreTakenOverAfterLeaseExpiry(t *testing.T) {
 	var expired time.Time
 	if err := pool.QueryRow(context.Background(),
 		`SELECT array_agg(partition), max(expires_at) FROM outbox_leases WHERE owner = $1`,
-		victim.r.Owner()).Scan(&victimOwned, &expired); err != nil {
+		victim.o.Owner()).Scan(&victimOwned, &expired); err != nil {
 		t.Fatalf("reading the dead replica's leases: %v", err)
 	}
 	if len(victimOwned) == 0 {
@@ -244,7 +248,7 @@ func TestPartitionsAreTakenOverAfterLeaseExpiry(t *testing.T) {
 	var ids []uuid.UUID
 	for len(ids) < 50 {
 		agg := uuid.New()
-		if !slices.Contains(victimOwned, relay.PartitionOf(agg, 64)) {
+		if !slices.Contains(victimOwned, partition.Of(agg, 64)) {
 			continue
 		}
 		id := uuid.New()
@@ -273,23 +277,23 @@ func TestPartitionsAreTakenOverAfterLeaseExpiry(t *testing.T) {
 func TestStoppedReplicaReleasesItsPartitions(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	cfg := relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond,
-		LeaseDuration: 2 * time.Minute, Heartbeat: 40 * time.Second}
-	a := startReplica(t, pool, cfg, &partitionPublisher{}, false)
+	cfg := outbox.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond}
+	pcfg := partition.Config{LeaseDuration: 2 * time.Minute, Heartbeat: 40 * time.Second}
+	a := startReplica(t, pool, cfg, pcfg, &partitionPublisher{}, false)
 	waitFor(t, 10*time.Second, "the first replica holding every partition", func() bool {
-		return holds(owners(t, pool), a.r.Owner()) == 64
+		return holds(owners(t, pool), a.o.Owner()) == 64
 	})
-	b := startReplica(t, pool, cfg, &partitionPublisher{}, false)
+	b := startReplica(t, pool, cfg, pcfg, &partitionPublisher{}, false)
 	// A quarter of the heartbeat interval: splitting by then means the
 	// rebalance was signalled, not found at the next heartbeat.
-	waitFor(t, cfg.Heartbeat/4, "the replicas splitting the partitions", func() bool {
+	waitFor(t, pcfg.Heartbeat/4, "the replicas splitting the partitions", func() bool {
 		o := owners(t, pool)
-		return holds(o, a.r.Owner()) == 32 && holds(o, b.r.Owner()) == 32
+		return holds(o, a.o.Owner()) == 32 && holds(o, b.o.Owner()) == 32
 	})
 	a.stop()
-	waitFor(t, cfg.Heartbeat/4, "the other replica holding every partition", func() bool {
+	waitFor(t, pcfg.Heartbeat/4, "the other replica holding every partition", func() bool {
 		o := owners(t, pool)
-		return holds(o, b.r.Owner()) == len(o)
+		return holds(o, b.o.Owner()) == len(o)
 	})
 }
 
@@ -320,11 +324,11 @@ func TestChangingThePartitionCount(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	store := outboxstore.New(pool)
-	cfg := relay.Config{BatchSize: 20, Workers: 2, PollInterval: 10 * time.Millisecond, Ordered: true,
-		LeaseDuration: 2 * time.Second, Heartbeat: 50 * time.Millisecond}
+	cfg := outbox.Config{BatchSize: 20, Workers: 2, PollInterval: 10 * time.Millisecond}
+	pcfg := partition.Config{LeaseDuration: 2 * time.Second, Heartbeat: 50 * time.Millisecond}
 	pub := &ackLog{}
-	a := startReplica(t, pool, cfg, pub, false)
-	b := startReplica(t, pool, cfg, pub, false)
+	a := startReplica(t, pool, cfg, pcfg, pub, false)
+	b := startReplica(t, pool, cfg, pcfg, pub, false)
 
 	const aggregates, events = 30, 10
 	want := map[uuid.UUID][]uuid.UUID{}
@@ -378,7 +382,7 @@ func TestChangingThePartitionCount(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the replicas dividing the 16 partitions", func() bool {
 		o := owners(t, pool)
-		return len(o) == 16 && holds(o, a.r.Owner()) == 8 && holds(o, b.r.Owner()) == 8
+		return len(o) == 16 && holds(o, a.o.Owner()) == 8 && holds(o, b.o.Owner()) == 8
 	})
 
 	pub.mu.Lock()

@@ -1,9 +1,10 @@
-// Package outboxstore is the relay's view of the payments outbox table in
-// Postgres: claiming rows of the relay's partitions for publication, recording
-// what the broker acknowledged, the partition leases (outbox_leases) and the
-// partition count, the operator's stats and requeue, cleanup of old PUBLISHED
-// rows, and the LISTEN loop that wakes the relay when the write side commits a
-// row.
+// Package outboxstore is the payments outbox table in Postgres, as the
+// relay and its operators see it: the relay's claim and its marks
+// (claim.go: the article's SELECT … FOR UPDATE SKIP LOCKED), ordered mode's
+// claims, leases and partition count (ordered.go, leases.go,
+// partitions.go), the operator's stats and requeue, cleanup of old
+// PUBLISHED rows, and the LISTEN loop that wakes the relay when the write
+// side commits a row (listen.go).
 //
 // The write side (paymentstore) inserts the rows; this package never does.
 package outboxstore
@@ -19,7 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/application/relay"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
@@ -43,44 +45,35 @@ type Store struct {
 }
 
 var (
-	_ relay.Store       = (*Store)(nil)
-	_ relay.StatsSource = (*Store)(nil)
+	_ outbox.Store            = (*Store)(nil)
+	_ outbox.StatsSource      = (*Store)(nil)
+	_ partition.Store         = (*Store)(nil)
+	_ partition.BacklogSource = (*Store)(nil)
 
 	_ retention.DeleteFunc = (*Store)(nil).DeletePublished
 )
 
-// New returns a Store on pool. Each concurrent ClaimBatch holds one connection
+// New returns a Store on pool. Each claim in flight holds one connection
 // while its batch is published, so size the pool for the relay's workers on top of
 // the rest of the process.
 func New(pool *pgxpool.Pool) *Store {
 	return &Store{pool: pool}
 }
 
-// Stats implements relay.StatsSource with two queries over the PENDING and
+// Stats implements outbox.StatsSource with one query over the PENDING and
 // DEAD partial indexes; PUBLISHED rows, however many, are not read.
-func (s *Store) Stats(ctx context.Context) (relay.Stats, error) {
-	var b pgx.Batch
-	b.Queue(`
+func (s *Store) Stats(ctx context.Context) (outbox.Stats, error) {
+	rows, err := s.pool.Query(ctx, `
 SELECT type, status, count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8
 FROM outbox
 WHERE status IN ('PENDING', 'DEAD')
 GROUP BY type, status
 ORDER BY type, status`)
-	b.Queue(`SELECT partitions FROM outbox_partitioning`)
-	b.Queue(`
-SELECT outbox_partition(o.aggregate_id, p.partitions), count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(o.created_at)), 0)::float8
-FROM outbox o, outbox_partitioning p
-WHERE o.status = 'PENDING'
-GROUP BY 1
-ORDER BY 1`)
-	br := s.pool.SendBatch(ctx, &b)
-	defer br.Close()
-	rows, err := br.Query()
 	if err != nil {
-		return relay.Stats{}, fmt.Errorf("outbox stats: %w", err)
+		return outbox.Stats{}, fmt.Errorf("outbox stats: %w", err)
 	}
 	var (
-		st     relay.Stats
+		st     outbox.Stats
 		typ    string
 		status string
 		n      int64
@@ -88,7 +81,7 @@ ORDER BY 1`)
 	)
 	_, err = pgx.ForEachRow(rows, []any{&typ, &status, &n, &age}, func() error {
 		if len(st.ByType) == 0 || st.ByType[len(st.ByType)-1].Type != typ {
-			st.ByType = append(st.ByType, relay.TypeStats{Type: typ})
+			st.ByType = append(st.ByType, outbox.TypeStats{Type: typ})
 		}
 		ts := &st.ByType[len(st.ByType)-1]
 		switch status {
@@ -104,25 +97,45 @@ ORDER BY 1`)
 		return nil
 	})
 	if err != nil {
-		return relay.Stats{}, fmt.Errorf("outbox stats: %w", err)
+		return outbox.Stats{}, fmt.Errorf("outbox stats: %w", err)
 	}
-	if err := br.QueryRow().Scan(&st.Partitions); err != nil {
-		return relay.Stats{}, fmt.Errorf("outbox stats: partition count: %w", err)
+	return st, nil
+}
+
+// PartitionBacklog implements partition.BacklogSource: the partition count
+// and, per partition with PENDING rows, their count and oldest age.
+func (s *Store) PartitionBacklog(ctx context.Context) (partition.Backlog, error) {
+	var b pgx.Batch
+	b.Queue(`SELECT partitions FROM outbox_partitioning`)
+	b.Queue(`
+SELECT outbox_partition(o.aggregate_id, p.partitions), count(*), COALESCE(EXTRACT(EPOCH FROM now() - min(o.created_at)), 0)::float8
+FROM outbox o, outbox_partitioning p
+WHERE o.status = 'PENDING'
+GROUP BY 1
+ORDER BY 1`)
+	br := s.pool.SendBatch(ctx, &b)
+	defer br.Close()
+	var out partition.Backlog
+	if err := br.QueryRow().Scan(&out.Partitions); err != nil {
+		return partition.Backlog{}, fmt.Errorf("outbox partition count: %w", err)
 	}
-	rows, err = br.Query()
+	rows, err := br.Query()
 	if err != nil {
-		return relay.Stats{}, fmt.Errorf("outbox stats per partition: %w", err)
+		return partition.Backlog{}, fmt.Errorf("outbox backlog per partition: %w", err)
 	}
-	var ps relay.PartitionStats
-	_, err = pgx.ForEachRow(rows, []any{&ps.Partition, &ps.Pending, &age}, func() error {
-		ps.OldestPending = seconds(age)
-		st.ByPartition = append(st.ByPartition, ps)
+	var (
+		pb  partition.PartitionBacklog
+		age float64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&pb.Partition, &pb.Pending, &age}, func() error {
+		pb.OldestPending = seconds(age)
+		out.ByPartition = append(out.ByPartition, pb)
 		return nil
 	})
 	if err != nil {
-		return relay.Stats{}, fmt.Errorf("outbox stats per partition: %w", err)
+		return partition.Backlog{}, fmt.Errorf("outbox backlog per partition: %w", err)
 	}
-	return st, br.Close()
+	return out, br.Close()
 }
 
 func seconds(s float64) time.Duration { return time.Duration(max(s, 0) * float64(time.Second)) }

@@ -19,8 +19,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
-	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition/partitiontest"
+	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -99,7 +101,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-func TestClaimBatchWritesTheBatchResult(t *testing.T) {
+func TestClaimWritesTheResult(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	store := outboxstore.New(pool)
@@ -109,17 +111,17 @@ func TestClaimBatchWritesTheBatchResult(t *testing.T) {
 	retryAt := publishedAt.Add(time.Hour)
 
 	var got []outbox.Message
-	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []outbox.Message) (relay.BatchResult, error) {
+	n, err := store.Claim(ctx, 10, func(_ context.Context, msgs []outbox.Message) outbox.Result {
 		got = msgs
-		return relay.BatchResult{
+		return outbox.Result{
 			PublishedAt: publishedAt,
 			Published:   []uuid.UUID{ids[0], ids[1]},
-			Retry:       []relay.Failure{{ID: ids[2], Error: "throttled", NextAttemptAt: retryAt}},
-			Dead:        []relay.Failure{{ID: ids[3], Error: "too big"}},
-		}, nil
+			Retry:       []outbox.Failure{{ID: ids[2], Error: "throttled", NextAttemptAt: retryAt}},
+			Dead:        []outbox.Failure{{ID: ids[3], Error: "too big"}},
+		}
 	})
 	if err != nil || n != 4 {
-		t.Fatalf("ClaimBatch: got %d, %v; want 4, nil", n, err)
+		t.Fatalf("Claim: got %d, %v; want 4, nil", n, err)
 	}
 	for _, m := range got {
 		if len(m.Payload) == 0 || m.Type != "payment.created" || m.CreatedAt.IsZero() {
@@ -157,17 +159,17 @@ func TestClaimBatchWritesTheBatchResult(t *testing.T) {
 		t.Errorf("retry: got next_attempt_at %v, want %v", s.NextAttempt, retryAt)
 	}
 	// The retry is not due and the others are done: nothing left to claim.
-	n, err = store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func([]outbox.Message) (relay.BatchResult, error) {
-		t.Error("fn called with nothing due")
-		return relay.BatchResult{}, nil
+	n, err = store.Claim(ctx, 10, func(context.Context, []outbox.Message) outbox.Result {
+		t.Error("publish called with nothing due")
+		return outbox.Result{}
 	})
 	if err != nil || n != 0 {
-		t.Errorf("second ClaimBatch: got %d, %v; want 0, nil", n, err)
+		t.Errorf("second Claim: got %d, %v; want 0, nil", n, err)
 	}
 }
 
-// TestEveryClaimReturnsTheStoredBytes: each claim statement — unordered and
-// ordered, over every partition, one or several — hands the relay the
+// TestEveryClaimReturnsTheStoredBytes: each claim statement — the relay's,
+// and ordered mode's of one partition or several — hands the relay the
 // payload as the write side stored it, byte for byte: key order, spacing and
 // escapes are the encoder's, and a consumer that hashes or signs the
 // published event sees them.
@@ -190,24 +192,27 @@ func TestEveryClaimReturnsTheStoredBytes(t *testing.T) {
 		id, agg, payload); err != nil {
 		t.Fatal(err)
 	}
-	own := relay.PartitionOf(agg, partitions)
+	own := partition.Of(agg, partitions)
 	for _, c := range []struct {
 		name  string
-		claim relay.Claim
+		owned []int // nil: the relay's claim
 	}{
-		{"all", relay.Claim{Limit: 10}},
-		{"all ordered", relay.Claim{Limit: 10, Ordered: true}},
-		{"one partition", relay.Claim{Limit: 10, Partitions: partitions, Owner: "t", Owned: []int{own}}},
-		{"one partition ordered", relay.Claim{Limit: 10, Partitions: partitions, Owner: "t", Owned: []int{own}, Ordered: true}},
-		{"partitions", relay.Claim{Limit: 10, Partitions: partitions, Owner: "t", Owned: []int{(own + 1) % partitions, own, (own + 2) % partitions}}},
-		{"partitions ordered", relay.Claim{Limit: 10, Partitions: partitions, Owner: "t", Owned: []int{(own + 1) % partitions, own, (own + 2) % partitions}, Ordered: true}},
+		{"the relay's", nil},
+		{"ordered, one partition", []int{own}},
+		{"ordered, partitions", []int{(own + 1) % partitions, own, (own + 2) % partitions}},
 	} {
-		slices.Sort(c.claim.Owned)
+		slices.Sort(c.owned)
 		var got []outbox.Message
-		_, err := store.ClaimBatch(context.Background(), c.claim, func(msgs []outbox.Message) (relay.BatchResult, error) {
+		keep := func(_ context.Context, msgs []outbox.Message) outbox.Result {
 			got = msgs
-			return relay.BatchResult{}, nil // nothing recorded: the row stays PENDING for the next claim
-		})
+			return outbox.Result{} // nothing recorded: the row stays PENDING for the next claim
+		}
+		var err error
+		if c.owned == nil {
+			_, err = store.Claim(context.Background(), 10, keep)
+		} else {
+			_, err = store.ClaimInOrder(context.Background(), partition.Claim{Limit: 10, Partitions: partitions, Owner: "t", Owned: c.owned}, keep)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -236,12 +241,12 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 	}
 	store := outboxstore.New(pool)
 	ids := insertRows(t, pool, 3, "payment.created")
-	publishAll := func(msgs []outbox.Message) (relay.BatchResult, error) {
-		out := relay.BatchResult{PublishedAt: time.Now()}
+	publishAll := func(_ context.Context, msgs []outbox.Message) outbox.Result {
+		out := outbox.Result{PublishedAt: time.Now()}
 		for _, m := range msgs {
 			out.Published = append(out.Published, m.ID)
 		}
-		return out, nil
+		return out
 	}
 
 	for _, trigger := range []string{
@@ -252,9 +257,9 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 		if _, err := pool.Exec(ctx, trigger); err != nil {
 			t.Fatal(err)
 		}
-		n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, publishAll)
+		n, err := store.Claim(ctx, 10, publishAll)
 		if err == nil {
-			t.Fatalf("ClaimBatch with %q: got %d, nil; want the error", trigger, n)
+			t.Fatalf("Claim with %q: got %d, nil; want the error", trigger, n)
 		}
 		if got := countStatus(t, pool, "PENDING"); got != len(ids) {
 			t.Fatalf("after a failed mark: %d rows PENDING, want %d", got, len(ids))
@@ -264,9 +269,9 @@ BEGIN RAISE EXCEPTION 'refused by test'; END $$`); err != nil {
 		}
 	}
 
-	n, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, publishAll)
+	n, err := store.Claim(ctx, 10, publishAll)
 	if err != nil || n != len(ids) {
-		t.Fatalf("ClaimBatch after the failures: got %d, %v; want %d, nil", n, err, len(ids))
+		t.Fatalf("Claim after the failures: got %d, %v; want %d, nil", n, err, len(ids))
 	}
 	if got := countStatus(t, pool, "PUBLISHED"); got != len(ids) {
 		t.Errorf("%d rows PUBLISHED, want %d", got, len(ids))
@@ -301,7 +306,8 @@ func (p *countingPublisher) Publish(_ context.Context, msgs []outbox.Message) []
 }
 
 // TestManyRelaysPublishEachRowOnce runs four relays, as four replicas would, over
-// one table of 5,000 rows: every row is published, and none twice.
+// one table of 5,000 rows, each as cmd/payments runs it by default (one claim
+// at work in the database at a time): every row is published, and none twice.
 func TestManyRelaysPublishEachRowOnce(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
@@ -317,8 +323,8 @@ func TestManyRelaysPublishEachRowOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		r := relay.New(outboxstore.New(p), pub, discard(), nil, time.Now,
-			relay.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond})
+		r := outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(p)), pub, discard(), nil, time.Now,
+			outbox.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond})
 		g.Go(func() error { return r.Run(ctx) })
 	}
 	waitFor(t, time.Minute, "all rows PUBLISHED", func() bool { return countStatus(t, pool, "PUBLISHED") == rows })
@@ -374,8 +380,8 @@ func TestShutdownMidBatchMarksOnlyAcknowledged(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	ids := insertRows(t, pool, 40, "payment.created")
 	pub := &blockingPublisher{entered: make(chan struct{}), release: make(chan struct{}), acked: map[uuid.UUID]bool{}}
-	r := relay.New(outboxstore.New(pool), pub, discard(), nil, time.Now,
-		relay.Config{BatchSize: 20, Workers: 1, PollInterval: time.Hour})
+	r := outbox.NewRelay(outboxstore.New(pool), pub, discard(), nil, time.Now,
+		outbox.Config{BatchSize: 20, Workers: 1, PollInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -443,8 +449,8 @@ func TestNotifyWakesIdleRelay(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	pub := &countingPublisher{}
-	r := relay.New(outboxstore.New(pool), pub, discard(), nil, time.Now,
-		relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Minute})
+	r := outbox.NewRelay(outboxstore.New(pool), pub, discard(), nil, time.Now,
+		outbox.Config{BatchSize: 10, Workers: 1, PollInterval: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
 	g.Go(func() error { return r.Run(ctx) })
@@ -509,7 +515,7 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	if st.Pending != 2 || st.Dead != 1 || st.OldestPending < time.Hour || st.OldestPending > 2*time.Hour {
 		t.Errorf("got pending=%d dead=%d oldest=%v, want 2, 1, about 1h", st.Pending, st.Dead, st.OldestPending)
 	}
-	wantTypes := []relay.TypeStats{{Type: "payment.created", Pending: 1}, {Type: "payment.refunded", Pending: 1, Dead: 1}}
+	wantTypes := []outbox.TypeStats{{Type: "payment.created", Pending: 1}, {Type: "payment.refunded", Pending: 1, Dead: 1}}
 	if len(st.ByType) != len(wantTypes) {
 		t.Fatalf("got %d types, want %d: %+v", len(st.ByType), len(wantTypes), st.ByType)
 	}
@@ -557,45 +563,61 @@ func TestStatsRequeueAndCleanup(t *testing.T) {
 	}
 }
 
-// TestStoreHonoursTheContract runs the relay's Store contract against Postgres,
-// the same suite the in-memory fake passes.
+// TestStoreHonoursTheContract runs the relay's Store contract and ordered
+// mode's against Postgres, the same suites the in-memory fakes pass.
 func TestStoreHonoursTheContract(t *testing.T) {
 	t.Parallel()
-	relaytest.RunContract(t, func(t *testing.T) relaytest.Harness {
-		pool := pgtest.New(t, paymentsmigrations.FS)
-		return relaytest.Harness{
-			Store: outboxstore.New(pool),
-			Insert: func(t *testing.T, n int) []uuid.UUID {
-				ids := make([]uuid.UUID, n)
-				for i := range ids {
-					ids[i] = uuid.New()
-					// Due times a microsecond apart, oldest first, all in the past.
-					_, err := pool.Exec(context.Background(), `
+	state := func(pool *pgxpool.Pool) func(t *testing.T, id uuid.UUID) (string, int) {
+		return func(t *testing.T, id uuid.UUID) (string, int) {
+			s := state(t, pool, id)
+			return s.Status, s.Attempts
+		}
+	}
+	t.Run("relay", func(t *testing.T) {
+		t.Parallel()
+		outboxtest.RunContract(t, func(t *testing.T) outboxtest.Harness {
+			pool := pgtest.New(t, paymentsmigrations.FS)
+			return outboxtest.Harness{
+				Store: outboxstore.New(pool),
+				Insert: func(t *testing.T, n int) []uuid.UUID {
+					ids := make([]uuid.UUID, n)
+					for i := range ids {
+						ids[i] = uuid.New()
+						// Due times a microsecond apart, oldest first, all in the past.
+						_, err := pool.Exec(context.Background(), `
 INSERT INTO outbox (id, type, aggregate_id, payload, next_attempt_at)
 VALUES ($1, 'payment.created', gen_random_uuid(), '{}', now() - interval '1 second' + $2 * interval '1 microsecond')`, ids[i], i)
-					if err != nil {
-						t.Fatal(err)
+						if err != nil {
+							t.Fatal(err)
+						}
 					}
-				}
-				return ids
-			},
-			InsertFor: func(t *testing.T, agg uuid.UUID, n int) []uuid.UUID {
-				ids := make([]uuid.UUID, n)
-				for i := range ids {
-					ids[i] = uuid.New()
-					_, err := pool.Exec(context.Background(), `
+					return ids
+				},
+				State: state(pool),
+			}
+		})
+	})
+	t.Run("ordered", func(t *testing.T) {
+		t.Parallel()
+		partitiontest.RunContract(t, func(t *testing.T) partitiontest.Harness {
+			pool := pgtest.New(t, paymentsmigrations.FS)
+			return partitiontest.Harness{
+				Store: outboxstore.New(pool),
+				InsertFor: func(t *testing.T, agg uuid.UUID, n int) []uuid.UUID {
+					ids := make([]uuid.UUID, n)
+					for i := range ids {
+						ids[i] = uuid.New()
+						_, err := pool.Exec(context.Background(), `
 INSERT INTO outbox (id, type, aggregate_id, payload, next_attempt_at)
 VALUES ($1, 'payment.created', $2, '{}', now() - interval '1 second')`, ids[i], agg)
-					if err != nil {
-						t.Fatal(err)
+						if err != nil {
+							t.Fatal(err)
+						}
 					}
-				}
-				return ids
-			},
-			State: func(t *testing.T, id uuid.UUID) (string, int) {
-				s := state(t, pool, id)
-				return s.Status, s.Attempts
-			},
-		}
+					return ids
+				},
+				State: state(pool),
+			}
+		})
 	})
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
-	"github.com/payments-outbox/payments-outbox/application/relay"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -131,9 +130,9 @@ func TestPreviousReleaseSurvivesThePayloadMigration(t *testing.T) {
 	store := outboxstore.New(old)
 	claim := func() ([]outbox.Message, error) {
 		var got []outbox.Message
-		_, err := store.ClaimBatch(ctx, relay.Claim{Limit: 10}, func(msgs []outbox.Message) (relay.BatchResult, error) {
+		_, err := store.Claim(ctx, 10, func(_ context.Context, msgs []outbox.Message) outbox.Result {
 			got = msgs
-			return relay.BatchResult{}, nil // nothing recorded: the rows stay PENDING
+			return outbox.Result{} // nothing recorded: the rows stay PENDING
 		})
 		return got, err
 	}

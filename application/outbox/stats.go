@@ -1,4 +1,4 @@
-package relay
+package outbox
 
 import (
 	"context"
@@ -15,18 +15,6 @@ type Stats struct {
 	Dead          int64
 	OldestPending time.Duration // age of the oldest PENDING row; 0 when none
 	ByType        []TypeStats   // sorted by type
-	// Partitions is the outbox's partition count.
-	Partitions int
-	// ByPartition has one entry per partition with PENDING rows, ascending:
-	// a stuck partition is one whose oldest pending age keeps growing.
-	ByPartition []PartitionStats
-}
-
-// PartitionStats is the PENDING backlog of one partition.
-type PartitionStats struct {
-	Partition     int
-	Pending       int64
-	OldestPending time.Duration
 }
 
 // TypeStats is the backlog of one event type.

@@ -1,4 +1,4 @@
-package relay
+package outbox
 
 import "time"
 
@@ -21,10 +21,6 @@ type Metrics interface {
 	Dead()
 	// Backlog records the outbox's backlog as the table reports it.
 	Backlog(Stats)
-	// OwnedPartitions records how many partitions this replica holds leases on.
-	OwnedPartitions(n int)
-	// Rebalanced records a heartbeat that took or gave up partitions.
-	Rebalanced()
 }
 
 // noMetrics records nothing; it stands in for nil Metrics.
@@ -35,5 +31,3 @@ func (noMetrics) Published(time.Duration)   {}
 func (noMetrics) PublishFailed()            {}
 func (noMetrics) Dead()                     {}
 func (noMetrics) Backlog(Stats)             {}
-func (noMetrics) OwnedPartitions(int)       {}
-func (noMetrics) Rebalanced()               {}

@@ -1,4 +1,4 @@
-package relay_test
+package outbox_test
 
 import (
 	"context"
@@ -9,21 +9,19 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/payments-outbox/payments-outbox/application/relay"
-	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
 )
 
-// recordingMetrics is a relay.Metrics that keeps what it was told.
+// recordingMetrics is an outbox.Metrics that keeps what it was told.
 type recordingMetrics struct {
 	mu          sync.Mutex
 	calls       int
 	published   []time.Duration
 	failed      int
 	dead        int
-	backlog     relay.Stats
+	backlog     outbox.Stats
 	backlogSets int
-	owned       int
-	rebalances  int
 }
 
 func (m *recordingMetrics) PublishCall(time.Duration) { m.mu.Lock(); m.calls++; m.mu.Unlock() }
@@ -34,22 +32,19 @@ func (m *recordingMetrics) Published(d time.Duration) {
 }
 func (m *recordingMetrics) PublishFailed() { m.mu.Lock(); m.failed++; m.mu.Unlock() }
 func (m *recordingMetrics) Dead()          { m.mu.Lock(); m.dead++; m.mu.Unlock() }
-func (m *recordingMetrics) Backlog(s relay.Stats) {
+func (m *recordingMetrics) Backlog(s outbox.Stats) {
 	m.mu.Lock()
 	m.backlog = s
 	m.backlogSets++
 	m.mu.Unlock()
 }
 
-func (m *recordingMetrics) OwnedPartitions(n int) { m.mu.Lock(); m.owned = n; m.mu.Unlock() }
-func (m *recordingMetrics) Rebalanced()           { m.mu.Lock(); m.rebalances++; m.mu.Unlock() }
-
 type stubStats struct {
-	stats relay.Stats
+	stats outbox.Stats
 	done  func() // called after the first read, to end the loop
 }
 
-func (s stubStats) Stats(context.Context) (relay.Stats, error) {
+func (s stubStats) Stats(context.Context) (outbox.Stats, error) {
 	s.done()
 	return s.stats, nil
 }
@@ -62,8 +57,8 @@ func TestMetrics(t *testing.T) {
 	m := &recordingMetrics{}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	want := relay.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second}
-	if err := relay.RefreshGauges(ctx, stubStats{stats: want, done: cancel}, m, time.Hour, discard()); err != nil {
+	want := outbox.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second}
+	if err := outbox.RefreshGauges(ctx, stubStats{stats: want, done: cancel}, m, time.Hour, discard()); err != nil {
 		t.Fatal(err)
 	}
 	if m.backlogSets != 1 || m.backlog.Pending != want.Pending || m.backlog.Dead != want.Dead || m.backlog.OldestPending != want.OldestPending {
@@ -71,11 +66,11 @@ func TestMetrics(t *testing.T) {
 	}
 
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	ids := store.Add(3, "payment.created")
 	clk.advance(2 * time.Second) // the events committed two seconds before the publish
 	pub := &fakePublisher{fail: map[uuid.UUID]error{ids[0]: errors.New("throttled")}}
-	r := relay.New(store, pub, discard(), m, clk.now, relay.Config{BatchSize: 10, MaxAttempts: 1})
+	r := outbox.NewRelay(store, pub, discard(), m, clk.now, outbox.Config{BatchSize: 10, MaxAttempts: 1})
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +90,14 @@ func TestMetrics(t *testing.T) {
 func TestNilMetricsRecordNothing(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Now()}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	store.Add(2, "payment.created")
-	r := relay.New(store, &fakePublisher{}, discard(), nil, clk.now, relay.Config{BatchSize: 10})
+	r := outbox.NewRelay(store, &fakePublisher{}, discard(), nil, clk.now, outbox.Config{BatchSize: 10})
 	if n, err := r.Step(context.Background()); err != nil || n != 2 {
 		t.Fatalf("Step: got %d, %v; want 2, nil", n, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := relay.RefreshGauges(ctx, stubStats{done: cancel}, nil, time.Hour, discard()); err != nil {
+	if err := outbox.RefreshGauges(ctx, stubStats{done: cancel}, nil, time.Hour, discard()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,23 +1,22 @@
-package relaytest_test
+package partitiontest_test
 
 import (
 	"testing"
 
 	"github.com/google/uuid"
 
-	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition/partitiontest"
 )
 
 // TestFakeHonoursTheContract keeps the fake honest: it must pass the same
-// contract as the Postgres store, or the relay's tests that use it would
+// contract as the Postgres store, or ordered mode's tests that use it would
 // prove nothing.
 func TestFakeHonoursTheContract(t *testing.T) {
 	t.Parallel()
-	relaytest.RunContract(t, func(t *testing.T) relaytest.Harness {
-		s := relaytest.NewFakeStore(nil)
-		return relaytest.Harness{
-			Store:  s,
-			Insert: func(t *testing.T, n int) []uuid.UUID { return s.Add(n, "payment.created") },
+	partitiontest.RunContract(t, func(t *testing.T) partitiontest.Harness {
+		s := partitiontest.NewFakeStore(nil)
+		return partitiontest.Harness{
+			Store: s,
 			InsertFor: func(t *testing.T, agg uuid.UUID, n int) []uuid.UUID {
 				return s.AddFor(agg, n, "payment.created")
 			},

@@ -1,4 +1,4 @@
-package relay_test
+package outbox_test
 
 import (
 	"context"
@@ -13,8 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
-	"github.com/payments-outbox/payments-outbox/application/relay"
-	"github.com/payments-outbox/payments-outbox/application/relay/relaytest"
+	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
 )
 
 // fakePublisher acknowledges every message except those in fail, and records
@@ -81,17 +80,17 @@ func (c *clock) advance(d time.Duration) {
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newRelay(cfg relay.Config, store *relaytest.FakeStore, pub relay.Publisher, clk *clock) *relay.Relay {
-	return relay.New(store, pub, discard(), nil, clk.now, cfg)
+func newRelay(cfg outbox.Config, store *outboxtest.FakeStore, pub outbox.Publisher, clk *clock) *outbox.Relay {
+	return outbox.NewRelay(store, pub, discard(), nil, clk.now, cfg)
 }
 
 func TestStepPublishesAndMarks(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	ids := store.Add(3, "payment.created")
 	pub := &fakePublisher{}
-	r := newRelay(relay.Config{BatchSize: 10}, store, pub, clk)
+	r := newRelay(outbox.Config{BatchSize: 10}, store, pub, clk)
 
 	n, err := r.Step(context.Background())
 	if err != nil || n != 3 {
@@ -116,11 +115,11 @@ func TestStepPublishesAndMarks(t *testing.T) {
 func TestFailingMessageRetriesThenDies(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	bad := store.Add(1, "payment.created")[0]
 	good := store.Add(2, "payment.created")
 	pub := &fakePublisher{fail: map[uuid.UUID]error{bad: errors.New("message too long")}}
-	cfg := relay.Config{BatchSize: 10, MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: time.Minute}
+	cfg := outbox.Config{BatchSize: 10, MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: time.Minute}
 	r := newRelay(cfg, store, pub, clk)
 
 	if _, err := r.Step(context.Background()); err != nil {
@@ -165,14 +164,14 @@ func TestFailingMessageRetriesThenDies(t *testing.T) {
 func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	ids := store.Add(3, "payment.created")
 	refused, throttled := ids[0], ids[1]
 	pub := &fakePublisher{fail: map[uuid.UUID]error{
-		refused:   fmt.Errorf("publish: %w", relay.Permanent(errors.New("message too long"))),
+		refused:   fmt.Errorf("publish: %w", outbox.Permanent(errors.New("message too long"))),
 		throttled: errors.New("throttled"),
 	}}
-	r := newRelay(relay.Config{BatchSize: 10, MaxAttempts: 10}, store, pub, clk)
+	r := newRelay(outbox.Config{BatchSize: 10, MaxAttempts: 10}, store, pub, clk)
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +184,7 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	if row := store.Row(ids[2]); row.Status != "PUBLISHED" {
 		t.Errorf("acknowledged row: got %s, want PUBLISHED", row.Status)
 	}
-	if relay.IsPermanent(errors.New("x")) || relay.Permanent(nil) != nil {
+	if outbox.IsPermanent(errors.New("x")) || outbox.Permanent(nil) != nil {
 		t.Error("IsPermanent of a plain error, or Permanent(nil), is wrong")
 	}
 }
@@ -195,9 +194,9 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 func TestMissingResultIsNotAnAck(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	ids := store.Add(3, "payment.created")
-	r := newRelay(relay.Config{BatchSize: 10}, store, &fakePublisher{short: true}, clk)
+	r := newRelay(outbox.Config{BatchSize: 10}, store, &fakePublisher{short: true}, clk)
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +223,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // runRelay runs r until the returned stop is called; stop waits for Run to
 // return and fails the test if it returned an error.
-func runRelay(t *testing.T, r *relay.Relay) (stop func()) {
+func runRelay(t *testing.T, r *outbox.Relay) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -242,9 +241,9 @@ func runRelay(t *testing.T, r *relay.Relay) (stop func()) {
 func TestRunDrainsBacklogOnWake(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	pub := &fakePublisher{}
-	r := newRelay(relay.Config{BatchSize: 10, Workers: 2, PollInterval: time.Hour}, store, pub, clk)
+	r := newRelay(outbox.Config{BatchSize: 10, Workers: 2, PollInterval: time.Hour}, store, pub, clk)
 	stop := runRelay(t, r)
 	defer stop()
 
@@ -261,14 +260,14 @@ func TestRunDrainsBacklogOnWake(t *testing.T) {
 func TestShutdownFinishesInFlightBatch(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	ids := store.Add(5, "payment.created")
 	pub := &fakePublisher{
 		fail:    map[uuid.UUID]error{ids[1]: errors.New("throttled")},
 		entered: make(chan struct{}, 1),
 		release: make(chan struct{}),
 	}
-	r := newRelay(relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Hour}, store, pub, clk)
+	r := newRelay(outbox.Config{BatchSize: 10, Workers: 1, PollInterval: time.Hour}, store, pub, clk)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
@@ -293,10 +292,10 @@ func TestShutdownFinishesInFlightBatch(t *testing.T) {
 func TestStoreOutageIsRetried(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
-	store := relaytest.NewFakeStore(clk.now)
+	store := outboxtest.NewFakeStore(clk.now)
 	store.FailClaims(errors.New("connection refused"))
 	store.Add(3, "payment.created")
-	r := newRelay(relay.Config{BatchSize: 10, Workers: 1, PollInterval: time.Millisecond}, store, &fakePublisher{}, clk)
+	r := newRelay(outbox.Config{BatchSize: 10, Workers: 1, PollInterval: time.Millisecond}, store, &fakePublisher{}, clk)
 	stop := runRelay(t, r)
 	defer stop()
 

@@ -1,0 +1,62 @@
+package outbox
+
+import "time"
+
+// Config tunes a Relay. Zero fields take the defaults named on each.
+type Config struct {
+	BatchSize    int           // rows per claim transaction; default 100
+	MaxAttempts  int           // failed publishes before DEAD; default 10
+	PollInterval time.Duration // safety-net poll when no wake-up arrives; default 1s
+	// Workers is how many claim loops run at once. Each holds one database
+	// connection while its batch is at the broker, so several keep the
+	// broker busy while one waits on the database. Default 4; WorkersFor
+	// sizes it to a shared pool.
+	Workers     int
+	BackoffBase time.Duration // delay after the first failure; default 1s
+	BackoffMax  time.Duration // ceiling of the delay; default 5m
+	// PublishTimeout bounds one batch, from its claim to its commit, also
+	// the batch in hand when the relay stops. Default 30s.
+	PublishTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize <= 0 {
+		c.BatchSize = 100
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 10
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = defaultWorkers
+	}
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = time.Second
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = 5 * time.Minute
+	}
+	if c.BackoffMax < c.BackoffBase {
+		c.BackoffMax = c.BackoffBase
+	}
+	if c.PublishTimeout <= 0 {
+		c.PublishTimeout = 30 * time.Second
+	}
+	return c
+}
+
+// defaultWorkers is Config.Workers's default, and the most WorkersFor gives:
+// the workers are there to keep the broker busy while one of them waits on
+// the database, and a few do that.
+const defaultWorkers = 4
+
+// WorkersFor is Config.Workers for a relay that shares a pool of maxConns
+// connections with other work (the API's requests): each worker holds a
+// connection while its batch is at the broker, so the relay takes at most
+// half the pool and the other work always finds a connection during a
+// backlog.
+func WorkersFor(maxConns int) int {
+	return min(defaultWorkers, max(1, maxConns/2))
+}
