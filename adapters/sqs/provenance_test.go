@@ -14,69 +14,23 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/provenance"
+	"github.com/payments-outbox/payments-outbox/application/provenance/provenancetest"
 )
 
 // keys is the payments service's signer and a verifier of its public key.
 func keys(t testing.TB, acceptUnsigned bool) (*provenance.Signer, *provenance.Verifier) {
 	t.Helper()
-	s, err := provenance.GenerateSigner("k1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := provenancetest.NewSigner("k1")
 	set, err := provenance.NewKeySet(s.PublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, provenance.NewVerifier(set, acceptUnsigned)
-}
-
-// signedAttrs are the message attributes of sig, as SQS delivers them.
-func signedAttrs(sig provenance.Signature) map[string]types.MessageAttributeValue {
-	attrs := map[string]types.MessageAttributeValue{}
-	if sig.KeyID != "" {
-		attrs[provenance.KeyIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(sig.KeyID)}
-	}
-	if sig.Value != "" {
-		attrs[provenance.SignatureAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(sig.Value)}
-	}
-	return attrs
-}
-
-// forgery is a message put straight on a queue, and the reason it must be
-// refused for.
-type forgery struct {
-	name   string
-	body   []byte
-	sig    provenance.Signature
-	reason string
-}
-
-// forgeries are the ways to put an event on the queue that the payments
-// service did not publish: genuine is a body it signed, with sig.
-func forgeries(t testing.TB, genuine []byte, sig provenance.Signature) []forgery {
-	t.Helper()
-	attacker, err := provenance.GenerateSigner("k1") // the payments key's id, another key
-	if err != nil {
-		t.Fatal(err)
-	}
-	stranger, err := provenance.GenerateSigner("k2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// F-02's and F-03's: a payment nobody made, of 99,999,999.00 USD.
-	forged := newPayment(9_999_999_900, "cus_forger", "mer_victim").body()
-	return []forgery{
-		{"no signature", forged, provenance.Signature{}, "missing_signature"},
-		{"signed by another key", forged, attacker.Sign(forged), "bad_signature"},
-		{"signed by a key nobody holds", forged, stranger.Sign(forged), "unknown_key"},
-		{"a valid signature over other bytes", bytes.Replace(genuine, []byte(`"amount":1050`), []byte(`"amount":1051`), 1), sig, "bad_signature"},
-		{"another event's signature replayed", forged, sig, "bad_signature"},
-		{"half a signature", forged, provenance.Signature{KeyID: "k1"}, "malformed_signature"},
-	}
 }
 
 // TestForgedMessagesGoToTheDLQWithTheirReason puts the payments service's
@@ -95,11 +49,13 @@ func TestForgedMessagesGoToTheDLQWithTheirReason(t *testing.T) {
 	if errs := pub.Publish(context.Background(), []outbox.Message{{ID: uuid.New(), Type: "payment.created", Payload: genuine}}); errs[0] != nil {
 		t.Fatalf("publish: %v", errs[0])
 	}
-	sig := signer.Sign(genuine)
-	fs := forgeries(t, genuine, sig)
+	// F-02's and F-03's: a payment nobody made, of 99,999,999.00 USD.
+	forged := newPayment(9_999_999_900, "cus_forger", "mer_victim").body()
+	tampered := bytes.Replace(genuine, []byte(`"amount":1050`), []byte(`"amount":1051`), 1)
+	fs := provenancetest.Forgeries(signer.Sign(genuine), tampered, forged)
 	for _, f := range fs {
 		if _, err := r.tq.SQS.SendMessage(context.Background(), &awssqs.SendMessageInput{
-			QueueUrl: aws.String(r.tq.QueueURL), MessageBody: aws.String(string(f.body)), MessageAttributes: signedAttrs(f.sig),
+			QueueUrl: aws.String(r.tq.QueueURL), MessageBody: aws.String(string(f.Body)), MessageAttributes: awstest.SQSAttributes(f.Signature),
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +80,7 @@ func TestForgedMessagesGoToTheDLQWithTheirReason(t *testing.T) {
 	}
 	want := map[string]int{}
 	for _, f := range fs {
-		want[string(f.body)+"|"+f.reason]++
+		want[string(f.Body)+"|"+f.Reason]++
 	}
 	for _, m := range dlq {
 		reason := aws.ToString(m.MessageAttributes[sqs.AttrRejected].StringValue)
@@ -141,7 +97,7 @@ func TestForgedMessagesGoToTheDLQWithTheirReason(t *testing.T) {
 	}
 	counts := map[string]float64{}
 	for _, f := range fs {
-		counts[f.reason]++
+		counts[f.Reason]++
 	}
 	for reason, n := range counts {
 		if got := r.metric(t, "ledger_messages_unverified_total", "reason", reason); got != n {
@@ -182,7 +138,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		wait(5 * time.Second)
 		return f, h, reg
 	}
-	signed := types.Message{Body: aws.String(string(good)), MessageAttributes: signedAttrs(signer.Sign(good))}
+	signed := types.Message{Body: aws.String(string(good)), MessageAttributes: awstest.SQSAttributes(signer.Sign(good))}
 	forged := types.Message{Body: aws.String("ok forged"), MessageAttributes: map[string]types.MessageAttributeValue{
 		"type": {DataType: aws.String("String"), StringValue: aws.String("payment.created")},
 	}, Attributes: map[string]string{"SenderId": "AIDAFORGER", "MessageGroupId": "pay_1"}}
