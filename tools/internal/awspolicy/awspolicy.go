@@ -94,6 +94,7 @@ func Parse(b []byte) (Document, error) {
 	return d, nil
 }
 
+// UnmarshalJSON reads a string or a list of strings.
 func (s *Strings) UnmarshalJSON(b []byte) error {
 	var one string
 	if err := json.Unmarshal(b, &one); err == nil {
@@ -108,6 +109,7 @@ func (s *Strings) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSON reads one statement or a list, each strictly.
 func (s *Statements) UnmarshalJSON(b []byte) error {
 	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("[")) {
 		var many []Statement
@@ -125,6 +127,8 @@ func (s *Statements) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// UnmarshalJSON reads "*" or an object of AWS and Service principals, and
+// refuses any other kind (Federated, CanonicalUser).
 func (p *Principal) UnmarshalJSON(b []byte) error {
 	var star string
 	if err := json.Unmarshal(b, &star); err == nil {
@@ -180,6 +184,7 @@ const (
 	ExplicitDeny
 )
 
+// String names the decision for a test's message.
 func (d Decision) String() string {
 	return [...]string{"implicit deny", "allow", "explicit deny"}[d]
 }
