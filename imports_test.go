@@ -239,6 +239,7 @@ var owners = map[string]string{
 	"application/dependency":         shared,
 	"application/inbox":              shared,
 	"application/outbox":             shared,
+	"application/provenance":         shared,
 	"application/retention":          shared,
 	"adapters/awstest":               shared,
 	"adapters/eventschema":           shared,

@@ -22,6 +22,14 @@
 # LEDGER_DLQ_NAME, WEBHOOKS_QUEUE_NAME, WEBHOOKS_DLQ_NAME) so shared dev
 # endpoints can hold several copies side by side.
 #
+# Each queue's access policy lets the topic deliver to it and denies every
+# other sender but one: the operator's role that redrives the DLQ
+# (REDRIVE_ROLE_ARN, default arn:aws:iam::<the queue's account>:role/payments-outbox-redrive).
+# It is the first of two layers: a consumer acts only on events the payments
+# service signed as well (docs/SECURITY.md, "Events nobody forged"). LocalStack
+# and moto store the policy without enforcing it; tools/stack evaluates what
+# this script writes.
+#
 # PAYMENTS_FIFO=true creates FIFO resources instead (.fifo appended to each name
 # that lacks it):
 # an SNS FIFO topic and SQS FIFO queue and DLQ, so each payment's events reach
@@ -108,6 +116,32 @@ fi
 topic_arn=$(awscli sns create-topic --name "$topic_name" "${topic_attrs[@]}" --query TopicArn)
 log "topic $topic_arn"
 
+# queue_policy QUEUE_ARN prints the queue's access policy, the document of
+# deploy/kubernetes/overlays/aws/iam/<queue>-policy.json with this
+# environment's ARNs. Two statements:
+#   - the topic may send (sqs:SendMessage with aws:SourceArn the topic's ARN);
+#   - everyone else is denied sqs:SendMessage (SendMessageBatch is authorised
+#     as it) unless the request comes from the topic or from the redrive role.
+#     Both keys sit under one ArnNotEquals, so both must differ for the deny
+#     to apply; a key the request lacks counts as differing (a negated
+#     operator on a missing key is true), so a principal's direct send, which
+#     has no aws:SourceArn, is denied unless it is the redrive role's.
+# The redrive role is excepted because `ledger dlq redrive` and `webhooks dlq
+# redrive` put the DLQ's messages back on the queue with its permissions
+# (StartMessageMoveTask sends them as the role that started it; the
+# fallback copy calls SendMessage), and an explicit deny would beat the
+# role's own allow. The DLQs have no such policy: SQS moves messages into
+# them itself, and a consumer moves there a message that fails verification.
+queue_policy() {
+	local queue_arn=$1 partition account redrive_role
+	# arn:<partition>:sqs:<region>:<account>:<name>
+	IFS=: read -r _ partition _ _ account _ <<<"$queue_arn"
+	redrive_role="${REDRIVE_ROLE_ARN:-arn:$partition:iam::$account:role/payments-outbox-redrive}"
+	printf '{"Version":"2012-10-17","Statement":[%s,%s]}' \
+		"$(printf '{"Sid":"TheTopicDelivers","Effect":"Allow","Principal":{"Service":"sns.amazonaws.com"},"Action":"sqs:SendMessage","Resource":"%s","Condition":{"ArnEquals":{"aws:SourceArn":"%s"}}}' "$queue_arn" "$topic_arn")" \
+		"$(printf '{"Sid":"NoOtherSender","Effect":"Deny","Principal":"*","Action":"sqs:SendMessage","Resource":"%s","Condition":{"ArnNotEquals":{"aws:SourceArn":"%s","aws:PrincipalArn":"%s"}}}' "$queue_arn" "$topic_arn" "$redrive_role")"
+}
+
 # consumer_queue NAME DLQ_NAME creates a consumer's DLQ and queue, subscribes
 # the queue to the topic with raw delivery, and sets consumer_queue_url and
 # consumer_dlq_url.
@@ -123,8 +157,10 @@ consumer_queue() {
 	# queue's attributes differ, set-queue-attributes converges instead.
 	queue_url=$(awscli sqs create-queue --queue-name "$name" "${queue_attrs[@]}" --query QueueUrl)
 	queue_arn=$(awscli sqs get-queue-attributes --queue-url "$queue_url" --attribute-names QueueArn --query Attributes.QueueArn)
-	# Only the topic may send to the queue.
-	policy="{\\\"Version\\\":\\\"2012-10-17\\\",\\\"Statement\\\":[{\\\"Sid\\\":\\\"topic-to-queue\\\",\\\"Effect\\\":\\\"Allow\\\",\\\"Principal\\\":{\\\"Service\\\":\\\"sns.amazonaws.com\\\"},\\\"Action\\\":\\\"sqs:SendMessage\\\",\\\"Resource\\\":\\\"$queue_arn\\\",\\\"Condition\\\":{\\\"ArnEquals\\\":{\\\"aws:SourceArn\\\":\\\"$topic_arn\\\"}}}]}"
+	# The topic may send to the queue, and no one else but the redrive role
+	# (queue_policy); escaped as a JSON string inside the attributes.
+	policy=$(queue_policy "$queue_arn")
+	policy=${policy//\"/\\\"}
 	redrive="{\\\"deadLetterTargetArn\\\":\\\"$dlq_arn\\\",\\\"maxReceiveCount\\\":\\\"$max_receive_count\\\"}"
 	awscli sqs set-queue-attributes --queue-url "$queue_url" --attributes "{
 		\"VisibilityTimeout\":\"$visibility_timeout\",

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 )
 
 // TestMessageAttributesAreDocumented: the attributes the publisher sets on a
@@ -40,14 +41,17 @@ func TestMessageAttributesAreDocumented(t *testing.T) {
 		t.Fatalf("%s has no components.schemas.MessageAttributes", api.AsyncAPIFile)
 	}
 	// A message written by a traced request carries every attribute; one
-	// written without a trace context, only those every message carries.
+	// written without a trace context, only those every message carries:
+	// its id and type, and the signature the payments service always
+	// publishes it with (cmd/payments signs through provenance.Publisher).
+	sig := provenance.Signature{KeyID: "k1", Value: "v1a,c2lnbmF0dXJl"}
 	attrs := messageAttributes(outbox.Message{ID: uuid.New(), Type: "payment.created",
-		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "vendor=x"})
+		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", TraceState: "vendor=x"}, sig)
 	set := slices.Sorted(maps.Keys(attrs))
 	if documented := slices.Sorted(maps.Keys(headers.Properties)); !slices.Equal(set, documented) {
 		t.Errorf("the publisher sets the attributes %v; %s documents %v", set, api.AsyncAPIFile, documented)
 	}
-	always := slices.Sorted(maps.Keys(messageAttributes(outbox.Message{ID: uuid.New(), Type: "payment.created"})))
+	always := slices.Sorted(maps.Keys(messageAttributes(outbox.Message{ID: uuid.New(), Type: "payment.created"}, sig)))
 	if required := slices.Sorted(slices.Values(headers.Required)); !slices.Equal(always, required) {
 		t.Errorf("the publisher sets %v on every message; %s requires %v", always, api.AsyncAPIFile, required)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 )
 
 func TestChunk(t *testing.T) {
@@ -33,7 +34,7 @@ func TestChunk(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := make([]error, len(tt.msgs))
-			got := chunk(tt.msgs, errs)
+			got := chunk(tt.msgs, nil, errs)
 			if !slices.EqualFunc(got, tt.wantCalls, slices.Equal) {
 				t.Errorf("got calls %v, want %v", got, tt.wantCalls)
 			}
@@ -44,5 +45,21 @@ func TestChunk(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChunkCountsTheSignature: the signature's attributes count against SNS's
+// limit, so a message that fits only unsigned is refused before SNS sees it.
+func TestChunkCountsTheSignature(t *testing.T) {
+	t.Parallel()
+	m := outbox.Message{Type: "payment.created"}
+	m.Payload = []byte(strings.Repeat("x", maxBatchBytes-messageSize(m, provenance.Signature{})))
+	sig := provenance.Signature{KeyID: "k1", Value: "v1a," + strings.Repeat("A", 88)}
+	errs := make([]error, 1)
+	if calls := chunk([]outbox.Message{m}, nil, errs); len(calls) != 1 || errs[0] != nil {
+		t.Fatalf("unsigned, at the limit: calls %v, error %v; want one call", calls, errs[0])
+	}
+	if calls := chunk([]outbox.Message{m}, []provenance.Signature{sig}, errs); len(calls) != 0 || !errors.Is(errs[0], ErrTooLarge) {
+		t.Errorf("signed, past the limit: calls %v, error %v; want ErrTooLarge", calls, errs[0])
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 )
 
 const (
@@ -67,7 +68,10 @@ type Publisher struct {
 // names to end in .fifo.
 func IsFIFO(topicARN string) bool { return strings.HasSuffix(topicARN, ".fifo") }
 
-var _ outbox.Publisher = (*Publisher)(nil)
+var (
+	_ outbox.Publisher  = (*Publisher)(nil)
+	_ provenance.Broker = (*Publisher)(nil)
+)
 
 // NewPublisher returns a Publisher to topicARN. A relay batch becomes several
 // PublishBatch calls of at most 10 messages; inFlight of them run at once (at
@@ -91,12 +95,26 @@ func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publish
 // and message, marked outbox.Permanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
 // is never marked PUBLISHED on a guess.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
+	return p.PublishSigned(ctx, msgs, nil)
+}
+
+// PublishSigned implements provenance.Broker: Publish, with sigs[i] sent
+// as message i's signature attributes (provenance.KeyIDAttribute and
+// provenance.SignatureAttribute). sigs is nil or as long as msgs.
+func (p *Publisher) PublishSigned(ctx context.Context, msgs []outbox.Message, sigs []provenance.Signature) []error {
 	errs := make([]error, len(msgs))
+	if sigs != nil && len(sigs) != len(msgs) {
+		err := fmt.Errorf("sns: %d signatures for %d messages", len(sigs), len(msgs))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
 	var g errgroup.Group
 	g.SetLimit(p.inFlight)
-	for _, call := range chunk(msgs, errs) {
+	for _, call := range chunk(msgs, sigs, errs) {
 		g.Go(func() error {
-			p.publishBatch(ctx, msgs, call, errs)
+			p.publishBatch(ctx, msgs, sigs, call, errs)
 			return nil
 		})
 	}
@@ -104,16 +122,24 @@ func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error 
 	return errs
 }
 
+// signatureOf is message i's signature, the zero one when sigs is nil.
+func signatureOf(sigs []provenance.Signature, i int) provenance.Signature {
+	if sigs == nil {
+		return provenance.Signature{}
+	}
+	return sigs[i]
+}
+
 // chunk splits msgs into PublishBatch calls, as index lists, within both SNS
 // limits. A message too large on its own gets ErrTooLarge in errs and no call.
-func chunk(msgs []outbox.Message, errs []error) [][]int {
+func chunk(msgs []outbox.Message, sigs []provenance.Signature, errs []error) [][]int {
 	var (
 		calls [][]int
 		cur   []int
 		bytes int
 	)
 	for i, m := range msgs {
-		size := messageSize(m)
+		size := messageSize(m, signatureOf(sigs, i))
 		if size > maxBatchBytes {
 			errs[i] = outbox.Permanent(fmt.Errorf("%w: %d bytes", ErrTooLarge, size))
 			continue
@@ -132,7 +158,7 @@ func chunk(msgs []outbox.Message, errs []error) [][]int {
 
 // messageSize is what SNS counts against its limit: body plus each attribute's
 // name, data type and value.
-func messageSize(m outbox.Message) int {
+func messageSize(m outbox.Message, sig provenance.Signature) int {
 	const idLen = 36 // a UUID in text form
 	n := len(m.Payload) + len(attrID) + len("String") + idLen + len(attrType) + len("String") + len(m.Type)
 	if m.TraceParent != "" {
@@ -141,10 +167,16 @@ func messageSize(m outbox.Message) int {
 	if m.TraceState != "" {
 		n += len(attrTraceState) + len("String") + len(m.TraceState)
 	}
+	if sig.KeyID != "" {
+		n += len(provenance.KeyIDAttribute) + len("String") + len(sig.KeyID)
+	}
+	if sig.Value != "" {
+		n += len(provenance.SignatureAttribute) + len("String") + len(sig.Value)
+	}
 	return n
 }
 
-func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, idx []int, errs []error) {
+func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, sigs []provenance.Signature, idx []int, errs []error) {
 	entries := make([]types.PublishBatchRequestEntry, len(idx))
 	for j, i := range idx {
 		m := msgs[i]
@@ -153,7 +185,7 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, idx
 			// maps answers back to messages without a lookup table.
 			Id:                aws.String(strconv.Itoa(j)),
 			Message:           aws.String(string(m.Payload)),
-			MessageAttributes: messageAttributes(m),
+			MessageAttributes: messageAttributes(m, signatureOf(sigs, i)),
 		}
 		if p.fifo {
 			entries[j].MessageGroupId = aws.String(m.AggregateID.String())
@@ -195,8 +227,9 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, idx
 	}
 }
 
-// messageAttributes returns the SNS message attributes of m.
-func messageAttributes(m outbox.Message) map[string]types.MessageAttributeValue {
+// messageAttributes returns the SNS message attributes of m, signed with sig
+// (none when sig is the zero Signature).
+func messageAttributes(m outbox.Message, sig provenance.Signature) map[string]types.MessageAttributeValue {
 	attrs := map[string]types.MessageAttributeValue{
 		attrID:   {DataType: aws.String("String"), StringValue: aws.String(m.ID.String())},
 		attrType: {DataType: aws.String("String"), StringValue: aws.String(m.Type)},
@@ -206,6 +239,12 @@ func messageAttributes(m outbox.Message) map[string]types.MessageAttributeValue 
 	}
 	if m.TraceState != "" {
 		attrs[attrTraceState] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(m.TraceState)}
+	}
+	if sig.KeyID != "" {
+		attrs[provenance.KeyIDAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(sig.KeyID)}
+	}
+	if sig.Value != "" {
+		attrs[provenance.SignatureAttribute] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(sig.Value)}
 	}
 	return attrs
 }

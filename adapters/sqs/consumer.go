@@ -19,6 +19,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 )
 
 // API is the part of the SQS client this package uses. *sqs.Client satisfies
@@ -85,6 +86,14 @@ type Config struct {
 	Log            *slog.Logger
 	Metrics        *Metrics
 	Now            func() time.Time
+	// Verifier, when set, checks each message's signature before the
+	// handler sees it (provenance.go): a message that fails is copied to
+	// DLQURL with its reason, deleted from the queue and counted, and the
+	// handler never sees it. Nil checks nothing: the consumer's own tests.
+	Verifier *provenance.Verifier
+	// DLQURL is the queue's dead-letter queue, where a message that fails
+	// verification goes.
+	DLQURL string
 	// TracerProvider, when set, traces each message's handling as a span
 	// ("process <type>", kind consumer) that continues the producer's trace:
 	// the child of the message attribute traceparent. Nil: no span; the
@@ -214,8 +223,8 @@ func (c *Consumer) receive(ctx context.Context) (*awssqs.ReceiveMessageOutput, e
 		QueueUrl:                    aws.String(c.cfg.QueueURL),
 		MaxNumberOfMessages:         c.cfg.MaxMessages,
 		WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
-		MessageAttributeNames:       []string{tracing.TraceParent, tracing.TraceState, attrType},
+		MessageSystemAttributeNames: receivedSystemAttributes,
+		MessageAttributeNames:       receivedAttributes,
 	})
 }
 
@@ -277,6 +286,9 @@ const attrType = "type"
 // handle applies one message and says what to do with it, in a span that
 // continues the producer's trace.
 func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict) {
+	if v, ok := c.checkOrigin(handling, m); !ok {
+		return v // not the payments service's: nothing of it is handled
+	}
 	handling = tracing.Extract(handling, messageAttr(m, tracing.TraceParent), messageAttr(m, tracing.TraceState))
 	name := "process message"
 	if typ := messageAttr(m, attrType); typ != "" && len(typ) <= inbox.MaxTypeLen {

@@ -7,6 +7,9 @@
 // message only after the transaction that applied it committed. Everything
 // else follows from at-least-once delivery:
 //
+//   - before anything else, a message must carry the payments service's
+//     signature of its body (provenance.go): one that does not is copied to
+//     the DLQ with its reason and deleted, and the inbox never sees it;
 //   - a message whose delete fails, or whose process dies before deleting,
 //     comes back and is absorbed by the inbox as a duplicate;
 //   - a message that can never apply (unparseable, or a known event with

@@ -23,20 +23,22 @@ type fakeSQS struct {
 	queues    map[string][]types.Message
 	arrived   chan struct{} // closed and replaced whenever put adds messages
 	calls     []string
-	deleted   map[string][]string // queue → receipt handles
-	released  map[string][]string // queue → receipt handles made visible again (visibility 0)
-	failSend  map[string]bool     // bodies whose send fails
-	failDel   bool                // DeleteMessageBatch reports every entry Failed
-	received  chan struct{}       // signalled after a receive hands out the last message
-	receives  int                 // ReceiveMessage calls so far
-	polling   int                 // long polls waiting now
-	abandoned int                 // long polls whose caller gave up before the wait ended
+	deleted   map[string][]string                             // queue → receipt handles
+	released  map[string][]string                             // queue → receipt handles made visible again (visibility 0)
+	failSend  map[string]bool                                 // bodies whose send fails
+	sent      map[string][]types.SendMessageBatchRequestEntry // queue → entries sent to it
+	failDel   bool                                            // DeleteMessageBatch reports every entry Failed
+	received  chan struct{}                                   // signalled after a receive hands out the last message
+	receives  int                                             // ReceiveMessage calls so far
+	polling   int                                             // long polls waiting now
+	abandoned int                                             // long polls whose caller gave up before the wait ended
 }
 
 func newFakeSQS() *fakeSQS {
 	return &fakeSQS{
 		queues: map[string][]types.Message{}, arrived: make(chan struct{}), deleted: map[string][]string{},
 		released: map[string][]string{}, failSend: map[string]bool{}, received: make(chan struct{}, 1),
+		sent: map[string][]types.SendMessageBatchRequestEntry{},
 	}
 }
 
@@ -51,6 +53,32 @@ func (f *fakeSQS) put(queue string, bodies ...string) {
 	}
 	close(f.arrived)
 	f.arrived = make(chan struct{})
+}
+
+// putMessage adds m, with its attributes, to queue; put fills in its id
+// and receipt handle.
+func (f *fakeSQS) putMessage(queue string, m types.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := strconv.Itoa(len(f.queues[queue]) + len(f.deleted[queue]))
+	m.MessageId, m.ReceiptHandle = aws.String(queue+"-"+n), aws.String("rh-"+queue+"-"+n)
+	f.queues[queue] = append(f.queues[queue], m)
+	close(f.arrived)
+	f.arrived = make(chan struct{})
+}
+
+// queued is how many messages wait in queue.
+func (f *fakeSQS) queued(queue string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queues[queue])
+}
+
+// sentTo returns the entries sent to queue so far.
+func (f *fakeSQS) sentTo(queue string) []types.SendMessageBatchRequestEntry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]types.SendMessageBatchRequestEntry(nil), f.sent[queue]...)
 }
 
 func (f *fakeSQS) record(call string) {
@@ -174,6 +202,9 @@ func (f *fakeSQS) SendMessageBatch(_ context.Context, in *awssqs.SendMessageBatc
 			continue
 		}
 		f.put(aws.ToString(in.QueueUrl), aws.ToString(e.MessageBody))
+		f.mu.Lock()
+		f.sent[aws.ToString(in.QueueUrl)] = append(f.sent[aws.ToString(in.QueueUrl)], e)
+		f.mu.Unlock()
 		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: e.Id})
 	}
 	return out, nil

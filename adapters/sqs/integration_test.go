@@ -24,6 +24,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -42,8 +43,10 @@ type rig struct {
 	// handler is what the consumer applies messages with: r.svc (the sync
 	// inbox) unless a test sets another.
 	handler sqs.Handler
-	cancel  context.CancelFunc
-	done    chan error
+	// verifier, when a test sets it, checks each message's signature.
+	verifier *provenance.Verifier
+	cancel   context.CancelFunc
+	done     chan error
 }
 
 func newRig(t *testing.T, opts ...awstest.Option) *rig {
@@ -84,6 +87,7 @@ func (r *rig) start(t *testing.T, api sqs.API, workers int) {
 	c := sqs.NewConsumer(api, h, sqs.Config{
 		QueueURL: r.tq.QueueURL, Workers: workers, WaitTime: 2 * time.Second,
 		VisibilityTimeout: attrs.VisibilityTimeout, Log: quietLog(), Metrics: r.m,
+		Verifier: r.verifier, DLQURL: r.tq.DLQURL,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan error, 1)

@@ -1,6 +1,10 @@
 package sqs
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payments-outbox/payments-outbox/application/provenance"
+)
 
 // Metrics are the consumer's Prometheus metrics. Create them once per
 // process with NewMetrics, on the registry the service serves.
@@ -13,6 +17,11 @@ type Metrics struct {
 	released   prometheus.Counter
 	dlqDepth   prometheus.Gauge
 	eventAge   prometheus.Histogram
+
+	// unverified and unsignedAccepted count the signature checks that did
+	// not verify a message (provenance.go).
+	unverified       *prometheus.CounterVec
+	unsignedAccepted prometheus.Counter
 }
 
 // NewMetrics registers a consumer's metrics on reg, their names starting
@@ -44,6 +53,14 @@ func NewMetrics(reg prometheus.Registerer, service string) *Metrics {
 			Name: service + "_messages_released_total",
 			Help: "Messages received but not applied, made visible again because a stop or a handler timeout cut their batch; each spent a receive.",
 		}),
+		unverified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: service + "_messages_unverified_total",
+			Help: "Messages that failed the check of the payments service's signature, by reason (missing_signature, malformed_signature, unknown_key, bad_signature): moved to the DLQ unapplied. Any is a forgery or a key misconfigured.",
+		}, []string{"reason"}),
+		unsignedAccepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: service + "_messages_unsigned_accepted_total",
+			Help: "Messages without a signature applied because PAYMENTS_UNSIGNED_EVENTS=accept (a rollout's transition): once it stops growing, refuse them.",
+		}),
 		dlqDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: service + "_dlq_messages",
 			Help: "Approximate number of messages in the dead-letter queue; alert on any.",
@@ -60,6 +77,9 @@ func NewMetrics(reg prometheus.Registerer, service string) *Metrics {
 	for _, r := range []string{"poison", "error"} {
 		m.failures.WithLabelValues(r)
 	}
-	reg.MustRegister(m.processed, m.duplicates, m.conflicts, m.failures, m.ackFailed, m.released, m.dlqDepth, m.eventAge)
+	for _, r := range provenance.Reasons {
+		m.unverified.WithLabelValues(r)
+	}
+	reg.MustRegister(m.processed, m.duplicates, m.conflicts, m.failures, m.ackFailed, m.released, m.dlqDepth, m.eventAge, m.unverified, m.unsignedAccepted)
 	return m
 }

@@ -48,6 +48,10 @@ type config struct {
 	// MaxAmount is the largest payment, in minor units, the ledger posts
 	// or holds (ledgers.Handler.MaxAmount).
 	MaxAmount int64
+
+	// Provenance verifies each event's signature before it is recorded:
+	// PAYMENTS_PUBLIC_KEYS and PAYMENTS_UNSIGNED_EVENTS.
+	Provenance consumer.Provenance
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -91,6 +95,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	if needQueues {
 		cfg.QueueURL = e.Required("LEDGER_QUEUE_URL")
 		cfg.DLQURL = e.Required("LEDGER_DLQ_URL")
+		cfg.Provenance = consumer.ReadProvenance(e)
 		if cfg.WaitTime%time.Second != 0 || cfg.WaitTime > 20*time.Second {
 			e.Fail(fmt.Errorf("LEDGER_WAIT_TIME=%s is invalid: want whole seconds from 1s to 20s (SQS long polling)", cfg.WaitTime))
 		}
@@ -112,7 +117,7 @@ func (c config) startup() consumer.Config {
 	return consumer.Config{
 		Common: c.Common, Name: "ledger", Migrations: ledgermigrations.FS, PoolSize: c.poolSize(),
 		QueueURL: c.QueueURL, DLQURL: c.DLQURL, Workers: c.Workers, WaitTime: c.WaitTime, DLQPollInterval: c.DLQPollInterval,
-		InboxRetention: c.InboxRetention, UnhandledRetention: c.UnhandledRetention,
+		InboxRetention: c.InboxRetention, UnhandledRetention: c.UnhandledRetention, Provenance: c.Provenance,
 	}
 }
 

@@ -24,8 +24,9 @@ import (
 )
 
 // TestForgedPaymentsOverTheLimitAreNotPosted sends, straight to the queue
-// (what IAM should stop, and a bug in a producer would not), a
-// payment.created and a payment.authorized of 10^15 BRL, above the ledger's
+// and signed with the payments service's key (what a bug in the producer
+// would publish, and neither the queue's policy nor the signature would
+// stop), a payment.created and a payment.authorized of 10^15 BRL, above the ledger's
 // default LEDGER_MAX_AMOUNT, then a payment within it. In each inbox mode
 // the service as it runs refuses both forged events before recording them:
 // the DLQ gets them, with their reason in the log and the refusals and
@@ -93,7 +94,8 @@ func testForgedOverTheLimit(t *testing.T, mode string) {
 	authorizedID, authorizedPayment, authorized := event("payment.authorized", forged, `,"capture_before":"2099-01-01T00:00:00Z"`)
 	_, _, valid := event("payment.created", 1050, "")
 	for _, body := range []string{created, authorized, valid} {
-		if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(body)}); err != nil {
+		if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(body),
+			MessageAttributes: awstest.SQSAttributes(testKey.Sign([]byte(body)))}); err != nil {
 			t.Fatal(err)
 		}
 	}

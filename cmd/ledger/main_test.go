@@ -30,8 +30,19 @@ import (
 // container, if awstest started one, is left to the testcontainers reaper.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// getenvFrom is a getenv of vars. PAYMENTS_PUBLIC_KEYS, which every
+// consuming ledger needs and few tests here are about, defaults to
+// testKey's; a test sets it, even to "", to say otherwise.
 func getenvFrom(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
+	return func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		if k == "PAYMENTS_PUBLIC_KEYS" {
+			return testKey.PublicKey().String()
+		}
+		return ""
+	}
 }
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {
@@ -58,6 +69,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"empty inbox batch", "LEDGER_INBOX_BATCH_SIZE", "0"},
 		{"no inbox attempts", "LEDGER_INBOX_MAX_ATTEMPTS", "0"},
 		{"bad inbox poll", "LEDGER_INBOX_POLL_INTERVAL", "often"},
+		{"a public key that is not one", "PAYMENTS_PUBLIC_KEYS", "k1:c2hvcnQ="},
+		{"a public key without its id", "PAYMENTS_PUBLIC_KEYS", testKey.PublicKey().String()[len(testKey.KeyID())+1:]},
+		{"unknown unsigned events policy", "PAYMENTS_UNSIGNED_EVENTS", "sometimes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -186,7 +200,8 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	paymentID, merchant := uuid.NewString(), "mer_"+uuid.NewString()[:8]
 	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
 		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, merchant)
-	if _, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body)}); err != nil {
+	if _, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body),
+		MessageAttributes: awstest.SNSAttributes(testKey.Sign([]byte(body)))}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 )
@@ -47,6 +48,12 @@ type config struct {
 	// MaxAmount is the largest amount, in minor units, a payment may be
 	// created with.
 	MaxAmount int64
+
+	// Signer signs every event the relay publishes (PAYMENTS_SIGNING_KEY_ID,
+	// PAYMENTS_SIGNING_KEY), so that the consumers can tell this service's
+	// events from anyone else's. Read by serve only: no other command
+	// publishes, or should hold the private key.
+	Signer *provenance.Signer
 }
 
 // loadConfig reads the configuration through getenv. The first bad or missing
@@ -98,7 +105,24 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	if requireTopic && cfg.TopicARN == "" {
 		e.Fail(errors.New("PAYMENTS_TOPIC_ARN is required (the SNS topic the outbox relay publishes to)"))
 	}
+	if requireTopic {
+		cfg.Signer = readSigner(e)
+	}
 	return cfg, e.Err()
+}
+
+// readSigner reads the relay's signing key. The key's value is never echoed
+// in an error: it is the secret.
+func readSigner(e *envconfig.Reader) *provenance.Signer {
+	id, seed := e.Required("PAYMENTS_SIGNING_KEY_ID"), e.Required("PAYMENTS_SIGNING_KEY")
+	if id == "" || seed == "" {
+		return nil
+	}
+	s, err := provenance.NewSigner(id, seed)
+	if err != nil {
+		e.Fail(fmt.Errorf("PAYMENTS_SIGNING_KEY_ID and PAYMENTS_SIGNING_KEY: %w; `payments signing-key create` makes a key", err))
+	}
+	return s
 }
 
 // defaultPoolSize is the serving pool's size unless DATABASE_URL says

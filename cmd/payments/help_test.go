@@ -26,6 +26,8 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		{[]string{"apikey", "create"}, "usage: payments apikey create --merchant ID | --platform --name NAME [--key KEY]", []string{"-merchant string", "-platform", "-name string", "-key string"}},
 		{[]string{"apikey", "list"}, "usage: payments apikey list", nil},
 		{[]string{"apikey", "revoke"}, "usage: payments apikey revoke --id ID", []string{"-id string"}},
+		{[]string{"signing-key"}, "usage: payments signing-key create [--id ID]", nil},
+		{[]string{"signing-key", "create"}, "usage: payments signing-key create [--id ID]", []string{"-id string"}},
 		{[]string{"healthcheck"}, "usage: payments healthcheck", nil},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,7 @@
 // Command payments is the payments service: the HTTP API that writes payments
 // and their outbox rows in one transaction, and the in-process relay that
-// publishes those rows to SNS. Its subcommands (migrate, outbox, apikey,
-// healthcheck) are listed by `payments -h`: see usage below.
+// publishes those rows to SNS, signed. Its subcommands (migrate, outbox,
+// apikey, signing-key, healthcheck) are listed by `payments -h`: see usage below.
 package main
 
 import (
@@ -45,6 +45,8 @@ const usage = `usage: payments [command]
                            make an API key and print it, once
   apikey list              the keys' prefixes and ids, never the keys
   apikey revoke --id ID    refuse a key from now on
+  signing-key create [--id ID]
+                           make a key pair for signing the events, print it once
   healthcheck              exit 0 if the local server is ready (for Docker)
 
 'payments COMMAND -h' prints a command's usage. Configuration is read from
@@ -85,6 +87,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, ou
 		return runOutbox(ctx, getenv, args, out)
 	case "apikey":
 		return runAPIKey(ctx, getenv, args, out)
+	case "signing-key":
+		return runSigningKey(args, out)
 	case "healthcheck":
 		if err := cli.NoArgs(cmd, args, "payments healthcheck", "Exit 0 if the server's /readyz on OPS_ADDR answers 200 (the container's healthcheck).", out); err != nil {
 			return err

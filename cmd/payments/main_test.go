@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"os"
@@ -22,8 +23,16 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// envOf is a getenv of kv. The signing key's variables, which every
+// serving payments needs and no test here is about, default to testKey's
+// (signingEnv); a test sets one, even to "", to say otherwise.
 func envOf(kv map[string]string) func(string) string {
-	return func(k string) string { return kv[k] }
+	return func(k string) string {
+		if v, ok := kv[k]; ok {
+			return v
+		}
+		return signingEnv[k]
+	}
 }
 
 func TestLoadConfigNamesTheBadVariable(t *testing.T) {
@@ -51,6 +60,10 @@ func TestLoadConfigNamesTheBadVariable(t *testing.T) {
 		{"zero expiry interval", "PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", "0s", "PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL"},
 		{"zero max amount", "PAYMENTS_MAX_AMOUNT", "0", "PAYMENTS_MAX_AMOUNT"},
 		{"max amount past int64", "PAYMENTS_MAX_AMOUNT", "9223372036854775808", "PAYMENTS_MAX_AMOUNT"},
+		{"no signing key id", "PAYMENTS_SIGNING_KEY_ID", "", "PAYMENTS_SIGNING_KEY_ID"},
+		{"no signing key", "PAYMENTS_SIGNING_KEY", "", "PAYMENTS_SIGNING_KEY"},
+		{"a signing key of 31 bytes", "PAYMENTS_SIGNING_KEY", base64.StdEncoding.EncodeToString(make([]byte, 31)), "PAYMENTS_SIGNING_KEY"},
+		{"a key id with a comma", "PAYMENTS_SIGNING_KEY_ID", "a,b", "PAYMENTS_SIGNING_KEY_ID"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,6 +304,9 @@ func TestStartChecksTheTopic(t *testing.T) {
 	}
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
+			return v
+		}
+		if v, ok := signingEnv[k]; ok {
 			return v
 		}
 		return os.Getenv(k)

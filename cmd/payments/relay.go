@@ -19,6 +19,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
@@ -94,12 +95,14 @@ func startRelay(ctx context.Context, g *errgroup.Group, cfg config, pool *pgxpoo
 		})
 		store = ordered
 		log.InfoContext(ctx, "outbox relay starting, ordered", "owner", ordered.Owner(),
-			"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims)
+			"lease_duration", cfg.OutboxLeaseDuration, "active_claims", cfg.OutboxActiveClaims, "signing_key_id", cfg.Signer.KeyID())
 	} else {
 		store = turns.NewLimiter(1).Store(tracing.Relay(table, tp, topic))
-		log.InfoContext(ctx, "outbox relay starting")
+		log.InfoContext(ctx, "outbox relay starting", "signing_key_id", cfg.Signer.KeyID())
 	}
-	r := outbox.NewRelay(store, b.Publisher, log, relayMetrics, time.Now, outbox.Config{
+	// Every event leaves signed: the consumers act only on what this
+	// service's key signed (application/provenance).
+	r := outbox.NewRelay(store, provenance.NewPublisher(b.Publisher, cfg.Signer), log, relayMetrics, time.Now, outbox.Config{
 		BatchSize:      cfg.OutboxBatchSize,
 		MaxAttempts:    cfg.OutboxMaxAttempts,
 		PollInterval:   cfg.OutboxPollInterval,

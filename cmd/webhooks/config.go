@@ -51,6 +51,10 @@ type config struct {
 	UnhandledRetention time.Duration
 
 	DLQPollInterval time.Duration
+
+	// Provenance verifies each event's signature before it is recorded:
+	// PAYMENTS_PUBLIC_KEYS and PAYMENTS_UNSIGNED_EVENTS.
+	Provenance consumer.Provenance
 }
 
 // loadConfig reads the configuration through getenv; the first bad or
@@ -91,6 +95,7 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	if needQueues {
 		cfg.QueueURL = e.Required("WEBHOOKS_QUEUE_URL")
 		cfg.DLQURL = e.Required("WEBHOOKS_DLQ_URL")
+		cfg.Provenance = consumer.ReadProvenance(e)
 		cfg.PaymentsURL = e.Required("WEBHOOKS_PAYMENTS_URL")
 		if key := e.Required("WEBHOOKS_SECRETS_KEY"); key != "" {
 			// The value is never echoed: it is the key.
@@ -116,7 +121,7 @@ func (c config) startup() consumer.Config {
 	return consumer.Config{
 		Common: c.Common, Name: "webhooks", Migrations: webhooksmigrations.FS, PoolSize: c.poolSize(),
 		QueueURL: c.QueueURL, DLQURL: c.DLQURL, Workers: c.Workers, WaitTime: c.WaitTime, DLQPollInterval: c.DLQPollInterval,
-		InboxRetention: c.InboxRetention, UnhandledRetention: c.UnhandledRetention,
+		InboxRetention: c.InboxRetention, UnhandledRetention: c.UnhandledRetention, Provenance: c.Provenance,
 	}
 }
 

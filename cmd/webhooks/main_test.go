@@ -37,8 +37,19 @@ import (
 // TestMain stops the Postgres container pgtest may start.
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
+// getenvFrom is a getenv of vars. PAYMENTS_PUBLIC_KEYS, which every
+// consuming service needs and few tests here are about, defaults to
+// testKey's; a test sets it, even to "", to say otherwise.
 func getenvFrom(vars map[string]string) func(string) string {
-	return func(k string) string { return vars[k] }
+	return func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		if k == "PAYMENTS_PUBLIC_KEYS" {
+			return testKey.PublicKey().String()
+		}
+		return ""
+	}
 }
 
 // secretsKey is the tests' WEBHOOKS_SECRETS_KEY.
@@ -73,6 +84,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{"bad poll", "WEBHOOKS_INBOX_POLL_INTERVAL", "often"},
 		{"bad retention", "INBOX_RETENTION", "15 days"},
 		{"ops on the public port", "OPS_ADDR", "127.0.0.1:8082"},
+		{"a public key that is not one", "PAYMENTS_PUBLIC_KEYS", "k1:c2hvcnQ="},
+		{"unknown unsigned events policy", "PAYMENTS_UNSIGNED_EVENTS", "sometimes"},
 	}
 	for _, tt := range tests {
 		vars := baseEnv()
@@ -290,7 +303,8 @@ func (s *service) publish(t *testing.T, merchant string) string {
 	id, paymentID := uuid.NewString(), uuid.NewString()
 	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
 		id, paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, merchant)
-	if _, err := s.tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(s.tq.TopicARN), Message: aws.String(body)}); err != nil {
+	if _, err := s.tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(s.tq.TopicARN), Message: aws.String(body),
+		MessageAttributes: awstest.SNSAttributes(testKey.Sign([]byte(body)))}); err != nil {
 		t.Fatal(err)
 	}
 	return id

@@ -20,6 +20,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/provenance/provenancetest"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
@@ -59,6 +60,7 @@ func TestRestartsNeverDeadLetterAGoodMessage(t *testing.T) {
 		"SHUTDOWN_TIMEOUT=10s",
 		"LEDGER_DLQ_POLL_INTERVAL=1s",
 		"LOG_LEVEL=info",
+		"PAYMENTS_PUBLIC_KEYS="+restartKey.PublicKey().String(),
 	)
 	for k, def := range map[string]string{"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
 		if os.Getenv(k) == "" {
@@ -167,8 +169,13 @@ func TestRestartsNeverDeadLetterAGoodMessage(t *testing.T) {
 	}
 }
 
+// restartKey signs the events publishPayments publishes in the payments
+// service's place; the ledger holds its public half.
+var restartKey = provenancetest.NewSigner("restart-test")
+
 // publishPayments publishes n payment.created events through the topic, 10
-// per request as the payments relay does, and returns their payment ids.
+// per request as the payments relay does, signed as it signs them, and
+// returns their payment ids.
 func publishPayments(t *testing.T, tq *awstest.TopicQueue, n int) []string {
 	t.Helper()
 	var ids []string
@@ -179,7 +186,8 @@ func publishPayments(t *testing.T, tq *awstest.TopicQueue, n int) []string {
 			ids = append(ids, id)
 			body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_r","merchant_id":"mer_r"}}`,
 				uuid.NewString(), id, time.Now().UTC().Format(time.RFC3339Nano), id, 100+len(ids))
-			entries = append(entries, snstypes.PublishBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), Message: aws.String(body)})
+			entries = append(entries, snstypes.PublishBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), Message: aws.String(body),
+				MessageAttributes: awstest.SNSAttributes(restartKey.Sign([]byte(body)))})
 		}
 		out, err := tq.SNS.PublishBatch(context.Background(), &sns.PublishBatchInput{TopicArn: aws.String(tq.TopicARN), PublishBatchRequestEntries: entries})
 		if err != nil {

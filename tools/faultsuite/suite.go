@@ -26,6 +26,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
@@ -157,10 +158,18 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		}
 		return env
 	}
+	// Signing on, as deployed: payments signs every event with the run's
+	// key, and the ledger and the webhooks service refuse any other.
+	signer, err := provenance.GenerateSigner("faultsuite")
+	if err != nil {
+		t.Fatalf("signing key: %v", err)
+	}
+	publicKeys := signer.PublicKey().String()
 	var pays, leds []*proc.Process
 	for i, sns := range []*proxy{sns1, sns2} {
 		env := common()
 		env["DATABASE_URL"] = viaProxy(t, payDB, pgPay)
+		env["PAYMENTS_SIGNING_KEY_ID"], env["PAYMENTS_SIGNING_KEY"] = signer.KeyID(), signer.Seed()
 		env["AWS_ENDPOINT_URL"] = "http://" + sns.Addr()
 		env["PAYMENTS_TOPIC_ARN"] = tq.TopicARN
 		env["OUTBOX_POLL_INTERVAL"] = "500ms"
@@ -192,6 +201,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		env["SHUTDOWN_TIMEOUT"] = "7s" // the wait + sqs.BatchBudget
 		env["LEDGER_DLQ_POLL_INTERVAL"] = "1s"
 		env["LEDGER_API_TOKENS"] = operatorToken // the balances are read through the API
+		env["PAYMENTS_PUBLIC_KEYS"] = publicKeys
 		if p.InboxMode != "" {
 			env["LEDGER_INBOX_MODE"] = p.InboxMode
 			// The processor polls the backlog the other replica records.
@@ -222,6 +232,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		for i := range 2 {
 			env := common()
 			maps.Copy(env, webhookEnv(viaProxy(t, whDB, pgWh), "http://"+sqsWh.Addr(), pays[i].Addr(), wq, secretsKey))
+			env["PAYMENTS_PUBLIC_KEYS"] = publicKeys
 			pr, err := newReplica(fmt.Sprintf("webhooks-%d", i+1), bins.webhooks, logDir, env)
 			if err != nil {
 				t.Fatalf("%v", err)
@@ -276,14 +287,26 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 		return len(acc.payments) + acc.manual
 	}
 
-	var poison []string
+	var poison, forgedIDs []string
 	sendPoison := func() {
 		bodies, unknown, err := poisonMessages()
 		if err != nil {
 			t.Fatalf("build poison: %v", err)
 		}
-		for _, b := range append(bodies, unknown) {
+		// The poison is signed with the payments key, as a producer's bug
+		// would be, so that the inbox, not the signature check, refuses it.
+		// The forgery is not: a valid event the payments service never
+		// published, which must reach the DLQ unposted.
+		forged, forgedID, err := forgedEvent()
+		if err != nil {
+			t.Fatalf("build a forgery: %v", err)
+		}
+		forgedIDs = append(forgedIDs, forgedID)
+		for _, b := range append(append(bodies, unknown), forged) {
 			in := &awssqs.SendMessageInput{QueueUrl: aws.String(tq.QueueURL), MessageBody: aws.String(b)}
+			if b != forged {
+				in.MessageAttributes = awstest.SQSAttributes(signer.Sign([]byte(b)))
+			}
 			if p.Ordered {
 				// A group of its own each, so that no poison message
 				// holds back a payment's events behind it.
@@ -297,7 +320,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 				t.Fatalf("send poison: %v", err)
 			}
 		}
-		poison = append(poison, bodies...)
+		poison = append(poison, append(bodies, forged)...)
 	}
 	fault := func(desc string) {
 		rep.Faults = append(rep.Faults, desc)
@@ -323,7 +346,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	}
 
 	sendPoison()
-	fault(fmt.Sprintf("%d poison messages + 1 unknown event type sent to the queue", len(poison)))
+	fault(fmt.Sprintf("%d poison messages (one an unsigned forgery) + 1 unknown event type sent to the queue", len(poison)))
 	waitFor("the first payments to be accepted", 60*time.Second, func() bool { return acceptedCount() >= 10 })
 
 	// 1. The SNS/SQS endpoint unreachable.
@@ -493,6 +516,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 	for _, f := range dlqFailures {
 		rep.fail("%s", f)
 	}
+	checkForgeries(ctx, rep, ledConn, forgedIDs)
 	lost, err := unposted(ctx, payConn, ledConn, events, dlq, delivered, state, 20)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -542,6 +566,36 @@ func poisonMessages() (poison []string, unknown string, err error) {
 		invalid,
 	}
 	return poison, unknown, nil
+}
+
+// forgedEvent returns a payment.created the payments service never
+// published, valid in every respect but its missing signature, and its
+// event id.
+func forgedEvent() (body, id string, err error) {
+	body, err = editedEvent(func(doc map[string]any) error {
+		id, _ = doc["id"].(string)
+		return nil
+	})
+	return body, id, err
+}
+
+// checkForgeries fails the run when a forged event was recorded or posted.
+// That each reached the DLQ is judgeDLQ's to check, with the poison; the
+// count of refusals is not checked here, since a replica killed before its
+// next scrape takes its last counts with it.
+func checkForgeries(ctx context.Context, rep *report, led *pgx.Conn, ids []string) {
+	var recorded, posted int
+	if err := led.QueryRow(ctx, `SELECT count(*) FROM inbox_messages WHERE id = ANY($1::uuid[])`, ids).Scan(&recorded); err != nil {
+		rep.fail("count the forgeries in the inbox: %v", err)
+		return
+	}
+	if err := led.QueryRow(ctx, `SELECT count(*) FROM ledger_transactions WHERE message_id = ANY($1::uuid[])`, ids).Scan(&posted); err != nil {
+		rep.fail("count the forgeries' postings: %v", err)
+		return
+	}
+	if recorded != 0 || posted != 0 {
+		rep.fail("unsigned forgeries reached the ledger: %d in its inbox, %d posted, of %d sent", recorded, posted, len(ids))
+	}
 }
 
 // editedEvent encodes the Created event of a new payment as the payments

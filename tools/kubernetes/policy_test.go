@@ -45,7 +45,7 @@ func fixture(t *testing.T) Objects {
 
 var fixtureDoc = "## Every service\n\n" +
 	"| `DATABASE_URL` | required | x |\n| `SHUTDOWN_TIMEOUT` | `15s` | x |\n| `MIGRATE_ON_START` | `true` | x |\n\n" +
-	"## payments\n\n| `PAYMENTS_TOPIC_ARN` | required | x |\n\n" +
+	"## payments\n\n| `PAYMENTS_TOPIC_ARN` | required | x |\n| `PAYMENTS_SIGNING_KEY_ID` | required | x |\n| `PAYMENTS_SIGNING_KEY` | required | x |\n\n" +
 	"## Read by the OpenTelemetry SDK\n\n| `OTEL_SERVICE_NAME` | x | x |\n"
 
 func problems(o Objects) []string {

@@ -51,6 +51,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
@@ -329,6 +330,8 @@ func (b *bench) writePath(ctx context.Context) error {
 			"DATABASE_URL=" + withParams(dbURL, o.PaymentsDBArg),
 			"AWS_ENDPOINT_URL=http://127.0.0.1:1",
 			"PAYMENTS_TOPIC_ARN=arn:aws:sns:us-east-1:000000000000:loadgen-unused",
+			// serve needs a signing key; nothing is published with it.
+			"PAYMENTS_SIGNING_KEY_ID=loadgen-unused", "PAYMENTS_SIGNING_KEY=" + unusedSigningKey,
 			"OUTBOX_NOTIFY=false", "OUTBOX_POLL_INTERVAL=1h",
 			noRateLimit,
 		}, o.PaymentsEnv...))
@@ -603,14 +606,22 @@ func (b *bench) endToEnd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Signing on, as deployed: payments signs every event, the ledger
+	// verifies each.
+	signer, err := provenance.GenerateSigner("loadgen")
+	if err != nil {
+		return err
+	}
 	pay, err := startService(ctx, b.dir, payBin, append(append([]string{
 		"DATABASE_URL=" + withParams(payURL, o.PaymentsDBArg), "OUTBOX_NOTIFY=true", noRateLimit,
+		"PAYMENTS_SIGNING_KEY_ID=" + signer.KeyID(), "PAYMENTS_SIGNING_KEY=" + signer.Seed(),
 	}, awsEnv...), o.PaymentsEnv...))
 	if err != nil {
 		return err
 	}
 	defer pay.Stop()
-	led, err := startService(ctx, b.dir, ledBin, append([]string{"DATABASE_URL=" + ledURL}, awsEnv...))
+	led, err := startService(ctx, b.dir, ledBin, append([]string{"DATABASE_URL=" + ledURL,
+		"PAYMENTS_PUBLIC_KEYS=" + signer.PublicKey().String()}, awsEnv...))
 	if err != nil {
 		return err
 	}
@@ -685,3 +696,8 @@ func ratioTo(s, ceiling spread) spread {
 	c := ceiling.Median
 	return spread{Median: s.Median / c, Min: s.Min / c, Max: s.Max / c, N: s.N}
 }
+
+// unusedSigningKey is the signing key the API-only phases start payments
+// with: serve needs one, and no event of theirs reaches a broker. The
+// standard base64 of a 32-byte seed, of no use to anyone.
+const unusedSigningKey = "bG9hZGdlbi1zaWduaW5nLWtleS1uZXZlci11c2VkISE="

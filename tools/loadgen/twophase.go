@@ -206,6 +206,8 @@ func (b *bench) twoPhase(ctx context.Context) error {
 			"DATABASE_URL=" + withParams(dbURL, o.PaymentsDBArg),
 			"AWS_ENDPOINT_URL=http://127.0.0.1:1",
 			"PAYMENTS_TOPIC_ARN=arn:aws:sns:us-east-1:000000000000:loadgen-unused",
+			// serve needs a signing key; nothing is published with it.
+			"PAYMENTS_SIGNING_KEY_ID=loadgen-unused", "PAYMENTS_SIGNING_KEY=" + unusedSigningKey,
 			"OUTBOX_NOTIFY=false", "OUTBOX_POLL_INTERVAL=1h",
 			// The expiry's sweeps would compete for the payments the load
 			// authorizes: none expires within a run anyway.

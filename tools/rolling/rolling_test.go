@@ -16,8 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/uuid"
+
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
 
@@ -50,8 +55,20 @@ type release struct {
 //     posting on the new schema;
 //  3. the new binaries start beside the old ones, on the same databases and
 //     queue, and each release reads what the other wrote;
-//  4. the old ones stop; the new ones carry on, and `ledger reconcile` finds
-//     the ledger equal to the payments.
+//  4. each order the Deployments may roll in, alone: the new payments with
+//     the old ledger (the old consumer takes the events the new producer
+//     signed), then the old payments with the new ledger (the new consumer
+//     takes the old producer's unsigned events, while it accepts them);
+//  5. the old ones gone and the transition over — the new ledger refuses
+//     unsigned events — the new ones carry on, an event nobody signed is
+//     refused to the DLQ unposted, and `ledger reconcile` finds the ledger
+//     equal to the payments.
+//
+// Signing is on throughout, as docs/SECURITY.md's "Turning signatures on"
+// rolls it out: the new payments signs with its key, and the new ledger
+// holds the public half and, until step 5, accepts unsigned events (the
+// previous release may not sign). The old binaries are given the same
+// variables, and read what they know of them.
 func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds two releases and runs them against Postgres and SNS/SQS")
@@ -77,16 +94,24 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	if newRel.ledger, err = proc.Build(ctx, dir, "ledger"); err != nil {
 		t.Fatal(err)
 	}
+	signer, err := provenance.GenerateSigner("rolling")
+	if err != nil {
+		t.Fatal(err)
+	}
 	common := map[string]string{
 		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": "us-east-1",
 		"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
 		"MIGRATE_ON_START": "false", "LOG_LEVEL": "warn",
 	}
-	paymentsEnv := with(common, map[string]string{"DATABASE_URL": paymentsDB, "PAYMENTS_TOPIC_ARN": fixture.TopicARN})
+	paymentsEnv := with(common, map[string]string{"DATABASE_URL": paymentsDB, "PAYMENTS_TOPIC_ARN": fixture.TopicARN,
+		"PAYMENTS_SIGNING_KEY_ID": signer.KeyID(), "PAYMENTS_SIGNING_KEY": signer.Seed()})
 	ledgerEnv := with(common, map[string]string{
 		"DATABASE_URL": ledgerDB, "LEDGER_QUEUE_URL": fixture.QueueURL, "LEDGER_DLQ_URL": fixture.DLQURL,
 		"LEDGER_API_TOKENS": ledgerToken, "LEDGER_WAIT_TIME": "1s", "PAYMENTS_DATABASE_URL": paymentsDB,
+		"PAYMENTS_PUBLIC_KEYS": signer.PublicKey().String(),
 	})
+	// The transition: signed events verified, unsigned ones applied.
+	transitionEnv := with(ledgerEnv, map[string]string{"PAYMENTS_UNSIGNED_EVENTS": "accept"})
 
 	// 1. The previous release, alone.
 	run(t, oldRel.payments, paymentsEnv, "migrate")
@@ -105,7 +130,7 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 
 	// 3. Both releases at once, as while the Deployments roll.
 	newPay := start(t, dir, "payments-new", newRel.payments, paymentsEnv)
-	newLed := start(t, dir, "ledger-new", newRel.ledger, ledgerEnv)
+	newLed := start(t, dir, "ledger-new", newRel.ledger, transitionEnv)
 	third := payAndRefund(t, newPay)
 	fourth := payAndRefund(t, oldPay)
 	for _, id := range []string{first, second, third, fourth} {
@@ -117,15 +142,84 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 		}
 	}
 
-	// 4. The old release gone.
-	for _, p := range []*proc.Process{oldPay, oldLed} {
+	// 4a. Payments rolled first: its new release alone publishes, signed,
+	// and the old ledger alone consumes.
+	stop(t, oldPay, newLed)
+	fifth := payAndRefund(t, newPay)
+	waitPosted(t, oldLed, fifth)
+
+	// 4b. The ledger rolled first: the old payments alone publishes,
+	// unsigned, and the new ledger alone consumes, accepting them while
+	// PAYMENTS_UNSIGNED_EVENTS=accept says to.
+	stop(t, newPay, oldLed)
+	oldPay = start(t, dir, "payments-old-again", oldRel.payments, paymentsEnv)
+	newLed = start(t, dir, "ledger-new-accepting", newRel.ledger, transitionEnv)
+	sixth := payAndRefund(t, oldPay)
+	waitPosted(t, newLed, sixth)
+	if n := metric(t, newLed, "ledger_messages_unsigned_accepted_total"); n < 2 {
+		t.Errorf("the new ledger counted %v unsigned events accepted, want at least the sixth payment's and its refund's", n)
+	}
+
+	// 5. The old release gone, and the transition over: unsigned events
+	// refused (PAYMENTS_UNSIGNED_EVENTS unset).
+	stop(t, oldPay, newLed)
+	newPay = start(t, dir, "payments-new-again", newRel.payments, paymentsEnv)
+	newLed = start(t, dir, "ledger-new-refusing", newRel.ledger, ledgerEnv)
+	seventh := payAndRefund(t, newPay)
+	waitPosted(t, newLed, seventh)
+	forged := sendForgery(t, fixture)
+	dlq := fixture.Drain(t, fixture.DLQURL, 1, time.Minute)
+	if len(dlq) != 1 || !strings.HasPrefix(aws.ToString(dlq[0].MessageAttributes["rejected"].StringValue), "missing_signature") {
+		t.Errorf("the DLQ holds %d messages (%v), want the unsigned forgery, refused as missing_signature", len(dlq), dlq)
+	}
+	if status, body := entries(ctx, newLed, forged); status != http.StatusNotFound {
+		t.Errorf("the forged payment %s: entries %d %s, want 404: never posted", forged, status, body)
+	}
+	run(t, newRel.ledger, ledgerEnv, "reconcile", "--grace", "0s")
+}
+
+// stop stops each process, requiring a clean exit.
+func stop(t *testing.T, ps ...*proc.Process) {
+	t.Helper()
+	for _, p := range ps {
 		if err := p.Stop(); err != nil {
 			t.Fatalf("%s: %v", p.Name(), err)
 		}
 	}
-	fifth := payAndRefund(t, newPay)
-	waitPosted(t, newLed, fifth)
-	run(t, newRel.ledger, ledgerEnv, "reconcile", "--grace", "0s")
+}
+
+// sendForgery puts on the ledger's queue, straight and unsigned, a valid
+// payment.created of a payment the payments service never made, and
+// returns that payment's id.
+func sendForgery(t *testing.T, fixture *awstest.TopicQueue) string {
+	t.Helper()
+	paymentID := uuid.NewString()
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":9999999900,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
+		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID)
+	if _, err := fixture.SQS.SendMessage(t.Context(), &awssqs.SendMessageInput{QueueUrl: aws.String(fixture.QueueURL), MessageBody: aws.String(body)}); err != nil {
+		t.Fatal(err)
+	}
+	return paymentID
+}
+
+// metric is the value of a counter or gauge without labels that p serves on
+// its ops listener, or -1.
+func metric(t *testing.T, p *proc.Process, name string) float64 {
+	t.Helper()
+	res, err := client.Get("http://" + p.OpsAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
 
 // noPreviousRelease starts the reason the test skips with when
@@ -347,7 +441,7 @@ func waitPosted(t *testing.T, l *proc.Process, id string) {
 	deadline := time.Now().Add(60 * time.Second)
 	var last string
 	for time.Now().Before(deadline) {
-		b := entries(t.Context(), l, id)
+		_, b := entries(t.Context(), l, id)
 		var got struct {
 			Transactions []struct {
 				Kind string `json:"kind"`
@@ -372,17 +466,17 @@ func waitPosted(t *testing.T, l *proc.Process, id string) {
 	t.Fatalf("%s: payment %s and its refund not posted within 60s; last answer %s", l.Name(), id, last)
 }
 
-func entries(ctx context.Context, l *proc.Process, id string) []byte {
+func entries(ctx context.Context, l *proc.Process, id string) (int, []byte) {
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+l.Addr()+"/payments/"+url.PathEscape(id)+"/entries", nil)
 	if err != nil {
-		return nil
+		return 0, nil
 	}
 	req.Header.Set("Authorization", "Bearer "+ledgerToken)
 	resp, err := client.Do(req)
 	if err != nil {
-		return []byte(err.Error())
+		return 0, []byte(err.Error())
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return b
+	return resp.StatusCode, b
 }

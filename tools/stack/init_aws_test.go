@@ -165,6 +165,7 @@ func checkConsumerQueues(t *testing.T, exports map[string]string, fifo bool) {
 		if fifo && (queue["FifoQueue"] != "true" || dlq["FifoQueue"] != "true") {
 			t.Errorf("%s: FifoQueue %q, its DLQ %q, want both true", c.queueURL, queue["FifoQueue"], dlq["FifoQueue"])
 		}
+		checkQueuePolicy(t, c.queueName, queue["Policy"], queue["QueueArn"], topic)
 	}
 }
 

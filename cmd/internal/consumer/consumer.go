@@ -4,14 +4,14 @@
 // from it, not from a copy of either.
 //
 // Start opens what every consumer needs, in order, each failure naming the
-// variable at fault: the logger and tracing, the database pool and its
+// variable at fault: the payments service's public keys, the logger and tracing, the database pool and its
 // migrations, the SQS client, the queue's and the DLQ's attributes and the
 // inbox retentions checked against them, the Prometheus registry with the
 // consumer's, the inbox's and the HTTP metrics, and the event schemas. The
 // service then builds its own parts on what Start opened — its store, its
 // handler, its API, anything else it runs — and hands them to Serve, which
 // wires the inbox in the configured mode with its processor, the SQS
-// consumer, the DLQ watch, the inbox's gauges and retention jobs and the two
+// consumer that verifies each message's signature first, the DLQ watch, the inbox's gauges and retention jobs and the two
 // listeners, runs them in one errgroup, and stops them together when the
 // context ends. The service keeps its configuration (its own variables) and
 // its subcommands.
@@ -19,6 +19,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -38,7 +39,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/telemetry"
 )
@@ -76,6 +79,44 @@ type Config struct {
 	// than the queues keep a message, plus inbox.RetentionMargin.
 	InboxRetention     time.Duration
 	UnhandledRetention time.Duration
+	// Provenance is what each message's signature is verified with before
+	// the inbox records it (ReadProvenance).
+	Provenance Provenance
+}
+
+// Provenance is how a consumer tells the payments service's events from
+// anyone else's: the service's public keys, by key id, and whether a
+// message with no signature at all is accepted — the transition of a
+// rollout while a producer that does not sign may still publish
+// (docs/SECURITY.md, "Turning signatures on"), and only then.
+type Provenance struct {
+	Keys           provenance.KeySet
+	AcceptUnsigned bool
+}
+
+// ReadProvenance reads the variables every consumer verifies the events
+// with: PAYMENTS_PUBLIC_KEYS (keys separated by commas, each <key
+// id>:<base64 public key>, as `payments signing-key create` prints one)
+// and PAYMENTS_UNSIGNED_EVENTS (refuse, the default, or accept). A key set
+// is required to consume (Start refuses none); the commands that only
+// handle the queues, such as `dlq redrive`, need none.
+func ReadProvenance(e *envconfig.Reader) Provenance {
+	var p Provenance
+	if v := e.String("PAYMENTS_PUBLIC_KEYS", ""); v != "" {
+		keys, err := provenance.ParseKeySet(v)
+		if err != nil {
+			e.Fail(fmt.Errorf("PAYMENTS_PUBLIC_KEYS is invalid: %w", err))
+		}
+		p.Keys = keys
+	}
+	switch v := e.String("PAYMENTS_UNSIGNED_EVENTS", "refuse"); v {
+	case "refuse":
+	case "accept":
+		p.AcceptUnsigned = true
+	default:
+		e.Fail(fmt.Errorf("PAYMENTS_UNSIGNED_EVENTS=%q is invalid: want refuse (every event must carry the payments service's signature) or accept (also apply events with none, while a producer that does not sign may still publish)", v))
+	}
+	return p
 }
 
 // variable is the name of the service's variable <NAME>_<suffix>.
@@ -103,6 +144,9 @@ type Process struct {
 // the variable at fault; what it opened before one is released.
 func Start(ctx context.Context, cfg Config, out io.Writer) (_ *Process, err error) {
 	p := &Process{cfg: cfg, Log: lifecycle.NewLogger(out, cfg.LogLevel, cfg.Name)}
+	if len(cfg.Provenance.Keys.IDs()) == 0 {
+		return nil, errors.New("PAYMENTS_PUBLIC_KEYS is required: the payments service's public keys, which every event's signature is verified with")
+	}
 	if p.tracing, err = telemetry.Start(ctx, cfg.Tracing, cfg.Name, telemetry.FlushTimeout, p.Log); err != nil {
 		return nil, err
 	}
@@ -225,10 +269,17 @@ func Serve[R, E any](ctx context.Context, p *Process, svc Service[R, E], listeni
 		log.WarnContext(ctx, fmt.Sprintf("%s=0 in the async mode: this process only records; run `%s inbox process` to apply",
 			cfg.variable("INBOX_WORKERS"), cfg.Name))
 	}
+	// Each message's signature is checked before the inbox sees it: one
+	// the payments service did not sign goes to the DLQ, unrecorded.
 	consumer := sqs.NewConsumer(p.client, receiver, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
 		VisibilityTimeout: p.queue.VisibilityTimeout, Log: log, Metrics: p.sqsm, TracerProvider: p.TracerProvider,
+		Verifier: provenance.NewVerifier(cfg.Provenance.Keys, cfg.Provenance.AcceptUnsigned), DLQURL: cfg.DLQURL,
 	})
+	if cfg.Provenance.AcceptUnsigned {
+		log.WarnContext(ctx, "PAYMENTS_UNSIGNED_EVENTS=accept: events without a signature are applied (counted in "+cfg.Name+
+			"_messages_unsigned_accepted_total); set refuse once every producer signs")
+	}
 
 	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: svc.Store.Ping, Metrics: p.HTTPMetrics, Gatherer: p.Registry})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, svc.API, ops, log)
@@ -237,7 +288,8 @@ func Serve[R, E any](ctx context.Context, p *Process, svc Service[R, E], listeni
 	}
 	at := servers.Addrs()
 	log.InfoContext(ctx, "listening", append([]any{"addr", at.API, "ops_addr", at.Ops, "queue", cfg.QueueURL, "workers", cfg.Workers,
-		"inbox_mode", svc.Mode.String(), "inbox_workers", svc.Processor.Workers}, svc.LogAttrs...)...)
+		"inbox_mode", svc.Mode.String(), "inbox_workers", svc.Processor.Workers,
+		"payments_public_keys", cfg.Provenance.Keys.IDs(), "unsigned_events_accepted", cfg.Provenance.AcceptUnsigned}, svc.LogAttrs...)...)
 	if listening != nil {
 		listening <- at
 	}

@@ -21,7 +21,10 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/application/provenance"
+	"github.com/payments-outbox/payments-outbox/application/provenance/provenancetest"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
+	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
 	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
@@ -61,6 +64,11 @@ func (s auditStore) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 func TestAFourthConsumerStartsFromTheSkeleton(t *testing.T) {
 	t.Parallel()
 	tq := awstest.NewTopicQueue(t)
+	payments := provenancetest.NewSigner("payments")
+	keys, err := provenance.NewKeySet(payments.PublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := consumer.Config{
 		Common: lifecycle.Common{
 			DatabaseURL: pgtest.NewDatabase(t), HTTPAddr: "127.0.0.1:0", OpsAddr: "127.0.0.1:0",
@@ -73,6 +81,7 @@ func TestAFourthConsumerStartsFromTheSkeleton(t *testing.T) {
 		Migrations: ledgermigrations.FS, PoolSize: 4,
 		QueueURL: tq.QueueURL, DLQURL: tq.DLQURL, Workers: 1, WaitTime: time.Second, DLQPollInterval: time.Minute,
 		InboxRetention: 15 * 24 * time.Hour, UnhandledRetention: 15 * 24 * time.Hour,
+		Provenance: consumer.Provenance{Keys: keys},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -103,7 +112,8 @@ func TestAFourthConsumerStartsFromTheSkeleton(t *testing.T) {
 	paymentID := uuid.NewString()
 	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
 		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID)
-	if _, err := tq.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body)}); err != nil {
+	if _, err := tq.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body),
+		MessageAttributes: awstest.SNSAttributes(payments.Sign([]byte(body)))}); err != nil {
 		t.Fatal(err)
 	}
 	const want = `audit_messages_processed_total{outcome="applied"} 1`
@@ -138,4 +148,37 @@ func scrape(t *testing.T, ops string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestEveryConsumerVerifiesWithThePaymentsKeys: the variables are read
+// alike by every consumer, and a consumer without the payments service's
+// public keys does not start: it could tell no event of theirs from a
+// forgery.
+func TestEveryConsumerVerifiesWithThePaymentsKeys(t *testing.T) {
+	t.Parallel()
+	key := provenancetest.NewSigner("k1").PublicKey().String()
+	read := func(vars map[string]string) (consumer.Provenance, error) {
+		e := envconfig.New(func(k string) string { return vars[k] })
+		p := consumer.ReadProvenance(e)
+		return p, e.Err()
+	}
+	if p, err := read(map[string]string{"PAYMENTS_PUBLIC_KEYS": key}); err != nil || p.AcceptUnsigned || len(p.Keys.IDs()) != 1 {
+		t.Errorf("one key, the default policy: %+v, %v; want the key, unsigned events refused", p, err)
+	}
+	if p, err := read(map[string]string{"PAYMENTS_PUBLIC_KEYS": key, "PAYMENTS_UNSIGNED_EVENTS": "accept"}); err != nil || !p.AcceptUnsigned {
+		t.Errorf("PAYMENTS_UNSIGNED_EVENTS=accept: %+v, %v; want unsigned events accepted", p, err)
+	}
+	for _, bad := range []map[string]string{
+		{"PAYMENTS_PUBLIC_KEYS": "k1"},
+		{"PAYMENTS_PUBLIC_KEYS": key + "," + key},
+		{"PAYMENTS_PUBLIC_KEYS": key, "PAYMENTS_UNSIGNED_EVENTS": "yes"},
+	} {
+		if _, err := read(bad); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: got %v, want one line naming the variable", bad, err)
+		}
+	}
+	_, err := consumer.Start(context.Background(), consumer.Config{Name: "audit"}, io.Discard)
+	if err == nil || !strings.HasPrefix(err.Error(), "PAYMENTS_PUBLIC_KEYS is required") {
+		t.Errorf("Start without keys: got %v, want PAYMENTS_PUBLIC_KEYS is required", err)
+	}
 }
