@@ -194,7 +194,7 @@ func readPins(t *testing.T) map[string]string {
 // the resources localstack/init-aws.sh creates: every data schema has exactly
 // one message, whose payload is the envelope with that schema as its data;
 // every channel and operation carries every message; and the channels are
-// the script's topic, queue and DLQ, with its settings.
+// the script's topic and each consumer's queue and DLQ, with its settings.
 func TestAsyncAPIDocument(t *testing.T) {
 	b, err := api.Events.ReadFile(api.AsyncAPIFile)
 	if err != nil {
@@ -314,6 +314,18 @@ func TestAsyncAPIDocument(t *testing.T) {
 		{"#/channels/ledgerDeadLetters/bindings/sqs/queue/name", "dlq_name"},
 		{"#/channels/ledgerDeadLetters/bindings/sqs/queue/messageRetentionPeriod", "dlq_retention_seconds"},
 		{"#/operations/publishPaymentEvents/bindings/sns/consumers/0/endpoint/name", "queue_name"},
+		{"#/channels/webhooksQueue/address", "webhooks_queue_name"},
+		{"#/channels/webhooksQueue/bindings/sqs/queue/name", "webhooks_queue_name"},
+		{"#/channels/webhooksQueue/bindings/sqs/queue/visibilityTimeout", "visibility_timeout"},
+		{"#/channels/webhooksQueue/bindings/sqs/queue/messageRetentionPeriod", "retention_seconds"},
+		{"#/channels/webhooksQueue/bindings/sqs/queue/redrivePolicy/deadLetterQueue/name", "webhooks_dlq_name"},
+		{"#/channels/webhooksQueue/bindings/sqs/queue/redrivePolicy/maxReceiveCount", "max_receive_count"},
+		{"#/channels/webhooksQueue/bindings/sqs/deadLetterQueue/name", "webhooks_dlq_name"},
+		{"#/channels/webhooksQueue/bindings/sqs/deadLetterQueue/messageRetentionPeriod", "dlq_retention_seconds"},
+		{"#/channels/webhooksDeadLetters/address", "webhooks_dlq_name"},
+		{"#/channels/webhooksDeadLetters/bindings/sqs/queue/name", "webhooks_dlq_name"},
+		{"#/channels/webhooksDeadLetters/bindings/sqs/queue/messageRetentionPeriod", "dlq_retention_seconds"},
+		{"#/operations/publishPaymentEvents/bindings/sns/consumers/1/endpoint/name", "webhooks_queue_name"},
 	} {
 		want, ok := script[c.setting]
 		if !ok {
@@ -324,8 +336,10 @@ func TestAsyncAPIDocument(t *testing.T) {
 			t.Errorf("%s: got %s, want %s, the %s localstack/init-aws.sh sets", c.pointer, got, want, c.setting)
 		}
 	}
-	if raw := at("#/operations/publishPaymentEvents/bindings/sns/consumers/0/rawMessageDelivery"); raw != true {
-		t.Errorf("the subscription's rawMessageDelivery: got %v, want true: the ledger reads the CloudEvent as the SQS body", raw)
+	for i := range 2 {
+		if raw := at(fmt.Sprintf("#/operations/publishPaymentEvents/bindings/sns/consumers/%d/rawMessageDelivery", i)); raw != true {
+			t.Errorf("subscription %d's rawMessageDelivery: got %v, want true: the consumers read the CloudEvent as the SQS body", i, raw)
+		}
 	}
 }
 
