@@ -27,11 +27,36 @@ func docFiles(t *testing.T) []string {
 	return files
 }
 
+// markdownFiles are every Markdown file of the repository, the documents of
+// docs/ and the READMEs beside deploy artefacts and scripts alike; hidden
+// directories (.git, .github, .ci) are left out.
+func markdownFiles(t *testing.T) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(".", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".md") {
+			files = append(files, filepath.ToSlash(p))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
-// TestDocLinksResolve fails on a relative link of a document that leads
-// nowhere: a file or directory that does not exist, or an anchor that no
-// heading of its file has. Chapters move; their links must move with them.
+// TestDocLinksResolve fails on a relative link of any Markdown file that
+// leads nowhere: a file or directory that does not exist, or an anchor
+// (FILE.md#anchor, or #anchor within the file) that no heading of its file
+// has. Chapters move and headings are renamed; their links must follow.
 func TestDocLinksResolve(t *testing.T) {
 	anchors := map[string]map[string]bool{}
 	anchorsOf := func(file string) (map[string]bool, error) {
@@ -46,7 +71,7 @@ func TestDocLinksResolve(t *testing.T) {
 		return anchors[file], nil
 	}
 	checked := 0
-	for _, file := range docFiles(t) {
+	for _, file := range markdownFiles(t) {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
