@@ -166,6 +166,11 @@ for dir in . tools; do
 	out=$(go -C "$dir" mod tidy 2>&1) || fail "go mod tidy in $dir: $out"
 done
 
+# The manifests deploy/kubernetes generates from elsewhere (init-aws.sh, the
+# queue policies) embed what was renamed, and YAML folds a long line where its
+# length puts it: written again, not edited.
+out=$(go -C tools run ./kubernetes/gen 2>&1) || fail "go -C tools run ./kubernetes/gen: $out"
+
 echo "fork.sh: module $old -> $new (tools: $new/tools)"
 [ "$old_host" = "$new_host" ] || echo "fork.sh: events' schema ids ${old_host}… -> ${new_host}…"
 [ "$old_name" = "$new_name" ] || echo "fork.sh: project $old_name -> $new_name"
