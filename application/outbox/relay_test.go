@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // fakePublisher acknowledges every message except those in fail, and records
@@ -78,10 +77,8 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func newRelay(cfg outbox.Config, store *outboxtest.FakeStore, pub outbox.Publisher, clk *clock) *outbox.Relay {
-	return outbox.NewRelay(store, pub, discard(), nil, clk.now, cfg)
+	return outbox.NewRelay(store, pub, logtest.Discard(), nil, clk.now, cfg)
 }
 
 func TestStepPublishesAndMarks(t *testing.T) {

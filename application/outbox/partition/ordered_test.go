@@ -3,8 +3,6 @@ package partition_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -15,9 +13,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition/partitiontest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 type clock struct {
 	mu sync.Mutex
@@ -63,7 +60,7 @@ func (p *orderedPublisher) index(id uuid.UUID) int {
 }
 
 func orderedRelay(store partition.Store, pub outbox.Publisher, clk *clock, cfg outbox.Config) *outbox.Relay {
-	return outbox.NewRelay(partition.NewOrdered(store, discard(), nil, partition.Config{}), pub, discard(), nil, clk.now, cfg)
+	return outbox.NewRelay(partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{}), pub, logtest.Discard(), nil, clk.now, cfg)
 }
 
 // TestOrderedFailureHoldsBackOnlyItsAggregate: in ordered mode a row the
@@ -220,7 +217,7 @@ func TestABacklogDrainsOnePartitionAtATime(t *testing.T) {
 	t.Parallel()
 	store := newRecordingStore()
 	store.Add(40, "payment.created") // in most of the 8 partitions
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{})
 	ctx := context.Background()
 	const limit = 5
 	if n, err := o.Claim(ctx, limit, ackAll); err != nil || n != limit {
@@ -254,7 +251,7 @@ func TestAThinBacklogDrainsInFullBatches(t *testing.T) {
 			store.AddFor(aggregateIn(p), 1, "payment.created")
 		}
 	}
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{})
 	ctx := context.Background()
 	const limit = 5
 	var got []int
@@ -287,7 +284,7 @@ func TestClaimsReadDifferentPartitions(t *testing.T) {
 			store.AddFor(aggregateIn(p), 1, "payment.created")
 		}
 	}
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{})
 	ctx := context.Background()
 	const limit = 5
 	if n, err := o.Claim(ctx, limit, ackAll); err != nil || n != limit { // every partition backlogged
@@ -335,7 +332,7 @@ func TestStopReleasesTheLeasesAfterTheBatchInHand(t *testing.T) {
 	t.Parallel()
 	store := newRecordingStore()
 	ids := store.Add(3, "payment.created")
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{Owner: "a"})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{Owner: "a"})
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error)
 	go func() { ran <- o.Run(ctx) }()

@@ -2,8 +2,6 @@ package turns_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // ended is a context that has ended: Take with it takes a free turn or
@@ -136,8 +135,6 @@ func (p publisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	return make([]error, len(msgs))
 }
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func run(t *testing.T, r *outbox.Relay) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +167,7 @@ func TestFastBrokerOneTransactionAtATime(t *testing.T) {
 	t.Parallel()
 	store := newHeldStore(200 * time.Millisecond)
 	store.Add(400, "payment.created")
-	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), publisher{}, discard(), nil, nil,
+	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), publisher{}, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := run(t, r)
 	defer stop()
@@ -187,7 +184,7 @@ func TestTwoTurnsTwoTransactions(t *testing.T) {
 	t.Parallel()
 	store := newHeldStore(10 * time.Second)
 	store.Add(400, "payment.created")
-	r := outbox.NewRelay(turns.NewLimiter(2).Store(store), publisher{}, discard(), nil, nil,
+	r := outbox.NewRelay(turns.NewLimiter(2).Store(store), publisher{}, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := run(t, r)
 	defer stop()
@@ -206,7 +203,7 @@ func TestSlowBrokerPublishesWithEveryWorker(t *testing.T) {
 	store := outboxtest.NewFakeStore(nil)
 	store.Add(400, "payment.created")
 	pub := publisher{entered: make(chan struct{}, 100), release: make(chan struct{})}
-	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), pub, discard(), nil, nil,
+	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), pub, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := run(t, r)
 	defer stop()

@@ -1,0 +1,144 @@
+package paymentsoutbox_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The conventions docs/ARCHITECTURE.md states, one per concern, as tests:
+// each rule reads the code's syntax (not its text, so a comment that names
+// a forbidden call is no offence) and says where a break is and what to
+// use instead. Each rule also checks it read what it should, so that a
+// moved directory cannot turn it into a test of nothing.
+
+// goFile is one parsed file of the repository, both modules, with its
+// path relative to the repository's root.
+type goFile struct {
+	path string
+	fset *token.FileSet
+	file *ast.File
+}
+
+// parseGoFiles parses every Go file under the root whose path keep accepts,
+// skipping testdata and hidden directories.
+func parseGoFiles(t *testing.T, keep func(path string) bool) []goFile {
+	t.Helper()
+	var files []goFile
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		path = filepath.ToSlash(path)
+		if !strings.HasSuffix(path, ".go") || !keep(path) {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		files = append(files, goFile{path: path, fset: fset, file: f})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// selects reports whether n is the selector pkg.name.
+func selects(n ast.Node, pkg, name string) bool {
+	sel, ok := n.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != name {
+		return false
+	}
+	id, ok := sel.X.(*ast.Ident)
+	return ok && id.Name == pkg
+}
+
+// loggerish names a function that builds a logger or a log handler.
+var loggerish = regexp.MustCompile(`(?i)(handler|logger)$|^(new)?log$`)
+
+// discardingLoggers returns where f builds a logger that throws its records
+// away: slog.DiscardHandler, or io.Discard handed to a function that builds
+// a logger or a handler (slog.NewTextHandler(io.Discard, nil), a cmd's
+// newLogger(io.Discard, …)).
+func discardingLoggers(f *ast.File) []token.Pos {
+	var at []token.Pos
+	ast.Inspect(f, func(n ast.Node) bool {
+		if selects(n, "slog", "DiscardHandler") {
+			at = append(at, n.Pos())
+		}
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		var name string
+		switch fn := call.Fun.(type) {
+		case *ast.Ident:
+			name = fn.Name
+		case *ast.SelectorExpr:
+			name = fn.Sel.Name
+		}
+		if !loggerish.MatchString(name) {
+			return true
+		}
+		for _, arg := range call.Args {
+			if selects(arg, "io", "Discard") {
+				at = append(at, call.Pos())
+			}
+		}
+		return true
+	})
+	return at
+}
+
+// TestTestsShareOneDiscardingLogger keeps the test logger one helper
+// (docs/ARCHITECTURE.md, "Tests share helpers, not copies"): a test that
+// reads nothing a component logs passes logtest.Discard(), and no test file
+// outside internal/logtest builds a discarding logger of its own.
+func TestTestsShareOneDiscardingLogger(t *testing.T) {
+	files := parseGoFiles(t, func(path string) bool {
+		return strings.HasSuffix(path, "_test.go") && !strings.HasPrefix(path, "internal/logtest/")
+	})
+	if len(files) < 200 {
+		t.Fatalf("read %d test files; the test is not looking where it should", len(files))
+	}
+	for _, f := range files {
+		for _, pos := range discardingLoggers(f.file) {
+			t.Errorf("%s: a test builds its own discarding logger; use logtest.Discard() (internal/logtest)", f.fset.Position(pos))
+		}
+	}
+}
+
+// TestDiscardingLoggerRuleRefusesACopy keeps the rule above able to fail.
+func TestDiscardingLoggerRuleRefusesACopy(t *testing.T) {
+	for src, want := range map[string]int{
+		`func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }`: 1,
+		`var quiet = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{}))`:          1,
+		`func f() { run(slog.New(slog.DiscardHandler)) }`:                                        1,
+		`func f() { newLogger(io.Discard, slog.LevelInfo) }`:                                     1,
+		`func f() { io.Copy(io.Discard, r); run(ctx, io.Discard) }`:                              0,
+		`func f() { run(logtest.Discard()) }`:                                                    0,
+	} {
+		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(discardingLoggers(f)); got != want {
+			t.Errorf("%s: got %d discarding loggers, want %d", src, got, want)
+		}
+	}
+}
