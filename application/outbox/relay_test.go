@@ -165,14 +165,14 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	ids := store.Add(3, "payment.created")
 	refused, throttled := ids[0], ids[1]
 	pub := &fakePublisher{fail: map[uuid.UUID]error{
-		refused:   fmt.Errorf("publish: %w", outbox.Permanent(errors.New("message too long"))),
+		refused:   fmt.Errorf("publish: %w", fmt.Errorf("%w: message too long", outbox.ErrPermanent)),
 		throttled: errors.New("throttled"),
 	}}
 	r := newRelay(outbox.Config{BatchSize: 10, MaxAttempts: 10}, store, pub, clk)
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if row := store.Row(refused); row.Status != "DEAD" || row.Message.Attempts != 1 || row.LastError != "publish: message too long" {
+	if row := store.Row(refused); row.Status != "DEAD" || row.Message.Attempts != 1 || row.LastError != "publish: refused for good: message too long" {
 		t.Errorf("refused row: got %s attempts=%d err=%q, want DEAD after 1 attempt with the error", row.Status, row.Message.Attempts, row.LastError)
 	}
 	if row := store.Row(throttled); row.Status != "PENDING" || row.Message.Attempts != 1 {
@@ -180,9 +180,6 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	}
 	if row := store.Row(ids[2]); row.Status != "PUBLISHED" {
 		t.Errorf("acknowledged row: got %s, want PUBLISHED", row.Status)
-	}
-	if outbox.IsPermanent(errors.New("x")) || outbox.Permanent(nil) != nil {
-		t.Error("IsPermanent of a plain error, or Permanent(nil), is wrong")
 	}
 }
 

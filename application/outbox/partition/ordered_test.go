@@ -3,6 +3,7 @@ package partition_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -127,7 +128,7 @@ func TestOrderedDeadRowLetsItsAggregateGoOn(t *testing.T) {
 	store := partitiontest.NewFakeStore(clk.now)
 	x := uuid.New()
 	xs := store.AddFor(x, 3, "payment.refunded")
-	pub := &orderedPublisher{fail: map[uuid.UUID]error{xs[0]: outbox.Permanent(errors.New("too large"))}}
+	pub := &orderedPublisher{fail: map[uuid.UUID]error{xs[0]: fmt.Errorf("%w: too large", outbox.ErrPermanent)}}
 	r := orderedRelay(store, pub, clk, outbox.Config{BatchSize: 10})
 	for range 4 {
 		if _, err := r.Step(context.Background()); err != nil {
