@@ -142,3 +142,94 @@ func TestDiscardingLoggerRuleRefusesACopy(t *testing.T) {
 		}
 	}
 }
+
+// classifier is the one function that turns a driver's error into
+// dependency.ErrUnavailable.
+const classifier = "adapters/postgres/unavailable.go"
+
+// imports reports whether f imports a package whose path begins with prefix.
+func imports(f *ast.File, prefix string) bool {
+	for _, imp := range f.Imports {
+		if strings.HasPrefix(strings.Trim(imp.Path.Value, `"`), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownClassifiers returns where f, a file that speaks to Postgres, decides
+// by itself that an error is an outage: it names dependency.ErrUnavailable,
+// or it asks pgconn the questions the classifier asks.
+func ownClassifiers(f *ast.File) []token.Pos {
+	var at []token.Pos
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch {
+		case selects(n, "dependency", "ErrUnavailable"),
+			selects(n, "pgconn", "SafeToRetry"), selects(n, "pgconn", "Timeout"), selects(n, "pgconn", "ConnectError"):
+			at = append(at, n.Pos())
+		}
+		return true
+	})
+	return at
+}
+
+// TestOneUnavailableClassifier keeps "a dependency is down, retry" one
+// rule for every store (docs/ARCHITECTURE.md, "Errors"): no file that
+// speaks to Postgres, the classifier's excepted, wraps
+// dependency.ErrUnavailable or asks pgconn whether an error is an outage,
+// and every store under adapters/postgres returns its errors through
+// postgres.Unavailable.
+func TestOneUnavailableClassifier(t *testing.T) {
+	files := parseGoFiles(t, func(path string) bool {
+		return !strings.HasSuffix(path, "_test.go") && !strings.HasPrefix(path, "tools/")
+	})
+	stores := map[string]bool{} // a package under adapters/postgres that speaks pgx → it calls postgres.Unavailable
+	read := 0
+	for _, f := range files {
+		if !imports(f.file, "github.com/jackc/pgx/v5") {
+			continue
+		}
+		read++
+		if f.path != classifier {
+			for _, pos := range ownClassifiers(f.file) {
+				t.Errorf("%s: a store classifies a driver error itself; return it through postgres.Unavailable (%s), and keep only what the store names (not found, a constraint) before that call", f.fset.Position(pos), classifier)
+			}
+		}
+		dir := filepath.ToSlash(filepath.Dir(f.path))
+		if !strings.HasPrefix(dir, "adapters/postgres/") || dir == "adapters/postgres/pgtest" {
+			continue
+		}
+		calls := false
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			calls = calls || selects(n, "postgres", "Unavailable")
+			return !calls
+		})
+		stores[dir] = stores[dir] || calls
+	}
+	if read < 20 || len(stores) < 6 {
+		t.Fatalf("read %d files that import pgx and %d stores (%v); the test is not looking where it should", read, len(stores), stores)
+	}
+	for dir, calls := range stores {
+		if !calls {
+			t.Errorf("%s: a store that never calls postgres.Unavailable answers an outage 500, not 503; return its errors through it", dir)
+		}
+	}
+}
+
+// TestClassifierRuleRefusesACopy keeps the rule above able to fail.
+func TestClassifierRuleRefusesACopy(t *testing.T) {
+	for src, want := range map[string]int{
+		`func readErr(err error) error { return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err) }`: 1,
+		`func retry(err error) bool { return pgconn.SafeToRetry(err) || pgconn.Timeout(err) }`:         2,
+		`func f(err error) error { var c *pgconn.ConnectError; _ = errors.As(err, &c); return err }`:   1,
+		`func f(err error) error { return fmt.Errorf("read: %w", postgres.Unavailable(err)) }`:         0,
+	} {
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(ownClassifiers(f)); got != want {
+			t.Errorf("%s: got %d own classifiers, want %d", src, got, want)
+		}
+	}
+}

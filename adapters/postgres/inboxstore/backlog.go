@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
@@ -68,7 +69,7 @@ func (s *Store[R]) ClaimPending(ctx context.Context, c inbox.Claim, fn func(cont
 		}
 		return writeResult(ctx, tx, out)
 	})
-	return n, err
+	return n, postgres.Unavailable(err)
 }
 
 // writeResult writes a batch's result with one statement per kind of

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
@@ -95,7 +96,7 @@ RETURNING partition`, owner, ms, a.Partitions, share-len(mine))
 		return nil
 	})
 	if err != nil {
-		return partition.Assignment{}, fmt.Errorf("outbox lease heartbeat: %w", err)
+		return partition.Assignment{}, fmt.Errorf("outbox lease heartbeat: %w", postgres.Unavailable(err))
 	}
 	return a, nil
 }
@@ -110,7 +111,7 @@ func (s *Store) Release(ctx context.Context, owner string) error {
 		return tx.SendBatch(ctx, &b).Close()
 	})
 	if err != nil {
-		return fmt.Errorf("outbox lease release: %w", err)
+		return fmt.Errorf("outbox lease release: %w", postgres.Unavailable(err))
 	}
 	return nil
 }
@@ -121,7 +122,7 @@ func (s *Store) Leases(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT partition, CASE WHEN expires_at > now() THEN COALESCE(owner, '') ELSE '' END
 FROM outbox_leases ORDER BY partition`)
 	if err != nil {
-		return nil, fmt.Errorf("outbox leases: %w", err)
+		return nil, fmt.Errorf("outbox leases: %w", postgres.Unavailable(err))
 	}
 	var owners []string
 	var p int
@@ -131,7 +132,7 @@ FROM outbox_leases ORDER BY partition`)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("outbox leases: %w", err)
+		return nil, fmt.Errorf("outbox leases: %w", postgres.Unavailable(err))
 	}
 	return owners, nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -187,14 +186,11 @@ func (r *Repository) ExpiredAuthorizations(ctx context.Context, now time.Time, l
 }
 
 // mapErr turns the storage errors a caller can act on into port errors: a twin
-// request that committed the same key between our lock and our insert, and a
-// database that cannot be reached.
+// request that committed the same key between our lock and our insert is
+// this store's to name; an outage is postgres.Unavailable's.
 func mapErr(err error) error {
 	if postgres.IsUniqueViolation(err, "idempotency_keys_pkey") {
 		return fmt.Errorf("%w: %w", payments.ErrKeyInFlight, err)
 	}
-	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
-	}
-	return err
+	return postgres.Unavailable(err)
 }

@@ -2,7 +2,8 @@
 // shared inbox (inboxstore) with the fan-out bound to its transactions and
 // savepoints, the merchant API's endpoints, and the delivery workers'
 // claims, attempts and leases. It starts no span and counts nothing: the
-// SQL reads as SQL. Every outage is wrapped in dependency.ErrUnavailable.
+// SQL reads as SQL. Every outage is wrapped in dependency.ErrUnavailable, by
+// postgres.Unavailable.
 package webhookstore
 
 import (
@@ -17,7 +18,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
-	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -48,14 +48,6 @@ func New(pool *pgxpool.Pool) *Store {
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// unavailable wraps an outage in dependency.ErrUnavailable.
-func unavailable(err error) error {
-	if err != nil && postgres.IsUnavailable(err) && !errors.Is(err, dependency.ErrUnavailable) {
-		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
-	}
-	return err
-}
-
 // fanout is the handler's repository inside the inbox row's transaction.
 type fanout struct{ tx inboxstore.Tx }
 
@@ -74,7 +66,7 @@ ON CONFLICT (endpoint_id, event_id) DO NOTHING`
 func (f fanout) Enqueue(ctx context.Context, d webhooks.NewDelivery) (int, error) {
 	tag, err := f.tx.Exec(ctx, enqueueSQL, d.MerchantID, d.EventID, d.EventType, d.Payload, d.At)
 	if err != nil {
-		return 0, fmt.Errorf("fan out event %s: %w", d.EventID, unavailable(err))
+		return 0, fmt.Errorf("fan out event %s: %w", d.EventID, postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -157,7 +149,7 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 		return nil
 	})
 	if err != nil {
-		return webhooks.CreateResult{}, unavailable(err)
+		return webhooks.CreateResult{}, postgres.Unavailable(err)
 	}
 	if replayed != "" {
 		found, err := s.Endpoint(ctx, replayed)
@@ -202,7 +194,7 @@ func (s *Store) Endpoint(ctx context.Context, id string) (webhooks.StoredEndpoin
 		return webhooks.StoredEndpoint{}, fmt.Errorf("%w: %s", webhooks.ErrEndpointNotFound, id)
 	}
 	if err != nil {
-		return webhooks.StoredEndpoint{}, fmt.Errorf("read webhook endpoint: %w", unavailable(err))
+		return webhooks.StoredEndpoint{}, fmt.Errorf("read webhook endpoint: %w", postgres.Unavailable(err))
 	}
 	return e, nil
 }
@@ -224,7 +216,7 @@ func (s *Store) ListEndpoints(ctx context.Context, q webhooks.EndpointQuery) ([]
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list webhook endpoints: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook endpoints: %w", postgres.Unavailable(err))
 	}
 	var out []webhooks.StoredEndpoint
 	for rows.Next() {
@@ -236,7 +228,7 @@ func (s *Store) ListEndpoints(ctx context.Context, q webhooks.EndpointQuery) ([]
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list webhook endpoints: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook endpoints: %w", postgres.Unavailable(err))
 	}
 	if q.Before != nil {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -256,7 +248,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string, at time.Time) (we
 		return cancelPending(ctx, tx, id, 0, "endpoint deleted")
 	})
 	if err != nil {
-		return webhooks.StoredEndpoint{}, fmt.Errorf("delete webhook endpoint: %w", unavailable(err))
+		return webhooks.StoredEndpoint{}, fmt.Errorf("delete webhook endpoint: %w", postgres.Unavailable(err))
 	}
 	return s.Endpoint(ctx, id)
 }
@@ -286,7 +278,7 @@ func (s *Store) RotateSecret(ctx context.Context, id string, current []byte, pre
 		return webhooks.StoredEndpoint{}, fmt.Errorf("%w: %s", webhooks.ErrEndpointDeleted, id)
 	}
 	if err != nil {
-		return webhooks.StoredEndpoint{}, fmt.Errorf("rotate webhook secret: %w", unavailable(err))
+		return webhooks.StoredEndpoint{}, fmt.Errorf("rotate webhook secret: %w", postgres.Unavailable(err))
 	}
 	return e, nil
 }
@@ -319,7 +311,7 @@ func (s *Store) Attempts(ctx context.Context, q webhooks.AttemptQuery) ([]webhoo
 	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
 		WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list webhook attempts: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook attempts: %w", postgres.Unavailable(err))
 	}
 	var out []webhooks.Attempt
 	for rows.Next() {
@@ -331,7 +323,7 @@ func (s *Store) Attempts(ctx context.Context, q webhooks.AttemptQuery) ([]webhoo
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list webhook attempts: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook attempts: %w", postgres.Unavailable(err))
 	}
 	if q.Before != "" {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -349,7 +341,7 @@ func (s *Store) Attempt(ctx context.Context, endpointID, id string) (webhooks.At
 		return webhooks.Attempt{}, fmt.Errorf("%w: %s", webhooks.ErrUnknownCursor, id)
 	}
 	if err != nil {
-		return webhooks.Attempt{}, fmt.Errorf("read webhook attempt: %w", unavailable(err))
+		return webhooks.Attempt{}, fmt.Errorf("read webhook attempt: %w", postgres.Unavailable(err))
 	}
 	return a, nil
 }
@@ -362,7 +354,7 @@ func (s *Store) Redeliver(ctx context.Context, endpointID, eventID string, at ti
 			locked_until = CASE WHEN status = 'pending' THEN locked_until END, status = 'pending'
 		WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID, at)
 	if err != nil {
-		return fmt.Errorf("redeliver: %w", unavailable(err))
+		return fmt.Errorf("redeliver: %w", postgres.Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s", webhooks.ErrEventNotFound, eventID)
@@ -466,7 +458,7 @@ func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webho
 		return s.replayRecovery(ctx, key)
 	}
 	if err != nil {
-		return webhooks.Recovery{}, fmt.Errorf("recover webhook deliveries: %w", unavailable(err))
+		return webhooks.Recovery{}, fmt.Errorf("recover webhook deliveries: %w", postgres.Unavailable(err))
 	}
 	return res, nil
 }
@@ -482,7 +474,7 @@ func (s *Store) replayRecovery(ctx context.Context, key *webhooks.IdempotencyKey
 	err := s.pool.QueryRow(ctx, `SELECT fingerprint, answer FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &answer)
 	if err != nil {
-		return webhooks.Recovery{}, fmt.Errorf("read idempotency key: %w", unavailable(err))
+		return webhooks.Recovery{}, fmt.Errorf("read idempotency key: %w", postgres.Unavailable(err))
 	}
 	var a recoveryAnswer
 	if fingerprint != key.Fingerprint || json.Unmarshal(answer, &a) != nil {
