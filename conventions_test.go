@@ -127,11 +127,11 @@ func TestTestsShareOneDiscardingLogger(t *testing.T) {
 func TestDiscardingLoggerRuleRefusesACopy(t *testing.T) {
 	for src, want := range map[string]int{
 		`func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }`: 1,
-		`var quiet = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{}))`:          1,
-		`func f() { run(slog.New(slog.DiscardHandler)) }`:                                        1,
-		`func f() { newLogger(io.Discard, slog.LevelInfo) }`:                                     1,
-		`func f() { io.Copy(io.Discard, r); run(ctx, io.Discard) }`:                              0,
-		`func f() { run(logtest.Discard()) }`:                                                    0,
+		`var quiet = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{}))`:         1,
+		`func f() { run(slog.New(slog.DiscardHandler)) }`:                                       1,
+		`func f() { newLogger(io.Discard, slog.LevelInfo) }`:                                    1,
+		`func f() { io.Copy(io.Discard, r); run(ctx, io.Discard) }`:                             0,
+		`func f() { run(logtest.Discard()) }`:                                                   0,
 	} {
 		f, err := parser.ParseFile(token.NewFileSet(), "x_test.go", "package x\n"+src, 0)
 		if err != nil {
@@ -220,9 +220,9 @@ func TestOneUnavailableClassifier(t *testing.T) {
 func TestClassifierRuleRefusesACopy(t *testing.T) {
 	for src, want := range map[string]int{
 		`func readErr(err error) error { return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err) }`: 1,
-		`func retry(err error) bool { return pgconn.SafeToRetry(err) || pgconn.Timeout(err) }`:         2,
-		`func f(err error) error { var c *pgconn.ConnectError; _ = errors.As(err, &c); return err }`:   1,
-		`func f(err error) error { return fmt.Errorf("read: %w", postgres.Unavailable(err)) }`:         0,
+		`func retry(err error) bool { return pgconn.SafeToRetry(err) || pgconn.Timeout(err) }`:          2,
+		`func f(err error) error { var c *pgconn.ConnectError; _ = errors.As(err, &c); return err }`:    1,
+		`func f(err error) error { return fmt.Errorf("read: %w", postgres.Unavailable(err)) }`:          0,
 	} {
 		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+src, 0)
 		if err != nil {
@@ -230,6 +230,84 @@ func TestClassifierRuleRefusesACopy(t *testing.T) {
 		}
 		if got := len(ownClassifiers(f)); got != want {
 			t.Errorf("%s: got %d own classifiers, want %d", src, got, want)
+		}
+	}
+}
+
+// transact is the one place a transaction begins.
+const transact = "adapters/postgres/tx.go"
+
+// beginsTransactions returns where f begins a transaction of its own: a
+// call to pgx.BeginFunc or pgx.BeginTxFunc, a Begin or BeginTx method
+// (a pool's, a connection's, a transaction's savepoint), or a statement
+// that opens one (BEGIN, START TRANSACTION, SAVEPOINT).
+func beginsTransactions(f *ast.File) []token.Pos {
+	opens := regexp.MustCompile(`(?i)^\s*(begin|start\s+transaction|savepoint)\b`)
+	var at []token.Pos
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+				switch sel.Sel.Name {
+				case "BeginFunc", "BeginTxFunc", "Begin", "BeginTx":
+					at = append(at, n.Pos())
+				}
+			}
+		case *ast.BasicLit:
+			if n.Kind == token.STRING && opens.MatchString(strings.Trim(n.Value, "`\"")) {
+				at = append(at, n.Pos())
+			}
+		}
+		return true
+	})
+	return at
+}
+
+// TestOneWayToBeginATransaction keeps the transaction's SQL shape one
+// (docs/ARCHITECTURE.md, "One transaction shape"): in the services' code,
+// only postgres.Transact begins a transaction; a store runs everything else
+// as one statement or one batch on the pool, and a savepoint through
+// Tx.Savepoint. Tests and the tools module may begin their own.
+func TestOneWayToBeginATransaction(t *testing.T) {
+	files := parseGoFiles(t, func(path string) bool {
+		return !strings.HasSuffix(path, "_test.go") && !strings.HasPrefix(path, "tools/")
+	})
+	transacts := 0
+	for _, f := range files {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			if selects(n, "postgres", "Transact") {
+				transacts++
+			}
+			return true
+		})
+		if f.path == transact {
+			continue
+		}
+		for _, pos := range beginsTransactions(f.file) {
+			t.Errorf("%s: begins a transaction of its own; run it in postgres.Transact (%s), a savepoint in Tx.Savepoint", f.fset.Position(pos), transact)
+		}
+	}
+	if transacts < 10 {
+		t.Fatalf("found %d calls of postgres.Transact; the test is not looking where it should", transacts)
+	}
+}
+
+// TestTransactionRuleRefusesACopy keeps the rule above able to fail.
+func TestTransactionRuleRefusesACopy(t *testing.T) {
+	for src, want := range map[string]int{
+		`func f() error { return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return nil }) }`:                              1,
+		`func f() { tx, _ := pool.Begin(ctx); _ = tx }`:                                                                         1,
+		`func f() { conn.Exec(ctx, "BEGIN"); conn.Exec(ctx, ` + "`savepoint sp`" + `) }`:                                        2,
+		`func f() { b.Queue("begin isolation level serializable") }`:                                                            1,
+		`func f() error { return postgres.Transact(ctx, pool, func(tx *postgres.Tx) error { return tx.Savepoint(ctx, nil) }) }`: 0,
+		`func f() { conn.Exec(ctx, "SELECT 'begin'") }`:                                                                         0,
+	} {
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\n"+src, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(beginsTransactions(f)); got != want {
+			t.Errorf("%s: got %d transactions begun, want %d", src, got, want)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 // Package postgres holds what every service's Postgres adapters share: opening a
-// pgx pool, applying embedded goose migrations, the one classifier of a
-// driver error (Unavailable), and the
-// pipelined transaction (Transact) the hot paths run in. The stores themselves
-// live in one sub-package per table set (paymentstore, outboxstore,
-// apikeystore, inboxstore, ledgerstore, webhookstore).
+// pgx pool, applying embedded goose migrations, the one classifier from a
+// driver's error to the ports' (Unavailable), and the one transaction every
+// store runs its writes in (Transact). The stores themselves live in one
+// sub-package per table set (paymentstore, outboxstore, apikeystore,
+// inboxstore, ledgerstore, webhookstore).
 package postgres
 
 import (

@@ -170,8 +170,8 @@ func (l ledgerRepo) Payment(ctx context.Context, id string) (ledger.Payment, err
 		authorized, held, captured, refunded int64
 		placedAt, releasedAt                 time.Time
 	)
-	// A batch of one: the way both kinds of inboxstore.Tx read a row (the
-	// pipelined one sends its BEGIN with it).
+	// A batch of one: the way an inboxstore.Tx reads a row (as the
+	// transaction's first statement, it travels with BEGIN).
 	var b pgx.Batch
 	b.Queue(paymentSQL, id)
 	br := l.tx.SendBatch(ctx, &b)

@@ -23,7 +23,7 @@ import (
 func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) (partition.Assignment, error) {
 	var a partition.Assignment
 	ms := ttl.Milliseconds()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var b pgx.Batch
 		b.Queue(`INSERT INTO outbox_relays (id, heartbeat_at, expires_at) VALUES ($1, now(), now() + $2 * interval '1 millisecond')
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, expires_at = EXCLUDED.expires_at`, owner, ms)
@@ -103,7 +103,7 @@ RETURNING partition`, owner, ms, a.Partitions, share-len(mine))
 
 // Release implements partition.Store.
 func (s *Store) Release(ctx context.Context, owner string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var b pgx.Batch
 		b.Queue(`UPDATE outbox_leases SET owner = NULL, expires_at = '-infinity' WHERE owner = $1`, owner)
 		b.Queue(`DELETE FROM outbox_relays WHERE id = $1`, owner)

@@ -144,7 +144,7 @@ func seconds(s float64) time.Duration { return time.Duration(max(s, 0) * float64
 // attempts (last_error is kept for the record), and notifies Channel so a running
 // relay picks it up at once. It returns ErrNotFound or ErrNotDead, wrapped with id.
 func (s *Store) Requeue(ctx context.Context, id uuid.UUID) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		tag, err := tx.Exec(ctx, requeueSQL+` AND id = $1`, id)
 		if err != nil {
 			return fmt.Errorf("requeue %s: %w", id, err)
@@ -167,7 +167,7 @@ func (s *Store) Requeue(ctx context.Context, id uuid.UUID) error {
 // RequeueAll requeues every DEAD row, as Requeue does, and returns how many.
 func (s *Store) RequeueAll(ctx context.Context) (int, error) {
 	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		tag, err := tx.Exec(ctx, requeueSQL)
 		if err != nil {
 			return fmt.Errorf("requeue all: %w", err)
@@ -183,7 +183,7 @@ func (s *Store) RequeueAll(ctx context.Context) (int, error) {
 
 const requeueSQL = `UPDATE outbox SET status = 'PENDING', attempts = 0, next_attempt_at = now() WHERE status = 'DEAD'`
 
-func notify(ctx context.Context, tx pgx.Tx) error {
+func notify(ctx context.Context, tx *postgres.Tx) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, Channel); err != nil {
 		return fmt.Errorf("notify %s: %w", Channel, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -26,7 +27,7 @@ var _ retention.DeleteFunc = (*Repository)(nil).DeleteKeysBefore
 // pairs that collide — about one chance in 2^64 for two requests in flight at
 // once — cost the later one a 409 its retry gets past; they can never share a
 // row, since the row's primary key is the pair itself.
-func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
+func claimKey(ctx context.Context, tx *postgres.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
 	if key == nil {
 		return payments.Committed{}, false, nil
 	}

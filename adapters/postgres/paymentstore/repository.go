@@ -61,7 +61,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 		}
 		return out, nil
 	}
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, r.pool, func(tx *postgres.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
@@ -81,7 +81,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 // canceled it first.
 func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	var out payments.Committed
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, r.pool, func(tx *postgres.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err

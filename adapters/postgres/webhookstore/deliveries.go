@@ -114,7 +114,7 @@ const claimRounds = 3
 // ClaimDeliveries implements webhooks.Deliveries.
 func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) ([]webhooks.Claimed, error) {
 	var out []webhooks.Claimed
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		out = nil
 		tried := []string{} // not nil: NULL would match no merchant
 		for round := 0; round < claimRounds && len(out) < c.Limit; round++ {
@@ -158,7 +158,7 @@ const claimSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan'
 
 // firstLook applies claimSettings and runs claimMerchantsSQL in one round
 // trip.
-func firstLook(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, tried []string) ([]string, error) {
+func firstLook(ctx context.Context, tx *postgres.Tx, c webhooks.DeliveryClaim, tried []string) ([]string, error) {
 	b := &pgx.Batch{}
 	b.Queue(claimSettings)
 	b.Queue(claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit, tried)
@@ -182,7 +182,7 @@ func firstLook(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, tried [
 
 // lease leases, for each of merchants (locked) in turn, what claimLeasesSQL
 // finds, until c.Limit are leased in all, appending them to out.
-func (s *Store) lease(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, merchants []string, out *[]webhooks.Claimed) error {
+func (s *Store) lease(ctx context.Context, tx *postgres.Tx, c webhooks.DeliveryClaim, merchants []string, out *[]webhooks.Claimed) error {
 	for _, m := range merchants {
 		if len(*out) >= c.Limit {
 			return nil
@@ -228,7 +228,7 @@ func (s *Store) lease(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, 
 func (s *Store) FinishDelivery(ctx context.Context, f webhooks.Finish) (bool, error) {
 	a := f.Attempt
 	var held bool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var code *int
 		if a.StatusCode != 0 {
 			code = &a.StatusCode

@@ -113,7 +113,7 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 		res      webhooks.CreateResult
 		replayed string
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		if err := lockMerchant(ctx, tx, e.MerchantID); err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 
 // lockMerchant locks merchant's row, making it if it is the merchant's
 // first endpoint. FOR NO KEY UPDATE: what the claim takes, SKIP LOCKED.
-func lockMerchant(ctx context.Context, tx pgx.Tx, merchant string) error {
+func lockMerchant(ctx context.Context, tx *postgres.Tx, merchant string) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO webhook_merchants (merchant_id) VALUES ($1) ON CONFLICT (merchant_id) DO NOTHING`, merchant); err != nil {
 		return fmt.Errorf("insert webhook merchant: %w", err)
 	}
@@ -172,7 +172,7 @@ func lockMerchant(ctx context.Context, tx pgx.Tx, merchant string) error {
 
 // storedKey returns the endpoint of key if it is stored with the same
 // fingerprint, "" if it is not stored. Errors: ErrKeyReused.
-func storedKey(ctx context.Context, tx pgx.Tx, key *webhooks.IdempotencyKey) (string, error) {
+func storedKey(ctx context.Context, tx *postgres.Tx, key *webhooks.IdempotencyKey) (string, error) {
 	var fingerprint, id string
 	err := tx.QueryRow(ctx, `SELECT fingerprint, endpoint_id FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &id)
@@ -240,7 +240,7 @@ func (s *Store) ListEndpoints(ctx context.Context, q webhooks.EndpointQuery) ([]
 
 // DeleteEndpoint implements webhooks.Endpoints.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string, at time.Time) (webhooks.StoredEndpoint, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, at)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
@@ -254,7 +254,7 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string, at time.Time) (we
 }
 
 // cancelPending cancels endpoint id's pending deliveries but except.
-func cancelPending(ctx context.Context, tx pgx.Tx, id string, except int64, why string) error {
+func cancelPending(ctx context.Context, tx *postgres.Tx, id string, except int64, why string) error {
 	_, err := tx.Exec(ctx, `
 		UPDATE webhook_deliveries SET status = 'canceled', next_attempt_at = NULL, locked_until = NULL, last_error = $3
 		WHERE endpoint_id = $1 AND status = 'pending' AND id <> $2`, id, except, why)
@@ -391,7 +391,7 @@ type recoveryAnswer struct {
 // waits on the first request's row lock and then finds its answer.
 func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
 	var res webhooks.Recovery
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		if key != nil {
 			tag, err := tx.Exec(ctx, `
 				INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5)
