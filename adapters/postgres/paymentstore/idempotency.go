@@ -122,7 +122,7 @@ func (r *Repository) DeleteKeysBefore(ctx context.Context, cutoff time.Time, lim
 	tag, err := r.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (
 		SELECT merchant_id, key FROM idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
+		return 0, fmt.Errorf("delete expired idempotency keys: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }
