@@ -14,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestWriteError pins the part of the error table every API shares: what each
@@ -98,7 +99,7 @@ func TestWriteError(t *testing.T) {
 // wrapping dependency.ErrUnavailable (or running out of time), never for
 // reading like an outage — an error of the same text is a fault, 500.
 func TestWriteErrorMatchesTheSentinelNotItsText(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
+	log := logtest.Discard()
 	for err, want := range map[error]int{
 		context.DeadlineExceeded:                       http.StatusServiceUnavailable,
 		fmt.Errorf("x: %w", dependency.ErrUnavailable): http.StatusServiceUnavailable,

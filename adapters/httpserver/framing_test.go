@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestTransferEncodingIsRefusedAndTheConnectionClosed sends, on a raw
@@ -27,7 +27,7 @@ import (
 // beside the chunks, the second request is what a proxy that reads
 // Content-Length took for the first one's body: request smuggling.
 func TestTransferEncodingIsRefusedAndTheConnectionClosed(t *testing.T) {
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler)})
+	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard()})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)
 

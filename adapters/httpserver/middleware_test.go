@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestClientsCannotGrowTheMetrics: invented methods and paths, as many as a
@@ -23,7 +23,7 @@ import (
 // scraped, for the life of the process), and a 405 does not echo the method.
 func TestClientsCannotGrowTheMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Metrics: httpserver.NewMetrics(reg), Gatherer: reg})
+	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Metrics: httpserver.NewMetrics(reg), Gatherer: reg})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)
 
@@ -93,15 +93,15 @@ func TestClientsCannotGrowTheMetrics(t *testing.T) {
 func TestEveryAnswerIsNoSniffNoStore(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ops := httpserver.NewOpsRouter(httpserver.Ops{
-		Log: slog.New(slog.DiscardHandler), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
+		Log: logtest.Discard(), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		Ready: func(context.Context) error { return errors.New("down") },
 	})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, ops))
 	t.Cleanup(srv.Close)
-	api := httpserver.NewRouter(httpserver.API{Log: slog.New(slog.DiscardHandler), OpenAPI: []byte("openapi: 3.1.0\n")})
+	api := httpserver.NewRouter(httpserver.API{Log: logtest.Discard(), OpenAPI: []byte("openapi: 3.1.0\n")})
 	api.With(httpserver.RequireBearer(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil },
 		func(w http.ResponseWriter, r *http.Request, err error) {
-			httpserver.WriteError(w, r, slog.New(slog.DiscardHandler), err)
+			httpserver.WriteError(w, r, logtest.Discard(), err)
 		},
 	)).Get("/private", func(w http.ResponseWriter, r *http.Request) {
 		httpserver.WriteJSON(w, http.StatusOK, map[string]int{"amount": 1})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -17,13 +16,14 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/api/apitest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 func newOps(t *testing.T, ready error) *httptest.Server {
 	reg := prometheus.NewRegistry()
 	m := httpserver.NewMetrics(reg)
 	h := httpserver.NewOpsRouter(httpserver.Ops{
-		Log:      slog.New(slog.DiscardHandler),
+		Log:      logtest.Discard(),
 		Ready:    func(context.Context) error { return ready },
 		Status:   func() map[string]string { return map[string]string{"sns_topic": "ok"} },
 		Metrics:  m,
@@ -78,7 +78,7 @@ func TestOpsRouter(t *testing.T) {
 // TestOpsRoutesAreDocumented: the ops router serves exactly the operations
 // of its document.
 func TestOpsRoutesAreDocumented(t *testing.T) {
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Gatherer: prometheus.NewRegistry()})
+	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Gatherer: prometheus.NewRegistry()})
 	apitest.New(t, apidoc.Ops()).CheckRoutes(t, h)
 }
 
@@ -86,7 +86,7 @@ func TestOpsRoutesAreDocumented(t *testing.T) {
 // GET, without the body (RFC 9110, 9.3.2), and lists HEAD in Allow.
 func TestHeadIsServedForEveryGet(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
+	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
 		Ready: func(context.Context) error { return nil }})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)

@@ -2,8 +2,6 @@ package httpserver_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // A traced request's span is named by its route pattern, its traceparent is
@@ -20,7 +19,7 @@ import (
 func TestRequestsAreTracedByRoute(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(rec))
-	r := httpserver.NewRouter(httpserver.API{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), TracerProvider: tp})
+	r := httpserver.NewRouter(httpserver.API{Log: logtest.Discard(), TracerProvider: tp})
 	r.Get("/payments/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 
 	const clients = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -50,7 +49,7 @@ func TestRequestsAreTracedByRoute(t *testing.T) {
 	}
 
 	// Without a provider nothing is traced and no header is answered.
-	plain := httpserver.NewRouter(httpserver.API{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	plain := httpserver.NewRouter(httpserver.API{Log: logtest.Discard()})
 	plain.Get("/x", func(http.ResponseWriter, *http.Request) {})
 	w = httptest.NewRecorder()
 	plain.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/x", nil))
@@ -66,7 +65,7 @@ func TestRequestsAreTracedByRoute(t *testing.T) {
 func BenchmarkRequest(b *testing.B) {
 	for _, traced := range []bool{false, true} {
 		name := "untraced"
-		api := httpserver.API{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		api := httpserver.API{Log: logtest.Discard()}
 		if traced {
 			name = "traced"
 			tp := trace.NewTracerProvider(trace.WithBatcher(discardExporter{}))

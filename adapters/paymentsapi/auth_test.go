@@ -40,7 +40,7 @@ var publicRoutes = map[string]string{
 // told.
 func servedRoutes(t *testing.T) []string {
 	t.Helper()
-	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), paymentsapi.Config{})
 	var routes []string
 	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes = append(routes, method+" "+route)
@@ -63,7 +63,7 @@ func servedRoutes(t *testing.T) []string {
 // route no longer served: the list of routes is the router's, not a copy.
 func TestEveryRouteNeedsAKey(t *testing.T) {
 	t.Parallel()
-	srv, _, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	srv, _, keys := newServerWithKeys(t, logtest.Discard())
 	owned := create(t, srv, "Authorization", "Bearer "+keys.mer1).json(t)["id"].(string)
 	unknown, _, err := access.NewKey(access.EnvTest, false, nil)
 	if err != nil {
@@ -204,7 +204,7 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 // never anything of its secret.
 func TestAPIKeyIsTheKeyPresented(t *testing.T) {
 	t.Parallel()
-	srv, _, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	srv, _, keys := newServerWithKeys(t, logtest.Discard())
 	id := func(key string) string {
 		k, err := access.ParseKey(key)
 		if err != nil {
@@ -239,7 +239,7 @@ func TestAPIKeyIsTheKeyPresented(t *testing.T) {
 // only, creates payments to itself, and its idempotency keys are its own.
 func TestMerchantScoping(t *testing.T) {
 	t.Parallel()
-	srv, pool, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	srv, pool, keys := newServerWithKeys(t, logtest.Discard())
 	as := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
 	noMerchant := `{"amount": 500, "currency": "BRL", "payer_id": "cus_9"}`
 
@@ -335,7 +335,7 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 func TestKeyVerificationsHaveABucketOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	const limit = 3
-	srv, keys := newFakeAPI(t, limit, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	srv, keys := newFakeAPI(t, limit, prometheus.NewRegistry(), logtest.Discard())
 	exhaust := func(path string) {
 		t.Helper()
 		for range 10 * limit {
@@ -361,7 +361,7 @@ func TestRateLimitPerKey(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
 	const limit = 5
-	srv, keys := newFakeAPI(t, limit, reg, slog.New(slog.DiscardHandler))
+	srv, keys := newFakeAPI(t, limit, reg, logtest.Discard())
 	path := "/payments/" + uuid.NewString() // 404: cheap, and still authenticated and counted
 	var limited response
 	n := 0
@@ -438,7 +438,7 @@ func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 // two a proxy before the service read is anyone's guess.
 func TestTwoIdempotencyKeysAreRefused(t *testing.T) {
 	t.Parallel()
-	srv, keys := newFakeAPI(t, 0, prometheus.NewRegistry(), slog.New(slog.DiscardHandler))
+	srv, keys := newFakeAPI(t, 0, prometheus.NewRegistry(), logtest.Discard())
 	id := uuid.NewString()
 	for path, body := range map[string]string{
 		"/payments":                    `{"amount": 1050, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`,

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +23,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -199,7 +199,7 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	svc := payments.NewService(paymentstore.New(pool), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
-	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(svc, access.NewAuthenticator(accesstest.NewFakeStore(), time.Now, access.CacheTTL), slog.New(slog.NewTextHandler(io.Discard, nil)), paymentsapi.Config{})))
+	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(svc, access.NewAuthenticator(accesstest.NewFakeStore(), time.Now, access.CacheTTL), logtest.Discard(), paymentsapi.Config{})))
 	srv.Config.ReadHeaderTimeout = 300 * time.Millisecond // cmd/payments sets 5s
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -266,7 +266,7 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 // hidden payment never created.
 func TestSmuggledPaymentIsNeverCreated(t *testing.T) {
 	t.Parallel()
-	srv, pool, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	srv, pool, keys := newServerWithKeys(t, logtest.Discard())
 	body := `{"amount": 1, "currency": "BRL", "payer_id": "a", "merchant_id": "b"}`
 	hidden := fmt.Sprintf("POST /payments HTTP/1.1\r\nHost: payments\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 		keys.platform, len(body), body)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,6 +23,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // The fuzz targets drive the real router and the real use cases over the
@@ -44,7 +43,7 @@ func newFuzzHandler(t *testing.T, v *apitest.Validator) (http.Handler, *payments
 	if _, _, err := access.NewKeys(store, time.Now).Issue(context.Background(), access.Issue{Platform: true, Name: "fuzz", Import: fuzzKey}); err != nil {
 		t.Fatal(err)
 	}
-	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.CacheTTL), slog.New(slog.NewTextHandler(io.Discard, nil)), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.CacheTTL), logtest.Discard(), paymentsapi.Config{})
 	return v.Handler(t, h), repo
 }
 

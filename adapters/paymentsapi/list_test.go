@@ -3,7 +3,6 @@ package paymentsapi_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 func (failingService) List(context.Context, payments.ListPayments) (payments.Page, error) {
@@ -38,7 +38,7 @@ type listPage struct {
 // against the OpenAPI document.
 func TestListPagesThroughEveryPayment(t *testing.T) {
 	t.Parallel()
-	srv, _, keys := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	srv, _, keys := newServerWithKeys(t, logtest.Discard())
 	as := func(key string) []string { return []string{"Authorization", "Bearer " + key} }
 	var mine []listed // oldest first
 	for i := range 25 {

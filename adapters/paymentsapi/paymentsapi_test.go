@@ -32,6 +32,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -51,7 +52,7 @@ type testKeys struct{ mer1, mer2, platform, revoked string }
 // client sends the platform's key unless a request names its own
 // Authorization, so the tests of other behaviour may name any merchant.
 func newServer(t *testing.T) (*httptest.Server, *pgxpool.Pool) {
-	srv, pool, _ := newServerWithKeys(t, slog.New(slog.DiscardHandler))
+	srv, pool, _ := newServerWithKeys(t, logtest.Discard())
 	return srv, pool
 }
 
@@ -485,12 +486,12 @@ func TestRequestsAreCounted(t *testing.T) {
 	keys := issueKeys(t, store)
 	reg := prometheus.NewRegistry()
 	m := httpserver.NewMetrics(reg)
-	h := paymentsapi.NewHandler(payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), slog.New(slog.DiscardHandler), paymentsapi.Config{Metrics: m})
+	h := paymentsapi.NewHandler(payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), logtest.Discard(), paymentsapi.Config{Metrics: m})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.mer1, nil)
 	create(t, srv)
-	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.DiscardHandler), Metrics: m, Gatherer: reg})))
+	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Metrics: m, Gatherer: reg})))
 	t.Cleanup(ops.Close)
 	res := do(t, ops, "GET", "/metrics", "", "")
 	if res.status != 200 || !strings.Contains(string(res.body), `http_requests_total{code="201",method="POST",route="/payments"} 1`) {
@@ -501,14 +502,14 @@ func TestRequestsAreCounted(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), paymentsapi.Config{})
 	apitest.New(t, apidoc.Payments()).CheckRoutes(t, h.(chi.Routes))
 }
 
 // TestServesItsOpenAPIDocument: GET /openapi.yaml is the document in api/,
 // the one every test here validates against.
 func TestServesItsOpenAPIDocument(t *testing.T) {
-	h := paymentsapi.NewHandler(nil, nil, slog.New(slog.DiscardHandler), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	res := do(t, srv, http.MethodGet, "/openapi.yaml", "", "")

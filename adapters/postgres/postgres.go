@@ -1,17 +1,16 @@
 // Package postgres holds what every service's Postgres adapters share: opening a
-// pgx pool, applying embedded goose migrations, classifying errors, and the
-// pipelined transaction (Transact) the hot paths run in. The stores themselves
-// live in one sub-package per table set (paymentstore, outboxstore,
-// apikeystore, inboxstore, ledgerstore, webhookstore).
+// pgx pool, applying embedded goose migrations, the one classifier from a
+// driver's error to the ports' (Unavailable), and the one transaction every
+// store runs its writes in (Transact). The stores themselves live in one
+// sub-package per table set (paymentstore, outboxstore, apikeystore,
+// inboxstore, ledgerstore, webhookstore).
 package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net"
 	"strings"
 
 	"github.com/exaring/otelpgx"
@@ -94,33 +93,4 @@ func IsUniqueViolation(err error, constraint string) bool {
 		return false
 	}
 	return constraint == "" || pgErr.ConstraintName == constraint
-}
-
-// IsUnavailable reports whether err means the server could not be reached or
-// did not answer in time, as opposed to refusing the statement: the caller
-// may retry later. That includes a connection that broke under the statement
-// (a database restart or a network cut kills the pool's open connections):
-// the server rolled the transaction back, unless the break hit its COMMIT,
-// whose outcome is then unknown — which is what Idempotency-Key retries are for.
-func IsUnavailable(err error) bool {
-	var (
-		connErr *pgconn.ConnectError
-		netErr  net.Error
-		pgErr   *pgconn.PgError
-	)
-	if errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if errors.As(err, &pgErr) {
-		// The server is shutting down, restarting or full, not refusing the
-		// statement: connection exceptions (class 08), admin/crash shutdown,
-		// "the database system is starting up", too many connections.
-		switch pgErr.Code {
-		case "57P01", "57P02", "57P03", "53300":
-			return true
-		}
-		return strings.HasPrefix(pgErr.Code, "08")
-	}
-	return pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
 }

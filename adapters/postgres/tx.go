@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,23 +11,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Three shapes of write transaction run in this repository, each where it fits:
+// Two ways to send a write run in this repository (docs/ARCHITECTURE.md,
+// "One transaction shape"), and nothing else begins a transaction
+// (conventions_test.go):
 //
 //   - All statements known before the first is sent (nothing to read first, no
-//     decision between statements): send them as one pgx batch outside an
-//     explicit transaction. Postgres runs everything up to the protocol's Sync
-//     as one implicit transaction, all or nothing, in ONE round trip.
+//     decision between statements): one statement, or one pgx batch, on the
+//     pool. Postgres runs everything up to the protocol's Sync as one implicit
+//     transaction, all or nothing, in ONE round trip.
 //     paymentstore.Repository.Create without an Idempotency-Key does this.
-//   - A statement depends on what an earlier one returned, or locks must be
-//     held while application code runs, and round trips are the cost of the hot
-//     path: Transact below. BEGIN travels with the first statement and COMMIT
-//     with the last ones, two round trips fewer than pgx.BeginFunc. The relay's
-//     claim (outboxstore: claim, publish, mark) and a consumer's inbox
-//     transaction (inboxstore: inbox insert, then the handler's writes, the
-//     ledger's posting) use it.
-//   - Everything else (paymentstore's refunds and keyed writes, the operator's
-//     requeue): pgx.BeginFunc, the plain shape, where a round trip more or less
-//     is not what the request costs.
+//   - Anything else: Transact below, whatever the cost of the path. BEGIN
+//     travels with the first statement and COMMIT with the last ones, so a
+//     transaction costs a round trip per statement it sends and one for the
+//     COMMIT, never one for BEGIN. A savepoint (Tx.Savepoint) is a part of it,
+//     not a third way: the inbox's processor runs each row of a batch in one.
 
 // rollbackTimeout bounds the ROLLBACK that Transact sends after a failure. It
 // runs even when the caller's context has ended, so a transaction is never
@@ -69,9 +67,10 @@ func Transact(ctx context.Context, pool *pgxpool.Pool, fn func(*Tx) error) error
 // Tx is the transaction Transact runs fn in. It is valid only inside fn and,
 // like the connection under it, not safe for concurrent use.
 type Tx struct {
-	conn     *pgx.Conn
-	begun    bool
-	atCommit pgx.Batch
+	conn       *pgx.Conn
+	begun      bool
+	savepoints int
+	atCommit   pgx.Batch
 }
 
 // SendBatch sends b in the transaction, BEGIN in front of it when b carries
@@ -106,6 +105,102 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 		err = cerr
 	}
 	return tag, err
+}
+
+// QueryRow runs a query expected to return one row, in the transaction;
+// as its first statement it travels with BEGIN. Scan reads the row, as with
+// pgx.Conn.QueryRow.
+func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.begun {
+		return t.conn.QueryRow(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	return &batchRow{br: t.SendBatch(ctx, b)}
+}
+
+// Query runs a query in the transaction; as its first statement it travels
+// with BEGIN. Read the rows to the end or Close them before the next
+// statement, as with pgx.Conn.Query.
+func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.begun {
+		return t.conn.Query(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(sql, args...)
+	br := t.SendBatch(ctx, b)
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// Savepoint runs fn in a savepoint of the transaction: if fn fails, what it
+// wrote is rolled back and the transaction goes on without it; if it
+// succeeds, the savepoint is released and its writes commit with the rest.
+// fn is handed the same Tx. The inbox's processor applies each row of a
+// claimed batch in one, so that one row's refusal spares the others.
+func (t *Tx) Savepoint(ctx context.Context, fn func(*Tx) error) error {
+	t.savepoints++
+	name := fmt.Sprintf("sp_%d", t.savepoints)
+	if _, err := t.Exec(ctx, "SAVEPOINT "+name); err != nil {
+		return err
+	}
+	if err := fn(t); err != nil {
+		if _, rerr := t.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+			return fmt.Errorf("%w (and roll back to the savepoint: %v)", err, rerr)
+		}
+		return err
+	}
+	_, err := t.conn.Exec(ctx, "RELEASE SAVEPOINT "+name)
+	return err
+}
+
+// batchRow is the row of a QueryRow sent with BEGIN: Scan reads it and
+// ends the batch.
+type batchRow struct{ br pgx.BatchResults }
+
+func (r *batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	if cerr := r.br.Close(); cerr != nil && (err == nil || errors.Is(err, pgx.ErrNoRows)) {
+		err = cerr
+	}
+	return err
+}
+
+// batchRows are the rows of a Query sent with BEGIN: the batch ends with
+// them, when they are read to the end or closed.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	r.err = r.br.Close()
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // QueueAtCommit queues a statement to be sent with the COMMIT, in one round

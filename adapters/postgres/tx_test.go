@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -297,6 +298,18 @@ func TestTransactRoundTrips(t *testing.T) {
 			tx.QueueAtCommit(`DELETE FROM t WHERE id = $1`, -1)
 			return nil
 		}, 2},
+		{"a read first: QueryRow with BEGIN, then COMMIT", func(tx *postgres.Tx) error {
+			var n int
+			return tx.QueryRow(ctx, `SELECT count(*) FROM t WHERE id > $1`, 0).Scan(&n)
+		}, 2},
+		{"rows first: Query with BEGIN, then COMMIT", func(tx *postgres.Tx) error {
+			rows, err := tx.Query(ctx, `SELECT id FROM t WHERE id > $1 FOR UPDATE`, 0)
+			if err != nil {
+				return err
+			}
+			_, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+			return err
+		}, 2},
 		{"consumer shape: two statements, then COMMIT", func(tx *postgres.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO t VALUES ($1) ON CONFLICT DO NOTHING`, 1); err != nil {
 				return err
@@ -320,5 +333,123 @@ func TestTransactRoundTrips(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: %d round trips, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestTransactReadsFirst runs each way of reading as the transaction's
+// first statement, which travels with BEGIN, and a statement after it: the
+// read ends its batch, so the connection is free for the next statement,
+// and what the transaction wrote commits.
+func TestTransactReadsFirst(t *testing.T) {
+	t.Parallel()
+	pool, _ := txPool(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO t VALUES (1), (2)`); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]func(tx *postgres.Tx) (int, error){
+		"QueryRow": func(tx *postgres.Tx) (int, error) {
+			var n int
+			err := tx.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n)
+			return n, err
+		},
+		"QueryRow of no row": func(tx *postgres.Tx) (int, error) {
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT id FROM t WHERE id < 0`).Scan(&n); !errors.Is(err, pgx.ErrNoRows) {
+				return 0, fmt.Errorf("got %v, want pgx.ErrNoRows", err)
+			}
+			return 2, nil
+		},
+		"Query read with Next": func(tx *postgres.Tx) (int, error) {
+			rows, err := tx.Query(ctx, `SELECT id FROM t`)
+			if err != nil {
+				return 0, err
+			}
+			n := 0
+			for rows.Next() {
+				n++
+			}
+			return n, rows.Err()
+		},
+		"Query closed early": func(tx *postgres.Tx) (int, error) {
+			rows, err := tx.Query(ctx, `SELECT id FROM t`)
+			if err != nil {
+				return 0, err
+			}
+			rows.Close()
+			return 2, rows.Err()
+		},
+	}
+	for name, read := range reads {
+		err := postgres.Transact(ctx, pool, func(tx *postgres.Tx) error {
+			n, err := read(tx)
+			if err != nil {
+				return err
+			}
+			if n != 2 {
+				t.Errorf("%s: read %d rows, want 2", name, n)
+			}
+			_, err = tx.Exec(ctx, `UPDATE t SET id = id + 10`)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE t SET id = id - 10`); err != nil {
+			t.Fatalf("%s: the transaction's update did not commit, or left the connection busy: %v", name, err)
+		}
+	}
+	if n := openTransactions(t, pool); n != 0 {
+		t.Errorf("%d sessions left idle in a transaction", n)
+	}
+}
+
+// TestTransactSavepoint: a failed savepoint takes back its own writes only,
+// even when a statement in it failed, and the transaction commits the rest.
+func TestTransactSavepoint(t *testing.T) {
+	t.Parallel()
+	pool, _ := txPool(t)
+	ctx := context.Background()
+	boom := errors.New("boom")
+	err := postgres.Transact(ctx, pool, func(tx *postgres.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`); err != nil {
+			return err
+		}
+		if err := tx.Savepoint(ctx, func(sp *postgres.Tx) error {
+			_, err := sp.Exec(ctx, `INSERT INTO t VALUES (2)`)
+			return err
+		}); err != nil {
+			return err
+		}
+		if err := tx.Savepoint(ctx, func(sp *postgres.Tx) error {
+			if _, err := sp.Exec(ctx, `INSERT INTO t VALUES (3)`); err != nil {
+				return err
+			}
+			return boom
+		}); !errors.Is(err, boom) {
+			t.Errorf("a savepoint's fn failed: got %v, want its error", err)
+		}
+		if err := tx.Savepoint(ctx, func(sp *postgres.Tx) error {
+			_, err := sp.Exec(ctx, `INSERT INTO t VALUES (-1)`) // the CHECK refuses it
+			return err
+		}); err == nil {
+			t.Error("a refused statement in a savepoint: got nil, want its error")
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO t VALUES (4)`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Transact: %v", err)
+	}
+	var ids []int32
+	rows, err := pool.Query(ctx, `SELECT id FROM t ORDER BY id`)
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(ids) != "[1 2 4]" {
+		t.Errorf("rows committed: got %v, want [1 2 4] (the failed savepoints' rows rolled back, the rest kept)", ids)
 	}
 }

@@ -2,23 +2,28 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
+	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// TestIsUnavailable pins what the fault suite found: a connection that broke
+// TestUnavailable pins what the fault suite found: a connection that broke
 // under a statement (a database restart, a network cut) is "unavailable" —
 // the API answers 503 with Retry-After — just like a server that refuses
 // connections, while a statement the server refused is not.
-func TestIsUnavailable(t *testing.T) {
+func TestUnavailable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dbURL := pgtest.NewDatabase(t)
@@ -31,8 +36,8 @@ func TestIsUnavailable(t *testing.T) {
 		addr := ln.Addr().String()
 		ln.Close() // nothing listens there any more
 		_, err = pgx.Connect(ctx, "postgres://postgres@"+addr+"/postgres?sslmode=disable&connect_timeout=5")
-		if err == nil || !postgres.IsUnavailable(err) {
-			t.Errorf("IsUnavailable(%v) = false, want true", err)
+		if err == nil || !errors.Is(postgres.Unavailable(err), dependency.ErrUnavailable) {
+			t.Errorf("Unavailable(%v) is not ErrUnavailable, want it to be", err)
 		}
 	})
 
@@ -60,8 +65,8 @@ func TestIsUnavailable(t *testing.T) {
 			defer conn.Close(ctx)
 			tc.breakIt(conn)
 			_, err = conn.Exec(ctx, `SELECT 1`)
-			if err == nil || !postgres.IsUnavailable(err) {
-				t.Errorf("IsUnavailable(%v) = false, want true", err)
+			if err == nil || !errors.Is(postgres.Unavailable(err), dependency.ErrUnavailable) {
+				t.Errorf("Unavailable(%v) is not ErrUnavailable, want it to be", err)
 			}
 		})
 	}
@@ -73,8 +78,51 @@ func TestIsUnavailable(t *testing.T) {
 		}
 		defer conn.Close(ctx)
 		_, err = conn.Exec(ctx, `SELECT * FROM no_such_table`)
-		if err == nil || postgres.IsUnavailable(err) {
-			t.Errorf("IsUnavailable(%v) = true, want false", err)
+		if err == nil || postgres.Unavailable(err) != err {
+			t.Errorf("Unavailable(%v) = %v, want the error unchanged", err, postgres.Unavailable(err))
 		}
 	})
+}
+
+// TestUnavailableClassifies pins the rules of the one classifier without a
+// server: which of the server's answers mean "retry later", and that the
+// classifier passes nil and an error already classified through unchanged.
+func TestUnavailableClassifies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		err   error
+		retry bool
+	}{
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"starting up", &pgconn.PgError{Code: "57P03"}, true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"deadlock", &pgconn.PgError{Code: "40P01"}, true},
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, true},
+		{"a deadline", fmt.Errorf("read payment: %w", context.DeadlineExceeded), true},
+		{"a broken socket", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"check violation", &pgconn.PgError{Code: "23514"}, false},
+		{"no rows", pgx.ErrNoRows, false},
+		{"a cancelled request", context.Canceled, false},
+	} {
+		got := postgres.Unavailable(tc.err)
+		if errors.Is(got, dependency.ErrUnavailable) != tc.retry {
+			t.Errorf("%s: Unavailable(%v) = %v, want ErrUnavailable %t", tc.name, tc.err, got, tc.retry)
+		}
+		if !errors.Is(got, tc.err) {
+			t.Errorf("%s: Unavailable(%v) = %v, which no longer wraps the cause", tc.name, tc.err, got)
+		}
+		if !tc.retry && got != tc.err {
+			t.Errorf("%s: Unavailable changed an error it does not classify: %v", tc.name, got)
+		}
+	}
+	if postgres.Unavailable(nil) != nil {
+		t.Error("Unavailable(nil) is not nil")
+	}
+	once := postgres.Unavailable(&pgconn.PgError{Code: "57P01"})
+	if twice := postgres.Unavailable(once); twice != once {
+		t.Errorf("Unavailable wrapped a classified error again: %v", twice)
+	}
 }

@@ -40,7 +40,7 @@ func TestChunk(t *testing.T) {
 			}
 			for i, err := range errs {
 				want := slices.Contains(tt.wantTooBig, i)
-				if errors.Is(err, ErrTooLarge) != want || outbox.IsPermanent(err) != want {
+				if errors.Is(err, ErrTooLarge) != want || errors.Is(err, outbox.ErrPermanent) != want {
 					t.Errorf("message %d: got error %v, want a permanent ErrTooLarge=%v", i, err, want)
 				}
 			}

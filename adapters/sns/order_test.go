@@ -22,6 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -152,9 +153,9 @@ func (rp *orderedReplica) start(t *testing.T) {
 			t.Errorf("killing %s: %v", rp.name, err)
 		}
 	}
-	o := partition.NewOrdered(killableStore{outboxstore.New(rp.pool), rp.killed, die}, discard(), nil,
+	o := partition.NewOrdered(killableStore{outboxstore.New(rp.pool), rp.killed, die}, logtest.Discard(), nil,
 		partition.Config{LeaseDuration: time.Second, Heartbeat: 100 * time.Millisecond})
-	r := outbox.NewRelay(o, rp.pub, discard(), nil, time.Now,
+	r := outbox.NewRelay(o, rp.pub, logtest.Discard(), nil, time.Now,
 		outbox.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond})
 	go func() {
 		defer close(rp.done)

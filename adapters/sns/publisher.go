@@ -52,7 +52,7 @@ const (
 )
 
 // ErrTooLarge is the error for a message SNS would reject for its size. Retrying
-// it cannot succeed, so it is reported as outbox.Permanent: the row goes DEAD on
+// it cannot succeed, so it is reported as outbox.ErrPermanent: the row goes DEAD on
 // its first attempt, where an operator sees it.
 var ErrTooLarge = errors.New("message exceeds the SNS size limit of 256 KiB")
 
@@ -92,7 +92,7 @@ func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publish
 
 // Publish implements outbox.Publisher. Every entry of each response is looked at:
 // only an id in Successful counts as acknowledged; an id in Failed gets its code
-// and message, marked outbox.Permanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
+// and message, wrapped in outbox.ErrPermanent when SNS refused the entry's content; an id in neither (it should not happen) gets an error too, so a row
 // is never marked PUBLISHED on a guess.
 func (p *Publisher) Publish(ctx context.Context, msgs []outbox.Message) []error {
 	return p.PublishSigned(ctx, msgs, nil)
@@ -141,7 +141,7 @@ func chunk(msgs []outbox.Message, sigs []provenance.Signature, errs []error) [][
 	for i, m := range msgs {
 		size := messageSize(m, signatureOf(sigs, i))
 		if size > maxBatchBytes {
-			errs[i] = outbox.Permanent(fmt.Errorf("%w: %d bytes", ErrTooLarge, size))
+			errs[i] = fmt.Errorf("%w: %w: %d bytes", outbox.ErrPermanent, ErrTooLarge, size)
 			continue
 		}
 		if len(cur) == maxBatchEntries || bytes+size > maxBatchBytes {
@@ -215,7 +215,7 @@ func (p *Publisher) publishBatch(ctx context.Context, msgs []outbox.Message, sig
 			err := fmt.Errorf("sns rejected message: %s: %s (sender fault: %t)",
 				aws.ToString(f.Code), aws.ToString(f.Message), f.SenderFault)
 			if refusesTheEntry(f) {
-				err = outbox.Permanent(err)
+				err = fmt.Errorf("%w: %w", outbox.ErrPermanent, err)
 			}
 			errs[idx[j]] = err
 		}

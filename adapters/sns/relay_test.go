@@ -3,8 +3,6 @@ package sns_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -28,6 +26,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -41,8 +40,6 @@ func TestMain(m *testing.M) {
 	awstest.Terminate()
 	os.Exit(code)
 }
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // fixture is one test's outbox database and topic with its subscribed queue.
 type fixture struct {
@@ -177,7 +174,7 @@ func TestEventReachesQueueVerbatim(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	id := f.insertEvents(t, 1, 10)[0]
-	run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now,
+	run(t, outbox.NewRelay(f.store, f.publisher(), logtest.Discard(), nil, time.Now,
 		outbox.Config{PollInterval: 20 * time.Millisecond}))
 
 	msgs := f.tq.Drain(t, f.tq.QueueURL, 1, 30*time.Second)
@@ -246,7 +243,7 @@ func TestQueueGetsTheEncodersBytes(t *testing.T) {
 			PayerID: p.PayerID(), MerchantID: p.MerchantID(), At: r.CreatedAt},
 	}
 
-	run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now,
+	run(t, outbox.NewRelay(f.store, f.publisher(), logtest.Discard(), nil, time.Now,
 		outbox.Config{PollInterval: 20 * time.Millisecond}))
 	msgs := f.tq.Drain(t, f.tq.QueueURL, len(events), 30*time.Second)
 	if len(msgs) != len(events) {
@@ -283,7 +280,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		o.RetryMaxAttempts = 1
 	})
 	cfg := outbox.Config{BatchSize: 100, MaxAttempts: 100, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
-	broken := outbox.NewRelay(f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), discard(), nil, time.Now, cfg)
+	broken := outbox.NewRelay(f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), logtest.Discard(), nil, time.Now, cfg)
 	for attempt := 1; attempt <= 2; attempt++ {
 		// Step only once every row is due again: a step that found some rows
 		// still in their backoff would claim the others alone and charge them
@@ -299,7 +296,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		}
 	}
 
-	run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now, cfg))
+	run(t, outbox.NewRelay(f.store, f.publisher(), logtest.Discard(), nil, time.Now, cfg))
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, rows, time.Minute))
 	for _, id := range ids {
 		if !got[id] {
@@ -324,7 +321,7 @@ func TestReplicasShareTheOutbox(t *testing.T) {
 		}
 		t.Cleanup(pool.Close)
 		cfg := outbox.Config{BatchSize: 20, Workers: 2, PollInterval: 20 * time.Millisecond}
-		run(t, outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(pool)), f.publisher(), discard(), nil, time.Now, cfg))
+		run(t, outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(pool)), f.publisher(), logtest.Discard(), nil, time.Now, cfg))
 	}
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, rows, 90*time.Second))
 	if len(got) != rows {
@@ -348,7 +345,7 @@ func TestOversizedEventGoesDeadWithoutBlocking(t *testing.T) {
 	small := f.insertEvents(t, 20, 10)
 	cfg := outbox.Config{BatchSize: 10, MaxAttempts: 3, PollInterval: 10 * time.Millisecond,
 		BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond}
-	stop := run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now, cfg))
+	stop := run(t, outbox.NewRelay(f.store, f.publisher(), logtest.Discard(), nil, time.Now, cfg))
 
 	got := idsOf(t, f.tq.Drain(t, f.tq.QueueURL, len(small), time.Minute))
 	for _, id := range small {
@@ -393,7 +390,7 @@ func TestShutdownKeepsPublishedAcknowledged(t *testing.T) {
 	const rows = 100
 	f.insertEvents(t, rows, 10)
 	cfg := outbox.Config{BatchSize: 10, Workers: 2, PollInterval: 10 * time.Millisecond}
-	stop := run(t, outbox.NewRelay(f.store, f.publisher(), discard(), nil, time.Now, cfg))
+	stop := run(t, outbox.NewRelay(f.store, f.publisher(), logtest.Discard(), nil, time.Now, cfg))
 	waitFor(t, 30*time.Second, "a first batch PUBLISHED", func() bool { return f.count(t, "PUBLISHED") > 0 })
 	stop()
 

@@ -2,6 +2,7 @@ package sns_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,7 +31,7 @@ const publishBatchAnswer = `<PublishBatchResponse xmlns="http://sns.amazonaws.co
 </PublishBatchResponse>`
 
 // TestSenderFaultIsPermanent: an entry SNS refuses for its content is reported
-// as outbox.Permanent (the relay makes it DEAD at once); a failure on SNS's side,
+// as outbox.ErrPermanent (the relay makes it DEAD at once); a failure on SNS's side,
 // or a sender fault of the deployment's, stays retryable; the accepted entry is
 // acknowledged. A stand-in
 // server gives the mixed answer, which moto never does.
@@ -60,11 +61,11 @@ func TestSenderFaultIsPermanent(t *testing.T) {
 	if len(errs) != 4 || errs[0] != nil {
 		t.Fatalf("got %v, want the first entry acknowledged", errs)
 	}
-	if !outbox.IsPermanent(errs[1]) || !strings.Contains(errs[1].Error(), "InvalidParameter") {
-		t.Errorf("sender fault: got %v (permanent %t), want a permanent error naming the code", errs[1], outbox.IsPermanent(errs[1]))
+	if !errors.Is(errs[1], outbox.ErrPermanent) || !strings.Contains(errs[1].Error(), "InvalidParameter") {
+		t.Errorf("sender fault: got %v (permanent %t), want a permanent error naming the code", errs[1], errors.Is(errs[1], outbox.ErrPermanent))
 	}
 	for _, i := range []int{2, 3} {
-		if errs[i] == nil || outbox.IsPermanent(errs[i]) {
+		if errs[i] == nil || errors.Is(errs[i], outbox.ErrPermanent) {
 			t.Errorf("entry %d: got %v, want a retryable error", i, errs[i])
 		}
 	}

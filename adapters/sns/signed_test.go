@@ -8,6 +8,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/provenance"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestSignatureReachesTheQueue: a relay that publishes through the signing
@@ -23,7 +24,7 @@ func TestSignatureReachesTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, outbox.NewRelay(f.store, provenance.NewPublisher(f.publisher(), signer), discard(), nil, time.Now,
+	run(t, outbox.NewRelay(f.store, provenance.NewPublisher(f.publisher(), signer), logtest.Discard(), nil, time.Now,
 		outbox.Config{PollInterval: 20 * time.Millisecond}))
 
 	msgs := f.tq.Drain(t, f.tq.QueueURL, rows, 30*time.Second)

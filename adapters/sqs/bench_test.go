@@ -12,6 +12,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 					h, outcome = svc.async, "recorded"
 				}
 				c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
-					QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: quietLog(), Metrics: m,
+					QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: logtest.Discard(), Metrics: m,
 				})
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // fakeHandler applies bodies by their first word: "ok", "dup", "new-type",
@@ -52,8 +52,6 @@ func (h *fakeHandler) Receive(ctx context.Context, body []byte) (inbox.Result, e
 		return inbox.Result{}, errors.New("database down")
 	}
 }
-
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // metricValue reads one counter or gauge from reg.
 func metricValue(t testing.TB, reg *prometheus.Registry, name string, labels ...string) float64 {
@@ -103,7 +101,7 @@ func TestConsumerAcksOnlyWhatCommitted(t *testing.T) {
 	f.put("q", "ok 1", "poison 2", "dup 3", "down 4", "new-type 5", "ok 6")
 	h := &fakeHandler{sqs: f}
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger")})
+	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger")})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -218,7 +216,7 @@ func TestConsumerCountsFailedDeletes(t *testing.T) {
 	f.failDel = true
 	f.put("q", "ok 1", "ok 2")
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger")})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger")})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -238,7 +236,7 @@ func TestRedriveNeverDeletesBeforeSend(t *testing.T) {
 	f := newFakeSQS()
 	f.put("dlq", "a", "b", "c")
 	f.failSend["b"] = true
-	rep, err := sqs.Redrive(context.Background(), f, "dlq", "q", quietLog())
+	rep, err := sqs.Redrive(context.Background(), f, "dlq", "q", logtest.Discard())
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}

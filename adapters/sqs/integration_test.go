@@ -25,6 +25,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/provenance"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -67,7 +68,7 @@ type books struct {
 }
 
 func newBooks(t testing.TB, store *ledgerstore.Store) books {
-	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas(t), quietLog(), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas(t), logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	return books{Service: ledgers.NewService(store), proc: proc,
 		sync:  inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Sync}),
 		async: inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})}
@@ -86,7 +87,7 @@ func (r *rig) start(t *testing.T, api sqs.API, workers int) {
 	}
 	c := sqs.NewConsumer(api, h, sqs.Config{
 		QueueURL: r.tq.QueueURL, Workers: workers, WaitTime: 2 * time.Second,
-		VisibilityTimeout: attrs.VisibilityTimeout, Log: quietLog(), Metrics: r.m,
+		VisibilityTimeout: attrs.VisibilityTimeout, Log: logtest.Discard(), Metrics: r.m,
 		Verifier: r.verifier, DLQURL: r.tq.DLQURL,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -293,7 +294,7 @@ func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
 	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = sqs.WatchDLQ(ctx, r.tq.SQS, r.tq.DLQURL, 200*time.Millisecond, r.m, quietLog()) }()
+	go func() { _ = sqs.WatchDLQ(ctx, r.tq.SQS, r.tq.DLQURL, 200*time.Millisecond, r.m, logtest.Discard()) }()
 	r.start(t, r.tq.SQS, 4)
 
 	var before, after [][]byte
@@ -318,7 +319,7 @@ func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
 	}
 
 	r.stop(t)
-	rep, err := sqs.Redrive(context.Background(), r.tq.SQS, r.tq.DLQURL, r.tq.QueueURL, quietLog())
+	rep, err := sqs.Redrive(context.Background(), r.tq.SQS, r.tq.DLQURL, r.tq.QueueURL, logtest.Discard())
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}
@@ -440,7 +441,7 @@ func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 	h := stuckHandler{started: make(chan struct{}, 1)}
 	c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
-		Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"),
+		Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -496,7 +497,7 @@ func TestRedriveToAFIFOQueueKeepsEachPaymentsOrder(t *testing.T) {
 		t.Fatalf("first sends: got %d messages, want %d", len(got), len(sent))
 	}
 
-	rep, err := sqs.Redrive(ctx, tq.SQS, tq.DLQURL, tq.QueueURL, quietLog())
+	rep, err := sqs.Redrive(ctx, tq.SQS, tq.DLQURL, tq.QueueURL, logtest.Discard())
 	if err != nil {
 		t.Fatalf("Redrive: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/application/provenance/provenancetest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // keys is the payments service's signer and a verifier of its public key.
@@ -129,7 +130,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		h := &fakeHandler{sqs: f}
 		reg := prometheus.NewRegistry()
 		c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", DLQURL: dlq, Workers: 1, WaitTime: time.Second,
-			Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: v})
+			Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: v})
 		stop, wait := runConsumer(t, c)
 		// A stop lets the batch in hand finish: once the one receive has
 		// taken every message, stopping leaves each handled or not for good.
@@ -186,7 +187,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		h := &fakeHandler{sqs: f}
 		reg := prometheus.NewRegistry()
 		c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", DLQURL: "dlq", Workers: 1, WaitTime: time.Second,
-			Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: verifier})
+			Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: verifier})
 		stop, wait := runConsumer(t, c)
 		waitUntil(t, "the forgery made visible again", func() bool { return strings.Contains(strings.Join(calls(f), " "), "visibility0") })
 		stop()

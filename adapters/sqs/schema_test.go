@@ -14,6 +14,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // schemas returns the published events' schemas, which the ledger checks
@@ -38,7 +39,7 @@ func TestSchemaViolationGoesToTheDLQ(t *testing.T) {
 		`"merchant_id":`, `"note":"not in the schema","merchant_id":`, 1))
 	// The decoder alone accepts it: without the schemas it would post.
 	lenient := ledgerstest.NewFakeStore()
-	proc := inbox.NewProcessor(lenient, ledgers.Handler{}, &inboxtest.FakeSchemas{}, quietLog(), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(lenient, ledgers.Handler{}, &inboxtest.FakeSchemas{}, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	if res, err := inbox.NewService(lenient, proc, time.Now, inbox.Config{}).Receive(context.Background(), bad); err != nil || res.Disposition != inbox.Applied {
 		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Disposition, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // gatedHandler blocks each Apply until the test lets it go, so a test can act
@@ -76,7 +77,7 @@ func TestShutdownAppliesTheBatchInHand(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "ok 1", "ok 2", "ok 3")
 	h := &gatedHandler{started: make(chan string, 3), release: make(chan struct{}), sqs: f}
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger")})
+	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger")})
 	stop, wait := runConsumer(t, c)
 
 	if got := <-h.started; got != "ok 1" {
@@ -96,7 +97,7 @@ func TestShutdownAppliesTheBatchInHand(t *testing.T) {
 func TestStopDrainsTheReceivesInFlight(t *testing.T) {
 	f := newFakeSQS()
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 3, WaitTime: 2 * time.Second, Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger")})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 3, WaitTime: 2 * time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger")})
 	stop, wait := runConsumer(t, c)
 	waitUntil(t, "three idle long polls", func() bool { _, waiting := f.polls(); return waiting == 3 })
 	called, _ := f.polls()
@@ -128,7 +129,7 @@ func TestShutdownTimeoutReleasesWhatIsNotApplied(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := sqs.NewConsumer(f, h, sqs.Config{
 		QueueURL: "q", Workers: 1, WaitTime: time.Second, ShutdownTimeout: 200 * time.Millisecond,
-		Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"),
+		Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"),
 	})
 	stop, wait := runConsumer(t, c)
 	<-h.started
@@ -155,7 +156,7 @@ func TestHandlerTimeoutReleasesTheRestOfTheBatch(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{
 		QueueURL: "q", Workers: 1, WaitTime: time.Second, HandlerTimeout: 100 * time.Millisecond,
-		Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"),
+		Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"),
 	})
 	stop, wait := runConsumer(t, c)
 	waitUntil(t, "the rest of the batch released", func() bool {
@@ -186,7 +187,7 @@ func TestLongHandlerExtendsVisibility(t *testing.T) {
 	h := &gatedHandler{started: make(chan string, 1), release: make(chan struct{}), sqs: f}
 	c := sqs.NewConsumer(f, h, sqs.Config{
 		QueueURL: "q", Workers: 1, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, // extended every second
-		Log: quietLog(), Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"),
+		Log: logtest.Discard(), Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"),
 	})
 	stop, wait := runConsumer(t, c)
 	<-h.started

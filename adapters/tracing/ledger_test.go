@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 )
 
@@ -150,7 +150,7 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := tracing.Ledger(ledgerstore.New(pool), tp)
-	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	recorder := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 
 	ctx := context.Background()

@@ -3,8 +3,6 @@ package tracing_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // oneBatch is an outbox.Store that hands out msgs once, and records the
@@ -85,7 +84,7 @@ func testRelaySpans(t *testing.T, ordered bool) {
 		}
 	}
 	r := outbox.NewRelay(claimFunc(claim), failSecond{},
-		slog.New(slog.NewTextHandler(io.Discard, nil)), nil, time.Now, outbox.Config{})
+		logtest.Discard(), nil, time.Now, outbox.Config{})
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package tracing_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -41,6 +39,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -133,7 +132,7 @@ func (merchantKey) Authenticate(context.Context, string) (access.Principal, erro
 // context of the request, which the use case read when it encoded the event.
 func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := logtest.Discard()
 	pay, led := newService(t, "payments"), newService(t, "ledger")
 	tq := awstest.NewTopicQueue(t)
 

@@ -3,7 +3,6 @@ package access_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -236,7 +236,7 @@ func TestRunFlushesOnStop(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := auth.Run(ctx, slog.New(slog.DiscardHandler)); err != nil {
+	if err := auth.Run(ctx, logtest.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	ks, _ := store.List(context.Background())

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // The inbox's own tests run it with a consumer of their own, unlike the
@@ -24,8 +23,7 @@ import (
 // reuses the inbox as it is.
 
 var (
-	now   = time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC)
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	now = time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC)
 )
 
 const (
@@ -175,7 +173,7 @@ type rig struct {
 func newRig(h notebook, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) rig {
 	p := &pages{}
 	store := inboxtest.NewFakeStore(p)
-	proc := inbox.NewProcessor(store, h, schemas, quiet, metrics, time.Now, cfg)
+	proc := inbox.NewProcessor(store, h, schemas, logtest.Discard(), metrics, time.Now, cfg)
 	clock := func() time.Time { return now }
 	return rig{store: store, pages: p, proc: proc,
 		sync:  inbox.NewService(store, proc, clock, inbox.Config{}),

@@ -61,7 +61,9 @@ var ErrConflictingDuplicate = errors.New("a message with this id was recorded wi
 // repeat: the consumer's database refused its writes for good (the ledger:
 // an account's balance taken past what int64 holds). The inbox does not
 // retry such a message: it records it parked, with the reason, for an
-// operator to look at and retry once the cause is fixed.
+// operator to look at and retry once the cause is fixed. It is the inbox's
+// side of one idiom: the broker's refusal for good is outbox.ErrPermanent,
+// a sentinel too, wrapped with %w and matched with errors.Is.
 var ErrPermanent = errors.New("refused for good")
 
 // Result describes one message that Receive committed: what the broker's

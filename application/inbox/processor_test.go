@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestProcessorAppliesAndNotesDuplicates: the processor applies recorded
@@ -172,7 +173,7 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) {
 
 	learned := newNotebook() // the deploy
 	learned.types[starred] = []string{"1"}
-	proc := inbox.NewProcessor(old.store, learned, &inboxtest.FakeSchemas{}, quiet, nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(old.store, learned, &inboxtest.FakeSchemas{}, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	svc := inbox.NewService(old.store, proc, time.Now, inbox.Config{})
 	if got := proc.Types(); !slices.Equal(got, []string{typeNoted, starred}) {
 		t.Fatalf("the new version applies %v", got)

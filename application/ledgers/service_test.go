@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -16,11 +14,11 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 var (
-	now   = time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC)
-	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+	now = time.Date(2026, 11, 29, 12, 0, 1, 0, time.UTC)
 )
 
 const (
@@ -57,7 +55,7 @@ type books struct {
 }
 
 func newBooks(m *ledgerstest.FakeStore, schemas inbox.Schemas, metrics inbox.ProcessorMetrics, cfg inbox.ProcessorConfig) books {
-	proc := inbox.NewProcessor(m, ledgers.Handler{MaxAmount: math.MaxInt64}, schemas, quiet, metrics, time.Now, cfg)
+	proc := inbox.NewProcessor(m, ledgers.Handler{MaxAmount: math.MaxInt64}, schemas, logtest.Discard(), metrics, time.Now, cfg)
 	clock := func() time.Time { return now }
 	return books{Service: ledgers.NewService(m), proc: proc,
 		sync: inbox.NewService(m, proc, clock, inbox.Config{Mode: inbox.Sync}),

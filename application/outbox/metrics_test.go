@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // recordingMetrics is an outbox.Metrics that keeps what it was told.
@@ -58,7 +59,7 @@ func TestMetrics(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	want := outbox.Stats{Pending: 7, Dead: 2, OldestPending: 90 * time.Second}
-	if err := outbox.RefreshGauges(ctx, stubStats{stats: want, done: cancel}, m, time.Hour, discard()); err != nil {
+	if err := outbox.RefreshGauges(ctx, stubStats{stats: want, done: cancel}, m, time.Hour, logtest.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if m.backlogSets != 1 || m.backlog.Pending != want.Pending || m.backlog.Dead != want.Dead || m.backlog.OldestPending != want.OldestPending {
@@ -70,7 +71,7 @@ func TestMetrics(t *testing.T) {
 	ids := store.Add(3, "payment.created")
 	clk.advance(2 * time.Second) // the events committed two seconds before the publish
 	pub := &fakePublisher{fail: map[uuid.UUID]error{ids[0]: errors.New("throttled")}}
-	r := outbox.NewRelay(store, pub, discard(), m, clk.now, outbox.Config{BatchSize: 10, MaxAttempts: 1})
+	r := outbox.NewRelay(store, pub, logtest.Discard(), m, clk.now, outbox.Config{BatchSize: 10, MaxAttempts: 1})
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +93,12 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	clk := &clock{t: time.Now()}
 	store := outboxtest.NewFakeStore(clk.now)
 	store.Add(2, "payment.created")
-	r := outbox.NewRelay(store, &fakePublisher{}, discard(), nil, clk.now, outbox.Config{BatchSize: 10})
+	r := outbox.NewRelay(store, &fakePublisher{}, logtest.Discard(), nil, clk.now, outbox.Config{BatchSize: 10})
 	if n, err := r.Step(context.Background()); err != nil || n != 2 {
 		t.Fatalf("Step: got %d, %v; want 2, nil", n, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if err := outbox.RefreshGauges(ctx, stubStats{done: cancel}, nil, time.Hour, discard()); err != nil {
+	if err := outbox.RefreshGauges(ctx, stubStats{done: cancel}, nil, time.Hour, logtest.Discard()); err != nil {
 		t.Fatal(err)
 	}
 }

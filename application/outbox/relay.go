@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -209,7 +210,7 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Result {
 		}
 		attempts := m.Attempts + 1
 		f := Failure{ID: m.ID, Error: err.Error()}
-		if permanent := IsPermanent(err); permanent || attempts >= r.cfg.MaxAttempts {
+		if permanent := errors.Is(err, ErrPermanent); permanent || attempts >= r.cfg.MaxAttempts {
 			res.Dead = append(res.Dead, f)
 			r.metrics.Dead()
 			why := "outbox message dead after max attempts; requeue it once the cause is fixed"

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // fakePublisher acknowledges every message except those in fail, and records
@@ -78,10 +77,8 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func newRelay(cfg outbox.Config, store *outboxtest.FakeStore, pub outbox.Publisher, clk *clock) *outbox.Relay {
-	return outbox.NewRelay(store, pub, discard(), nil, clk.now, cfg)
+	return outbox.NewRelay(store, pub, logtest.Discard(), nil, clk.now, cfg)
 }
 
 func TestStepPublishesAndMarks(t *testing.T) {
@@ -168,14 +165,14 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	ids := store.Add(3, "payment.created")
 	refused, throttled := ids[0], ids[1]
 	pub := &fakePublisher{fail: map[uuid.UUID]error{
-		refused:   fmt.Errorf("publish: %w", outbox.Permanent(errors.New("message too long"))),
+		refused:   fmt.Errorf("publish: %w", fmt.Errorf("%w: message too long", outbox.ErrPermanent)),
 		throttled: errors.New("throttled"),
 	}}
 	r := newRelay(outbox.Config{BatchSize: 10, MaxAttempts: 10}, store, pub, clk)
 	if _, err := r.Step(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if row := store.Row(refused); row.Status != "DEAD" || row.Message.Attempts != 1 || row.LastError != "publish: message too long" {
+	if row := store.Row(refused); row.Status != "DEAD" || row.Message.Attempts != 1 || row.LastError != "publish: refused for good: message too long" {
 		t.Errorf("refused row: got %s attempts=%d err=%q, want DEAD after 1 attempt with the error", row.Status, row.Message.Attempts, row.LastError)
 	}
 	if row := store.Row(throttled); row.Status != "PENDING" || row.Message.Attempts != 1 {
@@ -183,9 +180,6 @@ func TestPermanentFailureDiesAtOnce(t *testing.T) {
 	}
 	if row := store.Row(ids[2]); row.Status != "PUBLISHED" {
 		t.Errorf("acknowledged row: got %s, want PUBLISHED", row.Status)
-	}
-	if outbox.IsPermanent(errors.New("x")) || outbox.Permanent(nil) != nil {
-		t.Error("IsPermanent of a plain error, or Permanent(nil), is wrong")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"reflect"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 var manual = payments.CreatePayment{Principal: platform, Amount: 2500, Currency: "BRL", PayerID: "cus_1", MerchantID: "mer_1", CaptureMethod: "manual"}
@@ -214,7 +214,7 @@ func TestExpiryCancelsWhatWasNotCapturedInTime(t *testing.T) {
 	clock = t0.Add(time.Hour)
 	mu.Unlock()
 
-	expiry := payments.NewExpiry(svc, repo.ExpiredAuthorizations, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 2})
+	expiry := payments.NewExpiry(svc, repo.ExpiredAuthorizations, logtest.Discard(), payments.ExpiryConfig{Batch: 2})
 	got, err := expiry.Sweep(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func TestExpiryOnEveryReplicaCancelsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := payments.NewExpiry(later, stale, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 100}).Sweep(ctx)
+			n, err := payments.NewExpiry(later, stale, logtest.Discard(), payments.ExpiryConfig{Batch: 100}).Sweep(ctx)
 			if err != nil {
 				t.Error(err)
 			}
@@ -342,7 +342,7 @@ func TestExpiryPassesOverAPaymentItCannotCancel(t *testing.T) {
 		}
 	}
 	later := payments.NewService(failingUpdates{fake, first}, func() time.Time { return t0.Add(time.Hour) }, newID, payments.Config{})
-	got, err := payments.NewExpiry(later, fake.ExpiredAuthorizations, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 2}).Sweep(ctx)
+	got, err := payments.NewExpiry(later, fake.ExpiredAuthorizations, logtest.Discard(), payments.ExpiryConfig{Batch: 2}).Sweep(ctx)
 	if got != 2 || err == nil {
 		t.Errorf("canceled %d, err %v; want the 2 others canceled and the failure reported", got, err)
 	}

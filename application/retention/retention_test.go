@@ -140,7 +140,7 @@ func TestRunRetriesAFailedSweepAtTheNextTick(t *testing.T) {
 		lines = append(lines, l)
 	}
 	if len(lines) != 2 {
-		t.Fatalf("got %d log lines, want 2 (the failure, then the deletion; a sweep that deletes nothing stays quiet):\n%s", len(lines), logs.String())
+		t.Fatalf("got %d log lines, want 2 (the failure, then the deletion; a sweep that deletes nothing stays logtest.Discard()):\n%s", len(lines), logs.String())
 	}
 	if l := lines[0]; l.Level != "WARN" || l.Job != "inbox" || l.Err != "database unavailable" {
 		t.Errorf("first line: got %+v, want a WARN of job inbox with the error", l)
@@ -160,7 +160,7 @@ func TestRunRetriesAFailedSweepAtTheNextTick(t *testing.T) {
 func TestRunRefusesANonPositiveInterval(t *testing.T) {
 	t.Parallel()
 	tb := &table{}
-	err := retention.Run(context.Background(), retention.Job{Name: "x", Delete: tb.delete, Every: 0, Batch: 1}, time.Now, slog.New(slog.DiscardHandler))
+	err := retention.Run(context.Background(), retention.Job{Name: "x", Delete: tb.delete, Every: 0, Batch: 1}, time.Now, logtest.Discard())
 	if err == nil || tb.calls != 0 {
 		t.Errorf("Every 0: got %v after %d calls, want an error before any sweep", err, tb.calls)
 	}

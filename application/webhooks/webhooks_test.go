@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/application/webhooks/webhookstest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestSignMatchesTheSpecificationsExample: the example of the Standard
@@ -221,7 +220,7 @@ func newFixture(t *testing.T, cfg webhooks.WorkerConfig, answers ...webhooks.Res
 	t.Helper()
 	sealer, _ := webhooks.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
 	f := &fixture{store: webhookstest.NewFakeStore(), sender: &fakeSender{answers: answers}, clock: &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := logtest.Discard()
 	f.svc = webhooks.NewService(f.store, sealer, f.clock.now, webhooks.Config{})
 	f.worker = webhooks.NewWorker(f.store, f.sender, sealer, webhooks.NewSchedule(time.Minute, time.Hour), log, nil, f.clock.now, cfg)
 	f.proc = inbox.NewProcessor(f.store, webhooks.Handler{}, anySchema{}, log, nil, f.clock.now, inbox.ProcessorConfig{})
@@ -439,7 +438,7 @@ func TestAnEndpointThatKeepsTimingOutBacksOff(t *testing.T) {
 	}}
 	f := newFixture(t, webhooks.WorkerConfig{AttemptTimeout: 16 * time.Second})
 	sealer, _ := webhooks.NewSealer([]byte("0123456789abcdef0123456789abcdef"))
-	worker := webhooks.NewWorker(f.store, rec, sealer, webhooks.NewSchedule(time.Millisecond), slog.New(slog.DiscardHandler), nil, f.clock.now,
+	worker := webhooks.NewWorker(f.store, rec, sealer, webhooks.NewSchedule(time.Millisecond), logtest.Discard(), nil, f.clock.now,
 		webhooks.WorkerConfig{AttemptTimeout: 16 * time.Second, PerEndpoint: 4})
 	e := f.endpoint(t, merchantA, webhooks.AllEvents)
 	for range 12 {

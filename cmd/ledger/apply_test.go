@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
@@ -11,6 +9,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // applyOne posts one event into the ledger database at url, the way the
@@ -26,7 +25,7 @@ func applyOne(ctx context.Context, url, body string) error {
 	if err != nil {
 		return err
 	}
-	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, newLogger(io.Discard, slog.LevelInfo), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	_, err = inbox.NewService(store, proc, time.Now, inbox.Config{}).Receive(ctx, []byte(body))
 	return err
 }

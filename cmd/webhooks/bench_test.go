@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,6 +32,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // BenchmarkCommitToDelivery measures the latency from an event's inbox
@@ -332,7 +332,7 @@ func newBenchStack(b testing.TB, env map[string]string, tune func(*webhooks.Work
 	}
 	cfg.DatabaseURL = pgtest.NewDatabase(b)
 	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
+	log := logtest.Discard()
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Config{DefaultMaxConns: cfg.poolSize()})
 	if err != nil {
 		b.Fatal(err)

@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
-	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -278,7 +278,7 @@ func startPaymentsKeys(t *testing.T) (string, string) {
 	}
 	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
 	// No payments use case is reached: GET /api_key asks only the keys.
-	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), paymentsapi.Config{}))
+	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, logtest.Discard(), paymentsapi.Config{}))
 	t.Cleanup(srv.Close)
 	return srv.URL, key
 }

@@ -1,12 +1,20 @@
-// Package logtest holds what tests share to read a service's logs: Buffer,
-// the destination a logger's goroutines write to while the test reads. It
-// imports only the standard library, so a test in any layer may use it.
+// Package logtest holds the loggers tests share: Discard, for a test that
+// reads nothing a component logs, and Buffer, the destination a logger's
+// goroutines write to while the test reads. It imports only the standard
+// library, so a test in any layer may use it. A test builds no discarding
+// logger of its own (conventions_test.go at the repository's root).
 package logtest
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
 )
+
+// Discard returns a logger that drops every record without formatting it:
+// the logger of a test that asserts on what a component does, not on what
+// it logs.
+func Discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // Buffer is an io.Writer safe to write from several goroutines (a server's,
 // a background loop's) while the test reads what they wrote. The zero value

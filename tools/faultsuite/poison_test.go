@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/ledgers/ledgerstest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestPoisonIsPoisonForTheLedger hands the suite's messages to the ledger's
@@ -32,7 +32,7 @@ func TestPoisonIsPoisonForTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := ledgerstest.NewFakeStore()
-	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	svc := inbox.NewService(store, proc, time.Now, inbox.Config{})
 	ctx := context.Background()
 

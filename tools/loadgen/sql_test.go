@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -201,7 +201,7 @@ func TestDrainCeilingSendsTheRelaysStatements(t *testing.T) {
 	if err := fillBacklog(ctx, pool, 30); err != nil {
 		t.Fatal(err)
 	}
-	relay := outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(pool)), nullPublisher{}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, nil,
+	relay := outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(pool)), nullPublisher{}, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10})
 	if n, err := relay.Step(ctx); err != nil || n != 10 {
 		t.Fatalf("relay step: %d, %v; want a batch of 10", n, err)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -228,7 +229,7 @@ func TestReceiverRereadsTheSecretsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHandler(s, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	h := newHandler(s, logtest.Discard())
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, delivery(t, event, time.Now(), secret))
 	if rec.Code != http.StatusBadRequest {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/access"
-	"github.com/payments-outbox/payments-outbox/application/dependency"
 )
 
 var _ access.Store = (*Store)(nil)
@@ -37,7 +36,10 @@ func (s *Store) Add(ctx context.Context, k access.StoredKey) error {
 	if postgres.IsUniqueViolation(err, "") {
 		return fmt.Errorf("%w: %s", access.ErrKeyExists, k.Prefix())
 	}
-	return mapErr(err, "add API key")
+	if err != nil {
+		return fmt.Errorf("add API key: %w", postgres.Unavailable(err))
+	}
+	return nil
 }
 
 // prefix is the key's form before its id: pk_test_, pk_live_plat_, ….
@@ -85,24 +87,30 @@ func (s *Store) FindByHash(ctx context.Context, hash []byte) (access.StoredKey, 
 	if errors.Is(err, pgx.ErrNoRows) {
 		return access.StoredKey{}, access.ErrUnknownKey
 	}
-	return k, mapErr(err, "find API key")
+	if err != nil {
+		return access.StoredKey{}, fmt.Errorf("find API key: %w", postgres.Unavailable(err))
+	}
+	return k, nil
 }
 
 // List implements access.Store.
 func (s *Store) List(ctx context.Context) ([]access.StoredKey, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM api_keys ORDER BY created_at, id`)
 	if err != nil {
-		return nil, mapErr(err, "list API keys")
+		return nil, fmt.Errorf("list API keys: %w", postgres.Unavailable(err))
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (access.StoredKey, error) { return scan(r) })
-	return keys, mapErr(err, "list API keys")
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w", postgres.Unavailable(err))
+	}
+	return keys, nil
 }
 
 // Revoke implements access.Store.
 func (s *Store) Revoke(ctx context.Context, id string, at time.Time) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	if err != nil {
-		return mapErr(err, "revoke API key")
+		return fmt.Errorf("revoke API key: %w", postgres.Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: id %s", access.ErrUnknownKey, id)
@@ -121,16 +129,8 @@ func (s *Store) TouchUsed(ctx context.Context, used map[string]time.Time) error 
 	_, err := s.pool.Exec(ctx, `UPDATE api_keys k SET last_used_at = u.at
 		FROM unnest($1::text[], $2::timestamptz[]) AS u(id, at)
 		WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.at)`, ids, times)
-	return mapErr(err, "record API keys' last use")
-}
-
-// mapErr wraps an outage in dependency.ErrUnavailable, so the API answers 503.
-func mapErr(err error, what string) error {
-	switch {
-	case err == nil:
-		return nil
-	case postgres.IsUnavailable(err):
-		return fmt.Errorf("%s: %w: %w", what, dependency.ErrUnavailable, err)
+	if err != nil {
+		return fmt.Errorf("record API keys' last use: %w", postgres.Unavailable(err))
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return nil
 }

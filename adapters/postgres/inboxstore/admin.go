@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
@@ -26,7 +27,7 @@ func (s *Store[R]) InboxStats(ctx context.Context, types []string) (inbox.Stats,
 		      FROM inbox_messages WHERE processed_at IS NULL AND parked_at IS NULL) p`,
 		types).Scan(&st.Pending, &oldest, &st.Unhandled, &st.Parked)
 	if err != nil {
-		return inbox.Stats{}, fmt.Errorf("inbox stats: %w", err)
+		return inbox.Stats{}, fmt.Errorf("inbox stats: %w", postgres.Unavailable(err))
 	}
 	st.OldestPending = max(0, time.Duration(oldest*float64(time.Second)))
 	return st, nil
@@ -38,7 +39,7 @@ func (s *Store[R]) Retry(ctx context.Context, ids []string) (int, error) {
 		UPDATE inbox_messages SET parked_at = NULL, attempts = 0, next_attempt_at = NULL
 		WHERE parked_at IS NOT NULL AND processed_at IS NULL AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[]))`, ids)
 	if err != nil {
-		return 0, fmt.Errorf("retry parked inbox rows: %w", err)
+		return 0, fmt.Errorf("retry parked inbox rows: %w", postgres.Unavailable(err))
 	}
 	if ids != nil && tag.RowsAffected() == 0 {
 		return 0, fmt.Errorf("%w: %v", inbox.ErrUnknownMessage, ids)
@@ -59,7 +60,7 @@ func (s *Store[R]) DeleteInboxBefore(ctx context.Context, cutoff time.Time, limi
 			SELECT id FROM inbox_messages
 			WHERE received_at < $1 AND processed_at IS NOT NULL LIMIT $2)`, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete inbox messages: %w", err)
+		return 0, fmt.Errorf("delete inbox messages: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -81,7 +82,7 @@ func (s *Store[R]) DeleteUnhandled(ctx context.Context, types []string, cutoff t
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED)`, types, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete unhandled inbox messages: %w", err)
+		return 0, fmt.Errorf("delete unhandled inbox messages: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
@@ -26,17 +27,16 @@ const claimSQL = `
 	FOR UPDATE SKIP LOCKED`
 
 // ClaimPending implements inbox.Backlog: apply runs its function in a
-// savepoint of the claim's transaction, with the consumer's repositories
-// bound to the savepoint. It runs on pgx.BeginFunc, the plain shape: each
-// row's savepoint costs round trips of its own, so the pipelining of
-// postgres.Transact would save little here.
+// savepoint of the claim's transaction (postgres.Tx.Savepoint), with the
+// consumer's repositories bound to it, so that one row's refusal rolls back
+// that row's writes alone and the batch's result commits with the rest.
 func (s *Store[R]) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[R]) (inbox.BatchResult, error)) (int, error) {
 	var ids []string // nil: any row
 	if len(c.IDs) > 0 {
 		ids = c.IDs
 	}
 	n := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		rows, err := tx.Query(ctx, claimSQL, c.Types, c.Limit, ids)
 		if err != nil {
 			return fmt.Errorf("claim inbox rows: %w", err)
@@ -58,7 +58,7 @@ func (s *Store[R]) ClaimPending(ctx context.Context, c inbox.Claim, fn func(cont
 			return nil
 		}
 		apply := func(ctx context.Context, _ inbox.Event, fn func(context.Context, R) error) error {
-			return pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error { // a SAVEPOINT
+			return tx.Savepoint(ctx, func(sp *postgres.Tx) error {
 				return fn(ctx, s.repos(sp))
 			})
 		}
@@ -68,12 +68,12 @@ func (s *Store[R]) ClaimPending(ctx context.Context, c inbox.Claim, fn func(cont
 		}
 		return writeResult(ctx, tx, out)
 	})
-	return n, err
+	return n, postgres.Unavailable(err)
 }
 
 // writeResult writes a batch's result with one statement per kind of
 // result, whatever the batch's size.
-func writeResult(ctx context.Context, tx pgx.Tx, out inbox.BatchResult) error {
+func writeResult(ctx context.Context, tx *postgres.Tx, out inbox.BatchResult) error {
 	b := &pgx.Batch{}
 	if len(out.Processed) > 0 {
 		ids, notes := make([]string, len(out.Processed)), make([]string, len(out.Processed))

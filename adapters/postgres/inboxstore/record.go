@@ -41,7 +41,7 @@ func (s *Store[R]) Record(ctx context.Context, msg inbox.Message, apply func(con
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return false, postgres.Unavailable(err)
 	}
 	return inserted, nil
 }

@@ -25,10 +25,9 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/retention"
 )
 
-// Tx is what a consumer's repositories write through: the pipelined
-// transaction of Record (a *postgres.Tx) or a savepoint of the
-// processor's claim (a pgx.Tx). It is valid only inside the function it is
-// handed to.
+// Tx is what a consumer's repositories write through: the transaction of
+// Record, or a savepoint of the processor's claim (both a *postgres.Tx). It
+// is valid only inside the function it is handed to.
 type Tx interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults

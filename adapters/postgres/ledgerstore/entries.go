@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
@@ -20,7 +21,7 @@ func (s *Store) AccountEntries(ctx context.Context, q ledgers.EntryQuery) ([]led
 		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ledger_entries WHERE id = $1 AND account_id = $2)`,
 			q.After, account).Scan(&ok)
 		if err != nil {
-			return nil, readErr(fmt.Errorf("read the cursor's entry: %w", err))
+			return nil, postgres.Unavailable(fmt.Errorf("read the cursor's entry: %w", err))
 		}
 		if !ok {
 			return nil, fmt.Errorf("%w: %d", ledgers.ErrUnknownCursor, q.After)
@@ -29,7 +30,7 @@ func (s *Store) AccountEntries(ctx context.Context, q ledgers.EntryQuery) ([]led
 	sql, args := entriesSQL(q)
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, readErr(fmt.Errorf("query account entries: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("query account entries: %w", err))
 	}
 	defer rows.Close()
 	var (
@@ -54,7 +55,7 @@ func (s *Store) AccountEntries(ctx context.Context, q ledgers.EntryQuery) ([]led
 		)
 		if err := rows.Scan(&id, &p.MessageID, &p.PaymentID, &p.Kind, &p.FactID, &p.Amount, &p.Currency, &p.OccurredAt,
 			&legID, &name, &amount, &currency); err != nil {
-			return nil, readErr(fmt.Errorf("scan account entry: %w", err))
+			return nil, postgres.Unavailable(fmt.Errorf("scan account entry: %w", err))
 		}
 		if id != cur {
 			flush()
@@ -71,7 +72,7 @@ func (s *Store) AccountEntries(ctx context.Context, q ledgers.EntryQuery) ([]led
 		legs = append(legs, leg)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, readErr(fmt.Errorf("query account entries: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("query account entries: %w", err))
 	}
 	flush()
 	return out, nil

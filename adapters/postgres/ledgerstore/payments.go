@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 )
 
@@ -36,7 +37,7 @@ func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]ledgers.Fact, error) {
 		SELECT payment_id::text, kind, coalesce(fact_id::text, ''), amount, currency, occurred_at, merchant_id, payer_id
 		FROM ledger_facts`)
 	if err != nil {
-		return nil, fmt.Errorf("query payments: %w", err)
+		return nil, fmt.Errorf("query payments: %w", postgres.Unavailable(err))
 	}
 	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgers.Fact, error) {
 		var f ledgers.Fact
@@ -44,7 +45,7 @@ func (p *PaymentsDB) PaymentFacts(ctx context.Context) ([]ledgers.Fact, error) {
 		return f, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the payments database's facts: %w", err)
+		return nil, fmt.Errorf("read the payments database's facts: %w", postgres.Unavailable(err))
 	}
 	return facts, nil
 }

@@ -3,8 +3,6 @@ package ledgerstore_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -19,9 +17,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // ledgerProcessor is the inbox's processor with the ledger's handler.
 type ledgerProcessor = inbox.Processor[ledgers.Ledger, ledgers.Instruction]
@@ -35,7 +32,7 @@ func newProcessor(t testing.TB, b inbox.Backlog[ledgers.Ledger], s inbox.Schemas
 	if s == nil {
 		s = schemas(t)
 	}
-	return inbox.NewProcessor(b, ledgers.Handler{MaxAmount: math.MaxInt64}, s, quiet, nil, time.Now, cfg)
+	return inbox.NewProcessor(b, ledgers.Handler{MaxAmount: math.MaxInt64}, s, logtest.Discard(), nil, time.Now, cfg)
 }
 
 // record records each body in async mode, as the consumer does.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
-	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
@@ -171,8 +170,8 @@ func (l ledgerRepo) Payment(ctx context.Context, id string) (ledger.Payment, err
 		authorized, held, captured, refunded int64
 		placedAt, releasedAt                 time.Time
 	)
-	// A batch of one: the way both kinds of inboxstore.Tx read a row (the
-	// pipelined one sends its BEGIN with it).
+	// A batch of one: the way an inboxstore.Tx reads a row (as the
+	// transaction's first statement, it travels with BEGIN).
 	var b pgx.Batch
 	b.Queue(paymentSQL, id)
 	br := l.tx.SendBatch(ctx, &b)
@@ -277,7 +276,7 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 		SELECT currency, posted, pending FROM ledger_balances
 		WHERE account_id = $1 ORDER BY currency`, account.String())
 	if err != nil {
-		return nil, readErr(fmt.Errorf("query balances: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("query balances: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
 		var (
@@ -288,7 +287,7 @@ func (s *Store) Balances(ctx context.Context, account ledger.AccountID) ([]ledge
 		return ledger.RehydrateBalance(account, currency, posted, pending), err
 	})
 	if err != nil {
-		return nil, readErr(fmt.Errorf("query balances: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("query balances: %w", err))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s", ledger.ErrAccountNotFound, account)
@@ -325,7 +324,7 @@ ORDER BY currency`
 func (s *Store) BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf time.Time) ([]ledger.Balance, error) {
 	rows, err := s.pool.Query(ctx, balancesAsOfSQL, account.String(), asOf)
 	if err != nil {
-		return nil, readErr(fmt.Errorf("query balances as of %s: %w", asOf, err))
+		return nil, postgres.Unavailable(fmt.Errorf("query balances as of %s: %w", asOf, err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledger.Balance, error) {
 		var (
@@ -336,7 +335,7 @@ func (s *Store) BalancesAsOf(ctx context.Context, account ledger.AccountID, asOf
 		return ledger.RehydrateBalance(account, currency, posted, pending), err
 	})
 	if err != nil {
-		return nil, readErr(fmt.Errorf("query balances as of %s: %w", asOf, err))
+		return nil, postgres.Unavailable(fmt.Errorf("query balances as of %s: %w", asOf, err))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s as of %s", ledger.ErrAccountNotFound, account, asOf.UTC().Format(time.RFC3339))
@@ -354,7 +353,7 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 		WHERE t.payment_id = $1
 		ORDER BY t.id, e.id`, paymentID)
 	if err != nil {
-		return nil, readErr(fmt.Errorf("query payment transactions: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("query payment transactions: %w", err))
 	}
 	defer rows.Close()
 	var (
@@ -376,7 +375,7 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 		)
 		if err := rows.Scan(&p.MessageID, &p.PaymentID, &p.Kind, &p.FactID, &p.Amount, &p.Currency, &p.OccurredAt,
 			&account, &amount, &currency); err != nil {
-			return nil, readErr(fmt.Errorf("scan payment transaction: %w", err))
+			return nil, postgres.Unavailable(fmt.Errorf("scan payment transaction: %w", err))
 		}
 		if p.MessageID != cur.MessageID {
 			flush()
@@ -389,23 +388,13 @@ func (s *Store) PaymentTransactions(ctx context.Context, paymentID string) ([]le
 		entries = append(entries, ledger.RehydrateEntry(acc, amount, currency))
 	}
 	if err := rows.Err(); err != nil {
-		return nil, readErr(fmt.Errorf("query payment transactions: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("query payment transactions: %w", err))
 	}
 	flush()
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s", ledger.ErrPaymentNotFound, paymentID)
 	}
 	return out, nil
-}
-
-// readErr wraps a read query's error in dependency.ErrUnavailable when the
-// database could not be reached, so the API answers an outage 503 with
-// Retry-After, as the payments API does, instead of 500.
-func readErr(err error) error {
-	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
-	}
-	return err
 }
 
 // LedgerFacts returns every posted transaction for reconciliation, with its
@@ -425,7 +414,7 @@ func (s *Store) LedgerFacts(ctx context.Context) ([]ledgers.Fact, error) {
 		SELECT payment_id::text, 'cancellation', '', amount_authorized, currency, released_at, '{}', '{}', '{}'
 		FROM ledger_payments WHERE released_at IS NOT NULL AND amount_captured = 0`)
 	if err != nil {
-		return nil, fmt.Errorf("query ledger transactions: %w", err)
+		return nil, fmt.Errorf("query ledger transactions: %w", postgres.Unavailable(err))
 	}
 	facts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ledgers.Fact, error) {
 		var (
@@ -447,7 +436,7 @@ func (s *Store) LedgerFacts(ctx context.Context) ([]ledgers.Fact, error) {
 		return f, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the ledger's facts: %w", err)
+		return nil, fmt.Errorf("read the ledger's facts: %w", postgres.Unavailable(err))
 	}
 	return facts, nil
 }

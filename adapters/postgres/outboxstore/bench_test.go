@@ -12,6 +12,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -56,7 +57,7 @@ func benchmarkDrain(b *testing.B, batch, workers int) {
 	if _, err := admin.Exec(ctx, `VACUUM ANALYZE outbox`); err != nil {
 		b.Fatal(err)
 	}
-	r := outbox.NewRelay(outboxstore.New(pool), nullPublisher{}, discard(), nil, time.Now,
+	r := outbox.NewRelay(outboxstore.New(pool), nullPublisher{}, logtest.Discard(), nil, time.Now,
 		outbox.Config{BatchSize: batch, Workers: 1})
 
 	b.ResetTimer()

@@ -91,7 +91,7 @@ func (s *Store) claim(ctx context.Context, q string, args []any, limit int, orde
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, postgres.Unavailable(err)
 	}
 	return n, nil
 }

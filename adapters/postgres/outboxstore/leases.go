@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 )
 
@@ -22,7 +23,7 @@ import (
 func (s *Store) Heartbeat(ctx context.Context, owner string, ttl time.Duration) (partition.Assignment, error) {
 	var a partition.Assignment
 	ms := ttl.Milliseconds()
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var b pgx.Batch
 		b.Queue(`INSERT INTO outbox_relays (id, heartbeat_at, expires_at) VALUES ($1, now(), now() + $2 * interval '1 millisecond')
 ON CONFLICT (id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at, expires_at = EXCLUDED.expires_at`, owner, ms)
@@ -95,14 +96,14 @@ RETURNING partition`, owner, ms, a.Partitions, share-len(mine))
 		return nil
 	})
 	if err != nil {
-		return partition.Assignment{}, fmt.Errorf("outbox lease heartbeat: %w", err)
+		return partition.Assignment{}, fmt.Errorf("outbox lease heartbeat: %w", postgres.Unavailable(err))
 	}
 	return a, nil
 }
 
 // Release implements partition.Store.
 func (s *Store) Release(ctx context.Context, owner string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var b pgx.Batch
 		b.Queue(`UPDATE outbox_leases SET owner = NULL, expires_at = '-infinity' WHERE owner = $1`, owner)
 		b.Queue(`DELETE FROM outbox_relays WHERE id = $1`, owner)
@@ -110,7 +111,7 @@ func (s *Store) Release(ctx context.Context, owner string) error {
 		return tx.SendBatch(ctx, &b).Close()
 	})
 	if err != nil {
-		return fmt.Errorf("outbox lease release: %w", err)
+		return fmt.Errorf("outbox lease release: %w", postgres.Unavailable(err))
 	}
 	return nil
 }
@@ -121,7 +122,7 @@ func (s *Store) Leases(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT partition, CASE WHEN expires_at > now() THEN COALESCE(owner, '') ELSE '' END
 FROM outbox_leases ORDER BY partition`)
 	if err != nil {
-		return nil, fmt.Errorf("outbox leases: %w", err)
+		return nil, fmt.Errorf("outbox leases: %w", postgres.Unavailable(err))
 	}
 	var owners []string
 	var p int
@@ -131,7 +132,7 @@ FROM outbox_leases ORDER BY partition`)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("outbox leases: %w", err)
+		return nil, fmt.Errorf("outbox leases: %w", postgres.Unavailable(err))
 	}
 	return owners, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -82,14 +83,14 @@ func startReplica(t *testing.T, pool *pgxpool.Pool, cfg outbox.Config, pcfg part
 		store = noRelease{outboxstore.New(p)}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o := partition.NewOrdered(store, discard(), nil, pcfg)
-	rp := &replica{r: outbox.NewRelay(o, pub, discard(), nil, time.Now, cfg), o: o, cancel: cancel, done: make(chan struct{})}
+	o := partition.NewOrdered(store, logtest.Discard(), nil, pcfg)
+	rp := &replica{r: outbox.NewRelay(o, pub, logtest.Discard(), nil, time.Now, cfg), o: o, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(rp.done)
 		var g errgroup.Group
 		g.Go(func() error { return rp.r.Run(ctx) })
 		g.Go(func() error { return o.Run(ctx) })
-		g.Go(func() error { return outboxstore.ListenRebalance(ctx, p, discard(), rp.r.Wake, o.Rebalance) })
+		g.Go(func() error { return outboxstore.ListenRebalance(ctx, p, logtest.Discard(), rp.r.Wake, o.Rebalance) })
 		if err := g.Wait(); err != nil {
 			t.Errorf("relay %s: %v", o.Owner(), err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 )
 
 // MaxPartitions is the most partitions the outbox may have (the
@@ -81,7 +82,7 @@ WHERE c.relname = $1`, ix[0]).Scan(&valid)
 
 	var switched time.Time
 	if old != n {
-		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err = postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 			var b pgx.Batch
 			b.Queue(`UPDATE outbox_partitioning SET partitions = $1`, n)
 			b.Queue(`DELETE FROM outbox_leases`)

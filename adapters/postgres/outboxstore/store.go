@@ -70,7 +70,7 @@ WHERE status IN ('PENDING', 'DEAD')
 GROUP BY type, status
 ORDER BY type, status`)
 	if err != nil {
-		return outbox.Stats{}, fmt.Errorf("outbox stats: %w", err)
+		return outbox.Stats{}, fmt.Errorf("outbox stats: %w", postgres.Unavailable(err))
 	}
 	var (
 		st     outbox.Stats
@@ -97,7 +97,7 @@ ORDER BY type, status`)
 		return nil
 	})
 	if err != nil {
-		return outbox.Stats{}, fmt.Errorf("outbox stats: %w", err)
+		return outbox.Stats{}, fmt.Errorf("outbox stats: %w", postgres.Unavailable(err))
 	}
 	return st, nil
 }
@@ -117,11 +117,11 @@ ORDER BY 1`)
 	defer br.Close()
 	var out partition.Backlog
 	if err := br.QueryRow().Scan(&out.Partitions); err != nil {
-		return partition.Backlog{}, fmt.Errorf("outbox partition count: %w", err)
+		return partition.Backlog{}, fmt.Errorf("outbox partition count: %w", postgres.Unavailable(err))
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return partition.Backlog{}, fmt.Errorf("outbox backlog per partition: %w", err)
+		return partition.Backlog{}, fmt.Errorf("outbox backlog per partition: %w", postgres.Unavailable(err))
 	}
 	var (
 		pb  partition.PartitionBacklog
@@ -133,9 +133,9 @@ ORDER BY 1`)
 		return nil
 	})
 	if err != nil {
-		return partition.Backlog{}, fmt.Errorf("outbox backlog per partition: %w", err)
+		return partition.Backlog{}, fmt.Errorf("outbox backlog per partition: %w", postgres.Unavailable(err))
 	}
-	return out, br.Close()
+	return out, postgres.Unavailable(br.Close())
 }
 
 func seconds(s float64) time.Duration { return time.Duration(max(s, 0) * float64(time.Second)) }
@@ -144,7 +144,7 @@ func seconds(s float64) time.Duration { return time.Duration(max(s, 0) * float64
 // attempts (last_error is kept for the record), and notifies Channel so a running
 // relay picks it up at once. It returns ErrNotFound or ErrNotDead, wrapped with id.
 func (s *Store) Requeue(ctx context.Context, id uuid.UUID) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		tag, err := tx.Exec(ctx, requeueSQL+` AND id = $1`, id)
 		if err != nil {
 			return fmt.Errorf("requeue %s: %w", id, err)
@@ -161,12 +161,13 @@ func (s *Store) Requeue(ctx context.Context, id uuid.UUID) error {
 		}
 		return notify(ctx, tx)
 	})
+	return postgres.Unavailable(err)
 }
 
 // RequeueAll requeues every DEAD row, as Requeue does, and returns how many.
 func (s *Store) RequeueAll(ctx context.Context) (int, error) {
 	var n int64
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		tag, err := tx.Exec(ctx, requeueSQL)
 		if err != nil {
 			return fmt.Errorf("requeue all: %w", err)
@@ -177,12 +178,12 @@ func (s *Store) RequeueAll(ctx context.Context) (int, error) {
 		}
 		return notify(ctx, tx)
 	})
-	return int(n), err
+	return int(n), postgres.Unavailable(err)
 }
 
 const requeueSQL = `UPDATE outbox SET status = 'PENDING', attempts = 0, next_attempt_at = now() WHERE status = 'DEAD'`
 
-func notify(ctx context.Context, tx pgx.Tx) error {
+func notify(ctx context.Context, tx *postgres.Tx) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, '')`, Channel); err != nil {
 		return fmt.Errorf("notify %s: %w", Channel, err)
 	}
@@ -201,7 +202,7 @@ DELETE FROM outbox WHERE id IN (
     ORDER BY published_at
     LIMIT $2)`, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete published outbox rows: %w", err)
+		return 0, fmt.Errorf("delete published outbox rows: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -24,6 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition/partitiontest"
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 	"github.com/payments-outbox/payments-outbox/application/retention"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -85,8 +84,6 @@ func countStatus(t testing.TB, pool *pgxpool.Pool, status string) int {
 	}
 	return n
 }
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // waitFor polls cond until it holds or the deadline passes: tests synchronise on
 // state, never on sleeps.
@@ -323,7 +320,7 @@ func TestManyRelaysPublishEachRowOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		r := outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(p)), pub, discard(), nil, time.Now,
+		r := outbox.NewRelay(turns.NewLimiter(1).Store(outboxstore.New(p)), pub, logtest.Discard(), nil, time.Now,
 			outbox.Config{BatchSize: 50, Workers: 2, PollInterval: 10 * time.Millisecond})
 		g.Go(func() error { return r.Run(ctx) })
 	}
@@ -380,7 +377,7 @@ func TestShutdownMidBatchMarksOnlyAcknowledged(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	ids := insertRows(t, pool, 40, "payment.created")
 	pub := &blockingPublisher{entered: make(chan struct{}), release: make(chan struct{}), acked: map[uuid.UUID]bool{}}
-	r := outbox.NewRelay(outboxstore.New(pool), pub, discard(), nil, time.Now,
+	r := outbox.NewRelay(outboxstore.New(pool), pub, logtest.Discard(), nil, time.Now,
 		outbox.Config{BatchSize: 20, Workers: 1, PollInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -449,12 +446,12 @@ func TestNotifyWakesIdleRelay(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	pub := &countingPublisher{}
-	r := outbox.NewRelay(outboxstore.New(pool), pub, discard(), nil, time.Now,
+	r := outbox.NewRelay(outboxstore.New(pool), pub, logtest.Discard(), nil, time.Now,
 		outbox.Config{BatchSize: 10, Workers: 1, PollInterval: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
 	g.Go(func() error { return r.Run(ctx) })
-	g.Go(func() error { return outboxstore.Listen(ctx, pool, discard(), r.Wake) })
+	g.Go(func() error { return outboxstore.Listen(ctx, pool, logtest.Discard(), r.Wake) })
 	defer func() {
 		cancel()
 		if err := g.Wait(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -26,6 +25,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	ledgermigrations "github.com/payments-outbox/payments-outbox/migrations/ledger"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
@@ -120,7 +120,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 	repo := paymentstore.New(w.payDB)
 	w.svc = payments.NewService(repo, w.now, func() string { return uuid.Must(uuid.NewV7()).String() },
 		payments.Config{AuthorizationTTL: authorizationTTL})
-	w.expiry = payments.NewExpiry(w.svc, repo.ExpiredAuthorizations, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 1 + w.rng.IntN(5)})
+	w.expiry = payments.NewExpiry(w.svc, repo.ExpiredAuthorizations, logtest.Discard(), payments.ExpiryConfig{Batch: 1 + w.rng.IntN(5)})
 
 	w.ledger = ledgerstore.New(w.ledgerDB)
 	w.books = ledgers.NewService(w.ledger)
@@ -128,7 +128,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proc := inbox.NewProcessor(w.ledger, ledgers.Handler{}, schemas, slog.New(slog.DiscardHandler), nil, time.Now, inbox.ProcessorConfig{})
+	proc := inbox.NewProcessor(w.ledger, ledgers.Handler{}, schemas, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	ledgerInbox := inbox.NewService(w.ledger, proc, time.Now, inbox.Config{Mode: inbox.Sync})
 	delivered := map[string]bool{} // message ids the ledger received
 	w.drain = newDrain(t, w.payDB, 1+w.rng.IntN(8), func(ctx context.Context, msgs []outbox.Message) []error {

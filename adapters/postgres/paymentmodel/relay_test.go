@@ -2,7 +2,6 @@ package paymentmodel_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // publisherFunc is a relay publisher made of a function: one error per
@@ -29,7 +29,7 @@ func (f publisherFunc) Publish(ctx context.Context, msgs []outbox.Message) []err
 // outbox after a drain.
 func newDrain(t *testing.T, pool *pgxpool.Pool, batchSize int, publish publisherFunc) func(context.Context) (int, error) {
 	t.Helper()
-	r := outbox.NewRelay(outboxstore.New(pool), publish, slog.New(slog.DiscardHandler), nil, time.Now,
+	r := outbox.NewRelay(outboxstore.New(pool), publish, logtest.Discard(), nil, time.Now,
 		outbox.Config{BatchSize: batchSize, Workers: 1})
 	return func(ctx context.Context) (int, error) {
 		total := 0

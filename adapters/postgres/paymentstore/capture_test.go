@@ -3,7 +3,6 @@ package paymentstore_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
 	"sync"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -91,7 +91,7 @@ func TestExpiryOnPostgres(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := payments.NewExpiry(svc, repo.ExpiredAuthorizations, slog.New(slog.DiscardHandler), payments.ExpiryConfig{Batch: 5}).Sweep(ctx)
+			n, err := payments.NewExpiry(svc, repo.ExpiredAuthorizations, logtest.Discard(), payments.ExpiryConfig{Batch: 5}).Sweep(ctx)
 			if err != nil {
 				t.Error(err)
 			}

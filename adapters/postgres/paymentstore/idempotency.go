@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -26,7 +27,7 @@ var _ retention.DeleteFunc = (*Repository)(nil).DeleteKeysBefore
 // pairs that collide — about one chance in 2^64 for two requests in flight at
 // once — cost the later one a 409 its retry gets past; they can never share a
 // row, since the row's primary key is the pair itself.
-func claimKey(ctx context.Context, tx pgx.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
+func claimKey(ctx context.Context, tx *postgres.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
 	if key == nil {
 		return payments.Committed{}, false, nil
 	}
@@ -121,7 +122,7 @@ func (r *Repository) DeleteKeysBefore(ctx context.Context, cutoff time.Time, lim
 	tag, err := r.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (
 		SELECT merchant_id, key FROM idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete expired idempotency keys: %w", err)
+		return 0, fmt.Errorf("delete expired idempotency keys: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -3,7 +3,6 @@ package paymentstore
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,13 +12,14 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // TestNotifyingSignalsOnlyWritesThatCommittedRows: a write that committed
 // outbox rows signals the Notifier once it returned; a replay (which writes
 // nothing), a failed write and a write without messages do not.
 func TestNotifyingSignalsOnlyWritesThatCommittedRows(t *testing.T) {
-	n := NewNotifier(nil, slog.New(slog.DiscardHandler)) // never Run: the test reads what is pending
+	n := NewNotifier(nil, logtest.Discard()) // never Run: the test reads what is pending
 	repo := Notifying(paymentstest.NewFakeRepository(), n)
 	ctx := context.Background()
 	signalled := func() bool {

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
-	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -62,7 +61,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 		}
 		return out, nil
 	}
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, r.pool, func(tx *postgres.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
@@ -82,7 +81,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 // canceled it first.
 func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	var out payments.Committed
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, r.pool, func(tx *postgres.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
 			out = replay
 			return err
@@ -187,14 +186,11 @@ func (r *Repository) ExpiredAuthorizations(ctx context.Context, now time.Time, l
 }
 
 // mapErr turns the storage errors a caller can act on into port errors: a twin
-// request that committed the same key between our lock and our insert, and a
-// database that cannot be reached.
+// request that committed the same key between our lock and our insert is
+// this store's to name; an outage is postgres.Unavailable's.
 func mapErr(err error) error {
 	if postgres.IsUniqueViolation(err, "idempotency_keys_pkey") {
 		return fmt.Errorf("%w: %w", payments.ErrKeyInFlight, err)
 	}
-	if postgres.IsUnavailable(err) {
-		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
-	}
-	return err
+	return postgres.Unavailable(err)
 }

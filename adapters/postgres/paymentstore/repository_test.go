@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 	paymentsmigrations "github.com/payments-outbox/payments-outbox/migrations/payments"
 )
 
@@ -373,7 +373,7 @@ func TestNotifierWakesListenersAfterCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	n := paymentstore.NewNotifier(pool, slog.New(slog.DiscardHandler))
+	n := paymentstore.NewNotifier(pool, logtest.Discard())
 	for range 1000 {
 		n.Signal() // not running yet: folds into one pending wake-up
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
@@ -113,7 +114,7 @@ const claimRounds = 3
 // ClaimDeliveries implements webhooks.Deliveries.
 func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) ([]webhooks.Claimed, error) {
 	var out []webhooks.Claimed
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		out = nil
 		tried := []string{} // not nil: NULL would match no merchant
 		for round := 0; round < claimRounds && len(out) < c.Limit; round++ {
@@ -138,7 +139,7 @@ func (s *Store) ClaimDeliveries(ctx context.Context, c webhooks.DeliveryClaim) (
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", unavailable(err))
+		return nil, fmt.Errorf("claim webhook deliveries: %w", postgres.Unavailable(err))
 	}
 	return out, nil
 }
@@ -157,7 +158,7 @@ const claimSettings = `SELECT set_config('plan_cache_mode', 'force_generic_plan'
 
 // firstLook applies claimSettings and runs claimMerchantsSQL in one round
 // trip.
-func firstLook(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, tried []string) ([]string, error) {
+func firstLook(ctx context.Context, tx *postgres.Tx, c webhooks.DeliveryClaim, tried []string) ([]string, error) {
 	b := &pgx.Batch{}
 	b.Queue(claimSettings)
 	b.Queue(claimMerchantsSQL, c.At, c.PerMerchant, c.PerEndpoint, c.Limit, tried)
@@ -181,7 +182,7 @@ func firstLook(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, tried [
 
 // lease leases, for each of merchants (locked) in turn, what claimLeasesSQL
 // finds, until c.Limit are leased in all, appending them to out.
-func (s *Store) lease(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, merchants []string, out *[]webhooks.Claimed) error {
+func (s *Store) lease(ctx context.Context, tx *postgres.Tx, c webhooks.DeliveryClaim, merchants []string, out *[]webhooks.Claimed) error {
 	for _, m := range merchants {
 		if len(*out) >= c.Limit {
 			return nil
@@ -227,7 +228,7 @@ func (s *Store) lease(ctx context.Context, tx pgx.Tx, c webhooks.DeliveryClaim, 
 func (s *Store) FinishDelivery(ctx context.Context, f webhooks.Finish) (bool, error) {
 	a := f.Attempt
 	var held bool
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		var code *int
 		if a.StatusCode != 0 {
 			code = &a.StatusCode
@@ -275,7 +276,7 @@ func (s *Store) FinishDelivery(ctx context.Context, f webhooks.Finish) (bool, er
 		return cancelPending(ctx, tx, a.EndpointID, f.DeliveryID, "endpoint disabled: "+f.Disable)
 	})
 	if err != nil {
-		return false, fmt.Errorf("finish webhook delivery %d: %w", f.DeliveryID, unavailable(err))
+		return false, fmt.Errorf("finish webhook delivery %d: %w", f.DeliveryID, postgres.Unavailable(err))
 	}
 	return held, nil
 }
@@ -284,7 +285,7 @@ func (s *Store) FinishDelivery(ctx context.Context, f webhooks.Finish) (bool, er
 func (s *Store) ReleaseDelivery(ctx context.Context, id int64, leaseUntil time.Time) error {
 	if _, err := s.pool.Exec(ctx, `UPDATE webhook_deliveries SET locked_until = NULL WHERE id = $1 AND status = 'pending' AND locked_until = $2`,
 		id, leaseUntil); err != nil {
-		return fmt.Errorf("release webhook delivery %d: %w", id, unavailable(err))
+		return fmt.Errorf("release webhook delivery %d: %w", id, postgres.Unavailable(err))
 	}
 	return nil
 }
@@ -298,14 +299,14 @@ func (s *Store) DeliveryStats(ctx context.Context, at time.Time, top int) (webho
 		        WHERE d.status = 'pending' AND e.status = 'enabled' AND e.deleted_at IS NULL),
 		       (SELECT count(*) FROM webhook_deliveries WHERE status = 'parked')`).Scan(&st.Pending, &st.Parked)
 	if err != nil {
-		return st, fmt.Errorf("count webhook deliveries: %w", unavailable(err))
+		return st, fmt.Errorf("count webhook deliveries: %w", postgres.Unavailable(err))
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT d.endpoint_id, min(d.created_at) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
 		WHERE d.status = 'pending' AND e.status = 'enabled' AND e.deleted_at IS NULL
 		GROUP BY d.endpoint_id ORDER BY min(d.created_at), d.endpoint_id LIMIT $1`, max(top, 1))
 	if err != nil {
-		return st, fmt.Errorf("webhook delivery lag: %w", unavailable(err))
+		return st, fmt.Errorf("webhook delivery lag: %w", postgres.Unavailable(err))
 	}
 	for rows.Next() {
 		var (
@@ -320,7 +321,7 @@ func (s *Store) DeliveryStats(ctx context.Context, at time.Time, top int) (webho
 		st.Endpoints = append(st.Endpoints, lag)
 	}
 	if err := rows.Err(); err != nil {
-		return st, fmt.Errorf("webhook delivery lag: %w", unavailable(err))
+		return st, fmt.Errorf("webhook delivery lag: %w", postgres.Unavailable(err))
 	}
 	if len(st.Endpoints) > 0 {
 		st.OldestUndelivered = st.Endpoints[0].OldestUndelivered
@@ -337,7 +338,7 @@ func (s *Store) DeleteDeliveriesBefore(ctx context.Context, cutoff time.Time, li
 	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
 		SELECT id FROM webhook_deliveries WHERE created_at < $1 AND status IN ('delivered', 'canceled') ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete webhook deliveries: %w", unavailable(err))
+		return 0, fmt.Errorf("delete webhook deliveries: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -347,7 +348,7 @@ func (s *Store) DeleteKeysBefore(ctx context.Context, cutoff time.Time, limit in
 	tag, err := s.pool.Exec(ctx, `DELETE FROM webhook_idempotency_keys WHERE (merchant_id, key) IN (
 		SELECT merchant_id, key FROM webhook_idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, limit)
 	if err != nil {
-		return 0, fmt.Errorf("delete webhook idempotency keys: %w", unavailable(err))
+		return 0, fmt.Errorf("delete webhook idempotency keys: %w", postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -2,7 +2,8 @@
 // shared inbox (inboxstore) with the fan-out bound to its transactions and
 // savepoints, the merchant API's endpoints, and the delivery workers'
 // claims, attempts and leases. It starts no span and counts nothing: the
-// SQL reads as SQL. Every outage is wrapped in dependency.ErrUnavailable.
+// SQL reads as SQL. Every outage is wrapped in dependency.ErrUnavailable, by
+// postgres.Unavailable.
 package webhookstore
 
 import (
@@ -17,7 +18,6 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
-	"github.com/payments-outbox/payments-outbox/application/dependency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -48,14 +48,6 @@ func New(pool *pgxpool.Pool) *Store {
 // Ping reports whether the database answers; /readyz uses it.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// unavailable wraps an outage in dependency.ErrUnavailable.
-func unavailable(err error) error {
-	if err != nil && postgres.IsUnavailable(err) && !errors.Is(err, dependency.ErrUnavailable) {
-		return fmt.Errorf("%w: %w", dependency.ErrUnavailable, err)
-	}
-	return err
-}
-
 // fanout is the handler's repository inside the inbox row's transaction.
 type fanout struct{ tx inboxstore.Tx }
 
@@ -74,7 +66,7 @@ ON CONFLICT (endpoint_id, event_id) DO NOTHING`
 func (f fanout) Enqueue(ctx context.Context, d webhooks.NewDelivery) (int, error) {
 	tag, err := f.tx.Exec(ctx, enqueueSQL, d.MerchantID, d.EventID, d.EventType, d.Payload, d.At)
 	if err != nil {
-		return 0, fmt.Errorf("fan out event %s: %w", d.EventID, unavailable(err))
+		return 0, fmt.Errorf("fan out event %s: %w", d.EventID, postgres.Unavailable(err))
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -121,7 +113,7 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 		res      webhooks.CreateResult
 		replayed string
 	)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		if err := lockMerchant(ctx, tx, e.MerchantID); err != nil {
 			return err
 		}
@@ -157,7 +149,7 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 		return nil
 	})
 	if err != nil {
-		return webhooks.CreateResult{}, unavailable(err)
+		return webhooks.CreateResult{}, postgres.Unavailable(err)
 	}
 	if replayed != "" {
 		found, err := s.Endpoint(ctx, replayed)
@@ -168,7 +160,7 @@ func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webh
 
 // lockMerchant locks merchant's row, making it if it is the merchant's
 // first endpoint. FOR NO KEY UPDATE: what the claim takes, SKIP LOCKED.
-func lockMerchant(ctx context.Context, tx pgx.Tx, merchant string) error {
+func lockMerchant(ctx context.Context, tx *postgres.Tx, merchant string) error {
 	if _, err := tx.Exec(ctx, `INSERT INTO webhook_merchants (merchant_id) VALUES ($1) ON CONFLICT (merchant_id) DO NOTHING`, merchant); err != nil {
 		return fmt.Errorf("insert webhook merchant: %w", err)
 	}
@@ -180,7 +172,7 @@ func lockMerchant(ctx context.Context, tx pgx.Tx, merchant string) error {
 
 // storedKey returns the endpoint of key if it is stored with the same
 // fingerprint, "" if it is not stored. Errors: ErrKeyReused.
-func storedKey(ctx context.Context, tx pgx.Tx, key *webhooks.IdempotencyKey) (string, error) {
+func storedKey(ctx context.Context, tx *postgres.Tx, key *webhooks.IdempotencyKey) (string, error) {
 	var fingerprint, id string
 	err := tx.QueryRow(ctx, `SELECT fingerprint, endpoint_id FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &id)
@@ -202,7 +194,7 @@ func (s *Store) Endpoint(ctx context.Context, id string) (webhooks.StoredEndpoin
 		return webhooks.StoredEndpoint{}, fmt.Errorf("%w: %s", webhooks.ErrEndpointNotFound, id)
 	}
 	if err != nil {
-		return webhooks.StoredEndpoint{}, fmt.Errorf("read webhook endpoint: %w", unavailable(err))
+		return webhooks.StoredEndpoint{}, fmt.Errorf("read webhook endpoint: %w", postgres.Unavailable(err))
 	}
 	return e, nil
 }
@@ -224,7 +216,7 @@ func (s *Store) ListEndpoints(ctx context.Context, q webhooks.EndpointQuery) ([]
 	}
 	rows, err := s.pool.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints e WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list webhook endpoints: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook endpoints: %w", postgres.Unavailable(err))
 	}
 	var out []webhooks.StoredEndpoint
 	for rows.Next() {
@@ -236,7 +228,7 @@ func (s *Store) ListEndpoints(ctx context.Context, q webhooks.EndpointQuery) ([]
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list webhook endpoints: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook endpoints: %w", postgres.Unavailable(err))
 	}
 	if q.Before != nil {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -248,7 +240,7 @@ func (s *Store) ListEndpoints(ctx context.Context, q webhooks.EndpointQuery) ([]
 
 // DeleteEndpoint implements webhooks.Endpoints.
 func (s *Store) DeleteEndpoint(ctx context.Context, id string, at time.Time) (webhooks.StoredEndpoint, error) {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE webhook_endpoints SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL`, id, at)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
@@ -256,13 +248,13 @@ func (s *Store) DeleteEndpoint(ctx context.Context, id string, at time.Time) (we
 		return cancelPending(ctx, tx, id, 0, "endpoint deleted")
 	})
 	if err != nil {
-		return webhooks.StoredEndpoint{}, fmt.Errorf("delete webhook endpoint: %w", unavailable(err))
+		return webhooks.StoredEndpoint{}, fmt.Errorf("delete webhook endpoint: %w", postgres.Unavailable(err))
 	}
 	return s.Endpoint(ctx, id)
 }
 
 // cancelPending cancels endpoint id's pending deliveries but except.
-func cancelPending(ctx context.Context, tx pgx.Tx, id string, except int64, why string) error {
+func cancelPending(ctx context.Context, tx *postgres.Tx, id string, except int64, why string) error {
 	_, err := tx.Exec(ctx, `
 		UPDATE webhook_deliveries SET status = 'canceled', next_attempt_at = NULL, locked_until = NULL, last_error = $3
 		WHERE endpoint_id = $1 AND status = 'pending' AND id <> $2`, id, except, why)
@@ -286,7 +278,7 @@ func (s *Store) RotateSecret(ctx context.Context, id string, current []byte, pre
 		return webhooks.StoredEndpoint{}, fmt.Errorf("%w: %s", webhooks.ErrEndpointDeleted, id)
 	}
 	if err != nil {
-		return webhooks.StoredEndpoint{}, fmt.Errorf("rotate webhook secret: %w", unavailable(err))
+		return webhooks.StoredEndpoint{}, fmt.Errorf("rotate webhook secret: %w", postgres.Unavailable(err))
 	}
 	return e, nil
 }
@@ -319,7 +311,7 @@ func (s *Store) Attempts(ctx context.Context, q webhooks.AttemptQuery) ([]webhoo
 	rows, err := s.pool.Query(ctx, `SELECT `+attemptColumns+` FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
 		WHERE `+where+` ORDER BY `+order+` LIMIT $2`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list webhook attempts: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook attempts: %w", postgres.Unavailable(err))
 	}
 	var out []webhooks.Attempt
 	for rows.Next() {
@@ -331,7 +323,7 @@ func (s *Store) Attempts(ctx context.Context, q webhooks.AttemptQuery) ([]webhoo
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list webhook attempts: %w", unavailable(err))
+		return nil, fmt.Errorf("list webhook attempts: %w", postgres.Unavailable(err))
 	}
 	if q.Before != "" {
 		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
@@ -349,7 +341,7 @@ func (s *Store) Attempt(ctx context.Context, endpointID, id string) (webhooks.At
 		return webhooks.Attempt{}, fmt.Errorf("%w: %s", webhooks.ErrUnknownCursor, id)
 	}
 	if err != nil {
-		return webhooks.Attempt{}, fmt.Errorf("read webhook attempt: %w", unavailable(err))
+		return webhooks.Attempt{}, fmt.Errorf("read webhook attempt: %w", postgres.Unavailable(err))
 	}
 	return a, nil
 }
@@ -362,7 +354,7 @@ func (s *Store) Redeliver(ctx context.Context, endpointID, eventID string, at ti
 			locked_until = CASE WHEN status = 'pending' THEN locked_until END, status = 'pending'
 		WHERE endpoint_id = $1 AND event_id = $2`, endpointID, eventID, at)
 	if err != nil {
-		return fmt.Errorf("redeliver: %w", unavailable(err))
+		return fmt.Errorf("redeliver: %w", postgres.Unavailable(err))
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("%w: %s", webhooks.ErrEventNotFound, eventID)
@@ -399,7 +391,7 @@ type recoveryAnswer struct {
 // waits on the first request's row lock and then finds its answer.
 func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
 	var res webhooks.Recovery
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		if key != nil {
 			tag, err := tx.Exec(ctx, `
 				INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5)
@@ -466,7 +458,7 @@ func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webho
 		return s.replayRecovery(ctx, key)
 	}
 	if err != nil {
-		return webhooks.Recovery{}, fmt.Errorf("recover webhook deliveries: %w", unavailable(err))
+		return webhooks.Recovery{}, fmt.Errorf("recover webhook deliveries: %w", postgres.Unavailable(err))
 	}
 	return res, nil
 }
@@ -482,7 +474,7 @@ func (s *Store) replayRecovery(ctx context.Context, key *webhooks.IdempotencyKey
 	err := s.pool.QueryRow(ctx, `SELECT fingerprint, answer FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &answer)
 	if err != nil {
-		return webhooks.Recovery{}, fmt.Errorf("read idempotency key: %w", unavailable(err))
+		return webhooks.Recovery{}, fmt.Errorf("read idempotency key: %w", postgres.Unavailable(err))
 	}
 	var a recoveryAnswer
 	if fingerprint != key.Fingerprint || json.Unmarshal(answer, &a) != nil {

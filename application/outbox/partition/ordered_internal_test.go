@@ -2,13 +2,12 @@ package partition
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // membersStore answers each heartbeat with replicas alive.
@@ -31,7 +30,7 @@ func TestTurnsFollowTheReplicasAlive(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	store := &membersStore{}
-	o := NewOrdered(store, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, Config{ActiveClaims: 4})
+	o := NewOrdered(store, logtest.Discard(), nil, Config{ActiveClaims: 4})
 	for _, c := range []struct{ replicas, want int }{{1, 4}, {2, 2}, {3, 1}, {8, 1}} {
 		store.replicas = c.replicas
 		if err := o.Heartbeat(context.Background()); err != nil {
@@ -66,7 +65,7 @@ func (onePartition) Heartbeat(context.Context, string, time.Duration) (Assignmen
 // after draining one of the backlog.
 func TestAnEmptyClaimEnds(t *testing.T) {
 	t.Parallel()
-	o := NewOrdered(onePartition{&membersStore{}}, slog.New(slog.NewTextHandler(io.Discard, nil)), nil, Config{})
+	o := NewOrdered(onePartition{&membersStore{}}, logtest.Discard(), nil, Config{})
 	done := make(chan int)
 	go func() {
 		n, _ := o.Claim(context.Background(), 10, func(context.Context, []outbox.Message) outbox.Result { return outbox.Result{} })

@@ -3,8 +3,7 @@ package partition_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -15,9 +14,8 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	"github.com/payments-outbox/payments-outbox/application/outbox/partition/partitiontest"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 type clock struct {
 	mu sync.Mutex
@@ -63,7 +61,7 @@ func (p *orderedPublisher) index(id uuid.UUID) int {
 }
 
 func orderedRelay(store partition.Store, pub outbox.Publisher, clk *clock, cfg outbox.Config) *outbox.Relay {
-	return outbox.NewRelay(partition.NewOrdered(store, discard(), nil, partition.Config{}), pub, discard(), nil, clk.now, cfg)
+	return outbox.NewRelay(partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{}), pub, logtest.Discard(), nil, clk.now, cfg)
 }
 
 // TestOrderedFailureHoldsBackOnlyItsAggregate: in ordered mode a row the
@@ -130,7 +128,7 @@ func TestOrderedDeadRowLetsItsAggregateGoOn(t *testing.T) {
 	store := partitiontest.NewFakeStore(clk.now)
 	x := uuid.New()
 	xs := store.AddFor(x, 3, "payment.refunded")
-	pub := &orderedPublisher{fail: map[uuid.UUID]error{xs[0]: outbox.Permanent(errors.New("too large"))}}
+	pub := &orderedPublisher{fail: map[uuid.UUID]error{xs[0]: fmt.Errorf("%w: too large", outbox.ErrPermanent)}}
 	r := orderedRelay(store, pub, clk, outbox.Config{BatchSize: 10})
 	for range 4 {
 		if _, err := r.Step(context.Background()); err != nil {
@@ -220,7 +218,7 @@ func TestABacklogDrainsOnePartitionAtATime(t *testing.T) {
 	t.Parallel()
 	store := newRecordingStore()
 	store.Add(40, "payment.created") // in most of the 8 partitions
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{})
 	ctx := context.Background()
 	const limit = 5
 	if n, err := o.Claim(ctx, limit, ackAll); err != nil || n != limit {
@@ -254,7 +252,7 @@ func TestAThinBacklogDrainsInFullBatches(t *testing.T) {
 			store.AddFor(aggregateIn(p), 1, "payment.created")
 		}
 	}
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{})
 	ctx := context.Background()
 	const limit = 5
 	var got []int
@@ -287,7 +285,7 @@ func TestClaimsReadDifferentPartitions(t *testing.T) {
 			store.AddFor(aggregateIn(p), 1, "payment.created")
 		}
 	}
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{})
 	ctx := context.Background()
 	const limit = 5
 	if n, err := o.Claim(ctx, limit, ackAll); err != nil || n != limit { // every partition backlogged
@@ -335,7 +333,7 @@ func TestStopReleasesTheLeasesAfterTheBatchInHand(t *testing.T) {
 	t.Parallel()
 	store := newRecordingStore()
 	ids := store.Add(3, "payment.created")
-	o := partition.NewOrdered(store, discard(), nil, partition.Config{Owner: "a"})
+	o := partition.NewOrdered(store, logtest.Discard(), nil, partition.Config{Owner: "a"})
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan error)
 	go func() { ran <- o.Run(ctx) }()

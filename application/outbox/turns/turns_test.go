@@ -2,8 +2,6 @@ package turns_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/outbox/outboxtest"
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 // ended is a context that has ended: Take with it takes a free turn or
@@ -85,6 +84,7 @@ type heldStore struct {
 
 	mu         sync.Mutex
 	calls      int
+	holding    bool // the first Claim is being held
 	overlapped bool
 	second     chan struct{}
 }
@@ -97,18 +97,24 @@ func (s *heldStore) Claim(ctx context.Context, limit int, publish func(context.C
 	s.mu.Lock()
 	s.calls++
 	n := s.calls
+	if n == 1 {
+		s.holding = true
+	}
 	if n == 2 {
+		// Recorded as the second call begins, not when the first wakes:
+		// on a busy machine the others may drain the table before it does.
+		s.overlapped = s.holding
 		close(s.second)
 	}
 	s.mu.Unlock()
 	if n == 1 {
 		select {
 		case <-s.second:
-			s.mu.Lock()
-			s.overlapped = true
-			s.mu.Unlock()
 		case <-time.After(s.hold):
 		}
+		s.mu.Lock()
+		s.holding = false
+		s.mu.Unlock()
 	}
 	return s.FakeStore.Claim(ctx, limit, publish)
 }
@@ -135,8 +141,6 @@ func (p publisher) Publish(_ context.Context, msgs []outbox.Message) []error {
 	}
 	return make([]error, len(msgs))
 }
-
-func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func run(t *testing.T, r *outbox.Relay) (stop func()) {
 	t.Helper()
@@ -170,7 +174,7 @@ func TestFastBrokerOneTransactionAtATime(t *testing.T) {
 	t.Parallel()
 	store := newHeldStore(200 * time.Millisecond)
 	store.Add(400, "payment.created")
-	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), publisher{}, discard(), nil, nil,
+	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), publisher{}, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := run(t, r)
 	defer stop()
@@ -187,7 +191,7 @@ func TestTwoTurnsTwoTransactions(t *testing.T) {
 	t.Parallel()
 	store := newHeldStore(10 * time.Second)
 	store.Add(400, "payment.created")
-	r := outbox.NewRelay(turns.NewLimiter(2).Store(store), publisher{}, discard(), nil, nil,
+	r := outbox.NewRelay(turns.NewLimiter(2).Store(store), publisher{}, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := run(t, r)
 	defer stop()
@@ -206,7 +210,7 @@ func TestSlowBrokerPublishesWithEveryWorker(t *testing.T) {
 	store := outboxtest.NewFakeStore(nil)
 	store.Add(400, "payment.created")
 	pub := publisher{entered: make(chan struct{}, 100), release: make(chan struct{})}
-	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), pub, discard(), nil, nil,
+	r := outbox.NewRelay(turns.NewLimiter(1).Store(store), pub, logtest.Discard(), nil, nil,
 		outbox.Config{BatchSize: 10, Workers: 4, PollInterval: time.Hour})
 	stop := run(t, r)
 	defer stop()

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/lifecycle"
+	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
 func TestRunTakesHelpForASuccess(t *testing.T) {
@@ -36,7 +36,7 @@ func TestListenNamesTheVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	log := slog.New(slog.DiscardHandler)
+	log := logtest.Discard()
 	for name, addrs := range map[string][2]string{
 		"HTTP_ADDR": {taken.Addr().String(), "127.0.0.1:0"},
 		"OPS_ADDR":  {"127.0.0.1:0", taken.Addr().String()},
@@ -50,7 +50,7 @@ func TestListenNamesTheVariable(t *testing.T) {
 // TestServeStopsBothListenersWhenTheContextEnds: both listeners answer
 // until the context ends, then both are shut down and g returns.
 func TestServeStopsBothListenersWhenTheContextEnds(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
+	log := logtest.Discard()
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
 	s, err := lifecycle.Listen("127.0.0.1:0", "127.0.0.1:0", ok, ok, log)
 	if err != nil {
@@ -95,7 +95,7 @@ func TestReadCommonRefusesOneAddressForBoth(t *testing.T) {
 // TestListenOpsServesTheOpsListenerAlone: a process without an API has no
 // API address, and its ops listener stops when the context ends.
 func TestListenOpsServesTheOpsListenerAlone(t *testing.T) {
-	s, err := lifecycle.ListenOps("127.0.0.1:0", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	s, err := lifecycle.ListenOps("127.0.0.1:0", http.NotFoundHandler(), logtest.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
