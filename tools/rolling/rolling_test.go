@@ -223,9 +223,9 @@ func metric(t *testing.T, p *proc.Process, name string) float64 {
 }
 
 // noPreviousRelease starts the reason the test skips with when
-// deploy/PREVIOUS_RELEASE is none: a project before its first release has no
-// release to roll from, and a fork of this repository is one until it ships
-// (scripts/fork.sh writes none). tools/testrun lets CI pass this skip, and no
+// deploy/PREVIOUS_RELEASE is none: a project before the first release of its
+// schema has no release to roll from, and a fork of this repository is one
+// until it ships (scripts/fork.sh writes none). tools/testrun lets CI pass this skip, and no
 // other (its expectedSkips quotes this text).
 const noPreviousRelease = "no previous release to roll from: deploy/PREVIOUS_RELEASE is none"
 
@@ -248,7 +248,9 @@ func previousRelease(t *testing.T) string {
 		}
 	}
 	if len(lines) == 1 && lines[0] == "none" {
-		t.Skip(noPreviousRelease + ": this project has not shipped; when its first release ships, write that release's commit there (docs/FORKING.md)")
+		t.Skip(noPreviousRelease + ": no release of this schema has shipped yet, so there is nothing to roll from " +
+			"(a release whose migrations are not this checkout's baseline and its successors cannot upgrade to it); " +
+			"when the first release ships, write its commit there (docs/FORKING.md)")
 	}
 	if len(lines) != 1 || len(lines[0]) != 40 {
 		t.Fatalf("deploy/PREVIOUS_RELEASE holds %q besides its comments, want one line: the previous release's full commit hash, or none", lines)
