@@ -208,7 +208,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	var balance struct {
 		Balances []struct {
 			Currency string `json:"currency"`
-			Balance  int64  `json:"balance"`
+			Posted   int64  `json:"posted"`
 		} `json:"balances"`
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -227,7 +227,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(balance.Balances) != 1 || balance.Balances[0].Balance != 1050 || balance.Balances[0].Currency != "BRL" {
+	if len(balance.Balances) != 1 || balance.Balances[0].Posted != 1050 || balance.Balances[0].Currency != "BRL" {
 		t.Errorf("balance: got %+v, want 1050 BRL", balance)
 	}
 	ops := apitest.New(t, apidoc.Ops()).Client(t)
@@ -360,8 +360,8 @@ func TestReconcileExitStatus(t *testing.T) {
 	// One payment with one refund, in both databases.
 	paymentID, refundID := uuid.NewString(), uuid.NewString()
 	at := time.Now().Add(-time.Hour)
-	if _, err := payments.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
-		VALUES ($1, 1000, 300, 'BRL', 'partially_refunded', 'cus_1', 'mer_1', $2, $2)`, paymentID, at); err != nil {
+	if _, err := payments.Exec(ctx, `INSERT INTO payments (id, amount, amount_captured, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+		VALUES ($1, 1000, 1000, 300, 'BRL', 'partially_refunded', 'cus_1', 'mer_1', $2, $2)`, paymentID, at); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := payments.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, 300, $3)`, refundID, paymentID, at); err != nil {

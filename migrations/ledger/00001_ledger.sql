@@ -69,7 +69,6 @@ CREATE TABLE ledger_transactions (
     currency    text        NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
     occurred_at timestamptz NOT NULL,
     posted_at   timestamptz NOT NULL DEFAULT now(),
-    refund_id   uuid,
     CONSTRAINT ledger_transactions_message_id_key UNIQUE (message_id),
     -- A kind a payment has at most once has no fact id, and NULLS NOT
     -- DISTINCT (Postgres 15) makes two such rows for one payment collide.
@@ -78,13 +77,10 @@ CREATE TABLE ledger_transactions (
     -- always names its refund. Any other kind has one or not, as its
     -- registry entry decides.
     CONSTRAINT ledger_transactions_fact_id_check
-        CHECK (CASE kind WHEN 'payment' THEN fact_id IS NULL WHEN 'refund' THEN fact_id IS NOT NULL ELSE true END),
-    CONSTRAINT ledger_transactions_refund_id_in_step CHECK (refund_id IS NOT DISTINCT FROM fact_id)
+        CHECK (CASE kind WHEN 'payment' THEN fact_id IS NULL WHEN 'refund' THEN fact_id IS NOT NULL ELSE true END)
 );
 COMMENT ON COLUMN ledger_transactions.fact_id IS
     'the fact id: tells apart the facts of one kind on one payment (a refund''s id); NULL for a kind a payment has at most once';
-COMMENT ON COLUMN ledger_transactions.refund_id IS
-    'fact_id under the previous release''s name, kept equal to it for that release; dropped by the next migration that contracts it';
 -- The balance as of a past time subtracts the transactions posted after it.
 -- ledger_transactions is append-only and posted_at grows with its rows: a
 -- BRIN index finds the recent ones for the cost of a few pages per posting,
@@ -400,26 +396,6 @@ CREATE CONSTRAINT TRIGGER ledger_payments_pending
     DEFERRABLE INITIALLY DEFERRED
     FOR EACH ROW EXECUTE FUNCTION ledger_add_pending();
 
--- +goose StatementBegin
-CREATE FUNCTION ledger_transactions_fact_id_in_step() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.fact_id IS NULL THEN
-        NEW.fact_id := NEW.refund_id;
-    ELSIF NEW.refund_id IS NOT NULL AND NEW.refund_id <> NEW.fact_id THEN
-        RAISE EXCEPTION 'ledger transaction names fact_id % and refund_id %: they are one column under two names', NEW.fact_id, NEW.refund_id
-            USING ERRCODE = 'check_violation';
-    END IF;
-    NEW.refund_id := NEW.fact_id;
-    RETURN NEW;
-END;
-$$;
--- +goose StatementEnd
-
-CREATE TRIGGER ledger_transactions_fact_id_in_step
-    BEFORE INSERT ON ledger_transactions
-    FOR EACH ROW EXECUTE FUNCTION ledger_transactions_fact_id_in_step();
-
 -- +goose Down
 -- Everything the Up made, and the rows in it: for an empty database only.
 DROP TABLE ledger_payments;
@@ -434,4 +410,3 @@ DROP FUNCTION ledger_entries_with_their_transaction();
 DROP FUNCTION ledger_xid_is_current(xid);
 DROP FUNCTION ledger_check_and_add_balances();
 DROP FUNCTION ledger_balance_limit(text, text);
-DROP FUNCTION ledger_transactions_fact_id_in_step();

@@ -2,7 +2,7 @@
 -- The payments service's schema: the payment aggregate and its refunds, the
 -- idempotency keys and API keys that guard the API, the ledger_facts view
 -- that `ledger reconcile` reads, and the transactional outbox with its
--- partitioned relay. The CHECKs and the trigger are the last line of defence
+-- partitioned relay. The CHECKs are the last line of defence
 -- behind the domain's rules and the row lock: whatever code writes these
 -- tables, a row the domain would refuse never commits.
 
@@ -80,7 +80,7 @@ CREATE INDEX payments_merchant_created_idx ON payments (merchant_id, created_at 
 -- holds only the payments waiting for a capture.
 CREATE INDEX payments_authorized_capture_before_idx ON payments (capture_before) WHERE status = 'authorized';
 
--- A payments's refunds, one row each.
+-- A payment's refunds, one row each.
 CREATE TABLE refunds (
     id         uuid PRIMARY KEY,
     payment_id uuid        NOT NULL REFERENCES payments (id),
@@ -312,19 +312,6 @@ CREATE TABLE outbox_relays (
     expires_at   timestamptz NOT NULL
 );
 
--- +goose StatementBegin
-CREATE FUNCTION payments_automatic_captures_all() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF NEW.amount_captured IS NULL AND NEW.capture_method = 'automatic' THEN
-        NEW.amount_captured := NEW.amount;
-    END IF;
-    RETURN NEW;
-END
-$$;
--- +goose StatementEnd
-CREATE TRIGGER payments_automatic_captures_all BEFORE INSERT ON payments
-    FOR EACH ROW EXECUTE FUNCTION payments_automatic_captures_all();
-
 -- +goose Down
 -- Everything the Up made, and the rows in it: for an empty database only.
 DROP TABLE outbox_relays;
@@ -337,4 +324,3 @@ DROP TABLE api_keys;
 DROP TABLE idempotency_keys;
 DROP TABLE refunds;
 DROP TABLE payments;
-DROP FUNCTION payments_automatic_captures_all();

@@ -495,8 +495,8 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 func insertPayment(t testing.TB, pool *pgxpool.Pool, p event) {
 	t.Helper()
 	_, err := pool.Exec(context.Background(), `
-		INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
-		VALUES ($1, $2, 0, 'BRL', 'created', $3, $4, $5, $5)`, p.paymentID, p.amount, p.payer, p.merchant, p.at)
+		INSERT INTO payments (id, amount, amount_captured, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+		VALUES ($1, $2, $2, 0, 'BRL', 'created', $3, $4, $5, $5)`, p.paymentID, p.amount, p.payer, p.merchant, p.at)
 	if err != nil {
 		t.Fatalf("insert payment: %v", err)
 	}
