@@ -194,7 +194,7 @@ func stop(t *testing.T, ps ...*proc.Process) {
 func sendForgery(t *testing.T, fixture *awstest.TopicQueue) string {
 	t.Helper()
 	paymentID := uuid.NewString()
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":9999999900,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":9999999900,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
 		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID)
 	if _, err := fixture.SQS.SendMessage(t.Context(), &awssqs.SendMessageInput{QueueUrl: aws.String(fixture.QueueURL), MessageBody: aws.String(body)}); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ type event struct {
 
 func (e event) body() []byte {
 	ts := e.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	const envelope = `{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q`
+	const envelope = `{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q`
 	switch e.typ {
 	case ledgers.TypePaymentAuthorized:
 		return []byte(fmt.Sprintf(envelope+`,"capture_before":%q}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant,
@@ -56,10 +56,10 @@ func (e event) body() []byte {
 		return []byte(fmt.Sprintf(envelope+`,"cancellation_reason":"requested_by_customer"}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 	}
 	if e.refundID == "" {
-		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
 			e.id, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 	}
-	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v1.json","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
 		e.id, e.paymentID, ts, e.paymentID, e.refundID, e.amount, e.payer, e.merchant, e.total))
 }
 
