@@ -148,17 +148,6 @@ func inboxMessage(tx ledger.Transaction) inbox.Message {
 	return inbox.Message{ID: tx.MessageID(), Type: ledgers.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
 }
 
-// declared returns the registry's postings of kind, for a test that posts a
-// transaction directly, as the handler would.
-func declared(t testing.TB, kind ledger.Kind) ledger.Postings {
-	t.Helper()
-	d, ok := ledgers.PostingsOf(kind)
-	if !ok {
-		t.Fatalf("the registry declares no kind %q", kind)
-	}
-	return d
-}
-
 func TestSameEventThreeTimesPostsOnce(t *testing.T) {
 	t.Parallel()
 	svc, _, pool := newService(t)
