@@ -245,7 +245,7 @@ func TestAsyncAPIDocument(t *testing.T) {
 		if msg["name"] != typ {
 			t.Errorf("%s: name %v, want the event type %s", where, msg["name"], typ)
 		}
-		for attr, want := range map[string]string{"type": typ, "dataschema": api.EventSchemaID(typ, version), "dataversion": version} {
+		for attr, want := range map[string]string{"type": typ, "dataschema": api.EventSchemaID(typ, version)} {
 			if got := lookup(props, attr, "const"); got != want {
 				t.Errorf("%s: %s is const %v, want %s", where, attr, got, want)
 			}

@@ -95,8 +95,7 @@ func New() (*Validator, error) {
 
 // Validate implements inbox.Schemas: event, a CloudEvents document of type
 // typ whose data is at version, must match the envelope's schema; its data,
-// the schema of typ at version; and its dataschema, when it has one, must be
-// that schema's $id. Errors: ErrNoSchema, or one naming what breaks which
+// the schema of typ at version; and its dataschema must be that schema's $id. Errors: ErrNoSchema, or one naming what breaks which
 // schema.
 func (v *Validator) Validate(typ, version string, event []byte) error {
 	id := api.EventSchemaID(typ, version)
@@ -108,7 +107,7 @@ func (v *Validator) Validate(typ, version string, event []byte) error {
 	if err != nil {
 		return err
 	}
-	if got, ok := doc["dataschema"]; ok && got != id {
+	if got := doc["dataschema"]; got != id {
 		return fmt.Errorf("dataschema %v is not the schema of %s data version %s, %s", got, typ, version, id)
 	}
 	return validate(ds.schema, doc["data"], "/data")
@@ -132,9 +131,6 @@ func (v *Validator) Check(event []byte) error {
 	}
 	if doc["type"] != ds.typ {
 		return fmt.Errorf("an event of type %v names the schema of %s, %s", doc["type"], ds.typ, id)
-	}
-	if dv, ok := doc["dataversion"]; ok && dv != ds.version {
-		return fmt.Errorf("dataversion %v, but dataschema %s is version %s", dv, id, ds.version)
 	}
 	return validate(ds.schema, doc["data"], "/data")
 }

@@ -105,11 +105,9 @@ type balanceResponse struct {
 	Balances  []currencyBalance `json:"balances"`
 }
 
-// currencyBalance is one currency of an account's balance. balance is
-// posted under the name clients read before holds existed.
+// currencyBalance is one currency of an account's balance.
 type currencyBalance struct {
 	Currency  string `json:"currency"`
-	Balance   int64  `json:"balance"`
 	Posted    int64  `json:"posted"`
 	Pending   int64  `json:"pending"`
 	Available int64  `json:"available"`
@@ -205,7 +203,7 @@ func (a *api) balance(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := balanceResponse{AccountID: id, Balances: make([]currencyBalance, 0, len(bs))}
 	for _, b := range bs {
-		resp.Balances = append(resp.Balances, currencyBalance{Currency: b.Currency(), Balance: b.Posted(), Posted: b.Posted(),
+		resp.Balances = append(resp.Balances, currencyBalance{Currency: b.Currency(), Posted: b.Posted(),
 			Pending: b.Pending(), Available: b.Available()})
 	}
 	httpserver.WriteJSON(w, http.StatusOK, resp)

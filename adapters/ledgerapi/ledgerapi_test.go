@@ -134,9 +134,9 @@ func TestRoutes(t *testing.T) {
 		contains string
 	}{
 		{"balance", fakeQueries{}, "/accounts/merchant:mer_1/balance", 200, "application/json",
-			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","balance":550,"posted":550,"pending":2000,"available":550},{"currency":"USD","balance":7,"posted":7,"pending":0,"available":7}]}`},
+			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","posted":550,"pending":2000,"available":550},{"currency":"USD","posted":7,"pending":0,"available":7}]}`},
 		{"balance as of", fakeQueries{}, "/accounts/merchant:mer_1/balance?as_of=2026-12-01T09:00:00-03:00", 200, "application/json",
-			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","balance":100,"posted":100,"pending":0,"available":100}]}`},
+			`{"account_id":"merchant:mer_1","balances":[{"currency":"BRL","posted":100,"pending":0,"available":100}]}`},
 		{"balance as of no time", fakeQueries{}, "/accounts/merchant:mer_1/balance?as_of=yesterday", 400, "application/problem+json", `invalid-as-of`},
 		{"merchant balance", fakeQueries{}, "/merchants/mer_1/balance", 200, "application/json",
 			`{"merchant_id":"mer_1","balances":[{"currency":"BRL","available":550,"pending":2000},{"currency":"USD","available":7,"pending":0}]}`},
@@ -147,7 +147,7 @@ func TestRoutes(t *testing.T) {
 		{"control character in merchant", fakeQueries{}, "/merchants/a%0Ab/balance", 400, "application/problem+json", `invalid-merchant-id`},
 		// The name's own % travels as %25, as in any path parameter.
 		{"balance of a name with an escape", fakeQueries{}, "/accounts/payer:mer_1:cus%252F1/balance", 200, "application/json",
-			`{"account_id":"payer:mer_1:cus%2F1","balances":[{"currency":"BRL","balance":-3,"posted":-3,"pending":0,"available":-3}]}`},
+			`{"account_id":"payer:mer_1:cus%2F1","balances":[{"currency":"BRL","posted":-3,"pending":0,"available":-3}]}`},
 		{"unknown account", fakeQueries{}, "/accounts/merchant:nobody/balance", 404, "application/problem+json", `"type":"/problems/account-not-found"`},
 		{"a raw id is no account's name", fakeQueries{}, "/accounts/mer_1/balance", 400, "application/problem+json", `does not start with a role`},
 		{"a name spelled another way", fakeQueries{}, "/accounts/merchant:mer%255F1/balance", 400, "application/problem+json",

@@ -69,7 +69,7 @@ func (f fixture) insertEvents(t *testing.T, n, payloadBytes int) []uuid.UUID {
 		ev := map[string]any{
 			"specversion": "1.0", "id": ids[i].String(), "type": "payment.created",
 			"source": "/payments", "subject": uuid.NewString(), "time": time.Now().UTC().Format(time.RFC3339Nano),
-			"datacontenttype": "application/json", "dataschema": api.EventSchemaID("payment.created", "1"), "dataversion": "1",
+			"datacontenttype": "application/json", "dataschema": api.EventSchemaID("payment.created", "1"),
 			"padding": strings.Repeat("x", payloadBytes),
 			"data": map[string]any{"payment_id": uuid.NewString(), "amount": 1050, "currency": "BRL",
 				"payer_id": "cus_1", "merchant_id": "mer_1"},

@@ -57,7 +57,7 @@ func TestAsyncModeAcknowledgesAfterRecording(t *testing.T) {
 			bodies = append(bodies, p.refund(50).body())
 		}
 	}
-	poison := []byte(`{"specversion":"1.0","id":"` + uuid.NewString() + `","type":"payment.created","dataversion":"1","time":"2026-11-29T12:00:00.000Z","data":{"amount":"lots"}}`)
+	poison := []byte(`{"specversion":"1.0","id":"` + uuid.NewString() + `","type":"payment.created","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","time":"2026-11-29T12:00:00.000Z","data":{"amount":"lots"}}`)
 	publish(t, r.tq, append(bodies, poison)...)
 
 	waitFor(t, time.Minute, "every good message recorded", func() bool {

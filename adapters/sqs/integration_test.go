@@ -197,24 +197,24 @@ func (e event) refund(amount int64) event {
 // authorized is the payment.authorized of a manual payment of e's amount.
 func (e event) authorized() []byte {
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.authorized","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"capture_before":"2099-01-01T00:00:00Z"}}`,
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.authorized","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.authorized/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"capture_before":"2099-01-01T00:00:00Z"}}`,
 		uuid.NewString(), e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 }
 
 // captured is the payment.captured of amount of e's authorization.
 func (e event) captured(amount int64) []byte {
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.captured","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"amount_authorized":%d,"amount_released":%d}}`,
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.captured","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.captured/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"amount_authorized":%d,"amount_released":%d}}`,
 		uuid.NewString(), e.paymentID, ts, e.paymentID, amount, e.payer, e.merchant, e.amount, e.amount-amount))
 }
 
 func (e event) body() []byte {
 	ts := time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	if e.refundID == "" {
-		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
 			e.id, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 	}
-	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v1.json","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
 		e.id, e.paymentID, ts, e.paymentID, e.refundID, e.amount, e.payer, e.merchant, e.amount))
 }
 
@@ -302,7 +302,7 @@ func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
 		before = append(before, newPayment(int64(100+i), "cus_p", "mer_p").body())
 		after = append(after, newPayment(int64(200+i), "cus_p", "mer_p").body())
 	}
-	poison := []byte(`{"specversion":"1.0","id":"` + uuid.NewString() + `","type":"payment.created","dataversion":"1","time":"2026-11-29T12:00:00.000Z","data":{"amount":"lots"}}`)
+	poison := []byte(`{"specversion":"1.0","id":"` + uuid.NewString() + `","type":"payment.created","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","time":"2026-11-29T12:00:00.000Z","data":{"amount":"lots"}}`)
 	publish(t, r.tq, before...)
 	publish(t, r.tq, poison)
 	publish(t, r.tq, after...)

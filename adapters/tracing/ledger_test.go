@@ -156,7 +156,7 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 	ctx := context.Background()
 	created := func(amount int) []byte {
 		payment := uuid.NewString()
-		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_p","merchant_id":"mer_p"}}`,
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_p","merchant_id":"mer_p"}}`,
 			uuid.NewString(), payment, time.Now().UTC().Format(time.RFC3339Nano), payment, amount))
 	}
 	traced := bytes.Replace(created(100), []byte(`{`), []byte(`{"traceparent":"`+eventParent+`",`), 1)

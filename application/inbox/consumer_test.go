@@ -35,8 +35,8 @@ const (
 
 // noted is a message of typeNoted: note key, carrying n.
 func noted(id, key string, n int) []byte {
-	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"source":"/tests","subject":%q,
-"time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","dataversion":"1","data":{"key":%q,"n":%d}}`,
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/tests","subject":%q,
+"time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","data":{"key":%q,"n":%d}}`,
 		id, typeNoted, key, key, n))
 }
 

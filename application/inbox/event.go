@@ -59,9 +59,8 @@ type Event struct {
 	// what the schemas check.
 	Body []byte
 
-	rawTime     string // Time as the event wrote it, for the error that refuses it
-	dataSchema  string
-	dataVersion string // deprecated: read dataSchema first
+	rawTime    string // Time as the event wrote it, for the error that refuses it
+	dataSchema string
 }
 
 // wireEvent is this consumer's own view of the CloudEvents 1.0 envelope. It
@@ -74,7 +73,6 @@ type wireEvent struct {
 	Subject     string          `json:"subject"`
 	Time        string          `json:"time"`
 	DataSchema  string          `json:"dataschema"`
-	DataVersion string          `json:"dataversion"`
 	Data        json.RawMessage `json:"data"`
 	TraceParent string          `json:"traceparent"`
 	TraceState  string          `json:"tracestate"`
@@ -118,7 +116,7 @@ func Decode(body []byte) (Event, error) {
 	ev := Event{
 		ID: id.String(), Type: w.Type, Subject: w.Subject, Data: w.Data,
 		TraceParent: w.TraceParent, TraceState: w.TraceState, Body: body,
-		rawTime: w.Time, dataSchema: w.DataSchema, dataVersion: w.DataVersion,
+		rawTime: w.Time, dataSchema: w.DataSchema,
 	}
 	if w.Time != "" {
 		if t, err := time.Parse(time.RFC3339Nano, w.Time); err == nil {
@@ -129,16 +127,10 @@ func Decode(body []byte) (Event, error) {
 }
 
 // Version is the version of the event's data: the one its dataschema names
-// (…/<type>/v<N>.json, docs/CONTRACTS.md "Events"), or, from a producer that
-// predates dataschema, its dataversion. Producers still send dataversion so
-// that consumers which read only it keep working during a rolling deploy;
-// when an event has both, they must agree.
+// (…/<type>/v<N>.json, docs/CONTRACTS.md "Events").
 func (e Event) Version() (string, error) {
 	if e.dataSchema == "" {
-		if e.dataVersion == "" {
-			return "", errors.New("no dataschema or dataversion names the version of its data")
-		}
-		return e.dataVersion, nil
+		return "", errors.New("no dataschema names the version of its data")
 	}
 	prefix := "/" + e.Type + "/v"
 	i := strings.LastIndex(e.dataSchema, prefix)
@@ -148,9 +140,6 @@ func (e Event) Version() (string, error) {
 	}
 	if !ok || version == "" || strings.Trim(version, "0123456789") != "" {
 		return "", fmt.Errorf("dataschema %q does not name a version of %s's data (…/%s/v<N>.json)", clip(e.dataSchema), e.Type, e.Type)
-	}
-	if e.dataVersion != "" && e.dataVersion != version {
-		return "", fmt.Errorf("dataschema %q names version %s, dataversion says %q", clip(e.dataSchema), version, clip(e.dataVersion))
 	}
 	return version, nil
 }

@@ -148,7 +148,7 @@ func TestProcessorParksInvalidRowsAtOnce(t *testing.T) {
 func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) {
 	const starred = "note.starred"
 	body := func(id, key string) []byte {
-		return []byte(strings.Replace(string(noted(id, key, 3)), typeNoted, starred, 1))
+		return []byte(strings.Replace(string(noted(id, key, 3)), typeNoted, starred, -1)) // its type and its dataschema
 	}
 	sync, async := body(msgA, "k1"), body(msgB, "k2")
 	old := defaultRig()

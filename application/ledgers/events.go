@@ -288,7 +288,7 @@ func decodeData(data []byte, d any, common *paymentData) (ledger.Posting, error)
 	return common.posting()
 }
 
-// paymentCreatedV1 is the data of payment.created, dataversion 1.
+// paymentCreatedV1 is the data of payment.created, data version 1.
 type paymentCreatedV1 struct{ paymentData }
 
 func decodeCreatedV1(data []byte) (decoded, error) {
@@ -297,7 +297,7 @@ func decodeCreatedV1(data []byte) (decoded, error) {
 	return decoded{Posting: posting}, err
 }
 
-// paymentRefundedV1 is the data of payment.refunded, dataversion 1.
+// paymentRefundedV1 is the data of payment.refunded, data version 1.
 type paymentRefundedV1 struct {
 	paymentData
 	RefundID       string `json:"refund_id"`
@@ -323,7 +323,7 @@ func decodeRefundedV1(data []byte) (decoded, error) {
 	return decoded{Posting: posting}, nil
 }
 
-// paymentAuthorizedV1 is the data of payment.authorized, dataversion 1.
+// paymentAuthorizedV1 is the data of payment.authorized, data version 1.
 // capture_before is the payments service's business: when it passes, the
 // payments service cancels the payment through its outbox, and the ledger
 // releases the hold on that payment.canceled.
@@ -338,7 +338,7 @@ func decodeAuthorizedV1(data []byte) (decoded, error) {
 	return decoded{Posting: posting}, err
 }
 
-// paymentCapturedV1 is the data of payment.captured, dataversion 1.
+// paymentCapturedV1 is the data of payment.captured, data version 1.
 type paymentCapturedV1 struct {
 	paymentData
 	AmountAuthorized *int64 `json:"amount_authorized"`
@@ -363,7 +363,7 @@ func decodeCapturedV1(data []byte) (decoded, error) {
 	return decoded{Posting: posting, authorized: *d.AmountAuthorized}, nil
 }
 
-// paymentCanceledV1 is the data of payment.canceled, dataversion 1. The
+// paymentCanceledV1 is the data of payment.canceled, data version 1. The
 // reason is the payments service's; the ledger releases the hold whatever
 // it is.
 type paymentCanceledV1 struct {

@@ -28,13 +28,13 @@ func FuzzApply(f *testing.F) {
 		ref = "01a229a3-743d-7361-a2f4-805e63cbdf82"
 	)
 	for _, s := range []string{
-		`{"specversion":"1.0","id":"01a229a3-73a0-7214-b3b5-bf1dfc39f09e","type":"payment.created","source":"/payments","subject":"` + pay + `","time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","dataversion":"1","data":{"payment_id":"` + pay + `","amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
-		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f414e","type":"payment.refunded","source":"/payments","subject":"` + pay + `","time":"2026-11-29T12:00:01Z","dataversion":"1","data":{"payment_id":"` + pay + `","refund_id":"` + ref + `","amount":300,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":300}}`,
+		`{"specversion":"1.0","id":"01a229a3-73a0-7214-b3b5-bf1dfc39f09e","type":"payment.created","source":"/payments","subject":"` + pay + `","time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":"` + pay + `","amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
+		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f414e","type":"payment.refunded","source":"/payments","subject":"` + pay + `","time":"2026-11-29T12:00:01Z","dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v1.json","data":{"payment_id":"` + pay + `","refund_id":"` + ref + `","amount":300,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":300}}`,
 		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4150","type":"payment.captured","time":"2026-11-29T12:00:01Z","data":{}}`,
-		`{"specversion":"1.0","id":"01A229A3-743D-7E47-A1F1-0B0F350F4150","type":"payment.created","time":"2026-11-29T12:00:01Z","dataversion":"1","data":{"payment_id":"` + pay + `","amount":-5,"currency":"BRL","payer_id":"a","merchant_id":"b"}}`,
-		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4151","type":"payment.created","time":"2026-11-29T12:00:01Z","dataversion":"1","data":{"payment_id":"` + pay + `","amount":9223372036854775807,"currency":"XXX","payer_id":"a\u0000","merchant_id":"b"}}`,
-		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4152","type":"payment.refunded","time":"2026-11-29T12:00:01Z","dataversion":"2","data":{"payment_id":"` + pay + `"}}`,
-		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4153","type":"payment.created","time":"yesterday","dataversion":"1","data":null}`,
+		`{"specversion":"1.0","id":"01A229A3-743D-7E47-A1F1-0B0F350F4150","type":"payment.created","time":"2026-11-29T12:00:01Z","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":"` + pay + `","amount":-5,"currency":"BRL","payer_id":"a","merchant_id":"b"}}`,
+		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4151","type":"payment.created","time":"2026-11-29T12:00:01Z","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":"` + pay + `","amount":9223372036854775807,"currency":"XXX","payer_id":"a\u0000","merchant_id":"b"}}`,
+		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4152","type":"payment.refunded","time":"2026-11-29T12:00:01Z","dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v2.json","data":{"payment_id":"` + pay + `"}}`,
+		`{"specversion":"1.0","id":"01a229a3-743d-7e47-a1f1-0b0f350f4153","type":"payment.created","time":"yesterday","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":null}`,
 		`{"specversion":"0.3","id":"x","type":"payment.created"}`,
 		`{"id":"urn:uuid:01a229a3-743d-7e47-a1f1-0b0f350f4153","type":"payment.created"}`,
 		`{"specversion":"1.0","id":"{01a229a3-743d-7e47-a1f1-0b0f350f4153}","type":"t","data":"x"}`,

@@ -58,7 +58,7 @@ func TestTypesLearnedLaterAreAppliedOnce(t *testing.T) { // not parallel: LearnT
 	m := ledgerstest.NewFakeStore()
 	ctx := context.Background()
 	body := func(id, payment string) []byte {
-		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","time":"2026-11-29T12:00:00Z","dataversion":"1",
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments","time":"2026-11-29T12:00:00Z",
 "data":{"payment_id":%q,"amount":250,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, id, disputed, payment))
 	}
 	sync, async := body(msgA, paymentID), body(msgB, refundID)

@@ -31,14 +31,14 @@ const (
 
 func created(id string, amount int64) []byte {
 	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments",
-"subject":%q,"time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","dataversion":"1",
+"subject":%q,"time":"2026-11-29T12:00:00.123Z","datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json",
 "data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
 		id, paymentID, paymentID, amount))
 }
 
 func refunded(id string, amount, total int64) []byte {
 	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments",
-"subject":%q,"time":"2026-11-29T12:00:00.456Z","datacontenttype":"application/json","dataversion":"1",
+"subject":%q,"time":"2026-11-29T12:00:00.456Z","datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v1.json",
 "data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":%d}}`,
 		id, paymentID, paymentID, refundID, amount, total))
 }
@@ -201,7 +201,7 @@ func TestApplyRejectsBadMessages(t *testing.T) {
 		{"missing amount", strings.Replace(good, `"amount":1050,`, ``, 1), inbox.ErrInvalidEvent},
 		{"lower-case currency", strings.Replace(good, `"BRL"`, `"brl"`, 1), inbox.ErrInvalidEvent},
 		{"missing payer", strings.Replace(good, `"payer_id":"cus_1",`, ``, 1), inbox.ErrInvalidEvent},
-		{"unknown data version", strings.Replace(good, `"dataversion":"1"`, `"dataversion":"2"`, 1), inbox.ErrInvalidEvent},
+		{"unknown data version", strings.Replace(good, `/v1.json"`, `/v2.json"`, 1), inbox.ErrInvalidEvent},
 		{"bad time", strings.Replace(good, `2026-11-29T12:00:00.123Z`, `yesterday`, 1), inbox.ErrInvalidEvent},
 		{"no data", strings.Replace(good, `"data":{`, `"nodata":{`, 1), inbox.ErrInvalidEvent},
 		{"subject mismatch", strings.Replace(good, `"subject":"`+paymentID, `"subject":"`+refundID, 1), inbox.ErrInvalidEvent},

@@ -86,8 +86,8 @@ func TestAFactWaitsForItsOwnOpening(t *testing.T) {
 	n := 0
 	dispute := func(typ, id string, amount int64) []byte {
 		n++
-		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1f%04d","type":%q,"source":"/payments",
-"time":"2026-11-29T12:00:01Z","dataversion":"1",
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1f%04d","type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments",
+"time":"2026-11-29T12:00:01Z",
 "data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, n, typ, paymentID, id, amount))
 	}
 	m := ledgerstest.NewFakeStore()
@@ -124,14 +124,14 @@ func TestAFactWaitsForItsOwnOpening(t *testing.T) {
 	// is refused for good, not posted and not left waiting.
 	const canceledID = "7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a9"
 	for _, body := range []string{
-		`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa001","type":"payment.authorized","source":"/payments","time":"2026-11-29T12:00:00Z","dataversion":"1",
+		`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa001","type":"payment.authorized","source":"/payments","time":"2026-11-29T12:00:00Z","dataschema":"https://payments-outbox.example/schemas/events/payment.authorized/v1.json",
 "data":{"payment_id":"` + canceledID + `","amount":700,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","capture_before":"2026-12-06T12:00:00Z"}}`,
-		`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa002","type":"payment.canceled","source":"/payments","time":"2026-11-29T12:00:00Z","dataversion":"1",
+		`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa002","type":"payment.canceled","source":"/payments","time":"2026-11-29T12:00:00Z","dataschema":"https://payments-outbox.example/schemas/events/payment.canceled/v1.json",
 "data":{"payment_id":"` + canceledID + `","amount":700,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","cancellation_reason":"expired"}}`,
 	} {
 		applies("a payment authorized then canceled", []byte(body))
 	}
-	body := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa003","type":%q,"source":"/payments","time":"2026-11-29T12:00:01Z","dataversion":"1",
+	body := []byte(fmt.Sprintf(`{"specversion":"1.0","id":"0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa003","type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[1]s/v1.json","source":"/payments","time":"2026-11-29T12:00:01Z",
 "data":{"payment_id":%q,"refund_id":%q,"amount":100,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, opened, canceledID, dispute2))
 	res, err := svc.Apply(ctx, body)
 	if err != nil || res.Disposition != inbox.Parked || !strings.Contains(m.Inbox()["0b7e2f5e-7c41-4c55-9a57-3a3d0c1fa003"].Error, ledger.ErrPaymentConflict.Error()) {

@@ -109,14 +109,10 @@ type cloudEvent struct {
 	Time            string `json:"time"`
 	DataContentType string `json:"datacontenttype"`
 	// DataSchema is the $id of the data's JSON Schema in api/events, which
-	// names its version: CloudEvents' own attribute for what DataVersion said.
+	// names its version (…/<type>/v<N>.json): CloudEvents' own attribute
+	// for it, and the one consumers read.
 	DataSchema string `json:"dataschema"`
-	// DataVersion is deprecated: the ledger reads DataSchema first, but a
-	// ledger deployed before it existed reads only this, and would dead-letter
-	// every event without it during a rolling deploy. Drop it once no such
-	// consumer is left.
-	DataVersion string `json:"dataversion"`
-	Data        any    `json:"data"`
+	Data       any    `json:"data"`
 	// TraceParent and TraceState are the CloudEvents distributed-tracing
 	// extension: the W3C trace context of the call whose write recorded the
 	// event, left out when it was not traced. The envelope's schema allows extension
@@ -125,7 +121,7 @@ type cloudEvent struct {
 	TraceState  string `json:"tracestate,omitempty"`
 }
 
-// createdV1 is the data of payment.created, dataversion 1.
+// createdV1 is the data of payment.created, data version 1.
 type createdV1 struct {
 	PaymentID  string `json:"payment_id"`
 	Amount     int64  `json:"amount"`
@@ -134,7 +130,7 @@ type createdV1 struct {
 	MerchantID string `json:"merchant_id"`
 }
 
-// refundedV1 is the data of payment.refunded, dataversion 1. It repeats the
+// refundedV1 is the data of payment.refunded, data version 1. It repeats the
 // parties so a consumer can post the refund before it has seen the payment.
 type refundedV1 struct {
 	PaymentID      string `json:"payment_id"`
@@ -146,7 +142,7 @@ type refundedV1 struct {
 	RefundedAmount int64  `json:"refunded_amount"` // total after this refund
 }
 
-// authorizedV1 is the data of payment.authorized, dataversion 1: an amount
+// authorizedV1 is the data of payment.authorized, data version 1: an amount
 // held for the merchant until capture_before, not yet moved.
 type authorizedV1 struct {
 	PaymentID     string `json:"payment_id"`
@@ -157,7 +153,7 @@ type authorizedV1 struct {
 	CaptureBefore string `json:"capture_before"` // deadlineLayout
 }
 
-// capturedV1 is the data of payment.captured, dataversion 1. It carries the
+// capturedV1 is the data of payment.captured, data version 1. It carries the
 // authorized amount and the part released, so that a consumer releases the
 // whole hold without having to have seen the authorization's amount.
 type capturedV1 struct {
@@ -170,7 +166,7 @@ type capturedV1 struct {
 	AmountReleased   int64  `json:"amount_released"` // amount_authorized - amount
 }
 
-// canceledV1 is the data of payment.canceled, dataversion 1: the whole
+// canceledV1 is the data of payment.canceled, data version 1: the whole
 // authorized amount is released.
 type canceledV1 struct {
 	PaymentID          string `json:"payment_id"`
@@ -236,6 +232,6 @@ func EncodeEvent(id string, e payment.Event, tc TraceContext) ([]byte, error) {
 		SpecVersion: specVersion, ID: id, Type: e.EventType(), Source: eventSource,
 		Subject: string(e.AggregateID()), Time: e.OccurredAt().UTC().Format(timeLayout),
 		DataContentType: "application/json", DataSchema: eventSchemaBase + e.EventType() + "/v" + form.dataVersion + ".json",
-		DataVersion: form.dataVersion, Data: data, TraceParent: tc.Parent, TraceState: tc.State,
+		Data: data, TraceParent: tc.Parent, TraceState: tc.State,
 	})
 }

@@ -244,7 +244,7 @@ func (f *fixture) endpoint(t *testing.T, who access.Principal, events ...string)
 func (f *fixture) event(t *testing.T, merchant string) string {
 	t.Helper()
 	id := uuid.NewString()
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":%q,"dataversion":"1","data":{"merchant_id":%q}}`, id, f.clock.now().Format(time.RFC3339), merchant)
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":%q,"dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"merchant_id":%q}}`, id, f.clock.now().Format(time.RFC3339), merchant)
 	if _, err := f.recv.Receive(context.Background(), []byte(body)); err != nil {
 		t.Fatal(err)
 	}
@@ -610,13 +610,13 @@ func TestAnAmountOverTheLimitIsDeliveredToNoOne(t *testing.T) {
 	f := newFixture(t, webhooks.WorkerConfig{})
 	f.endpoint(t, merchantA, webhooks.AllEvents)
 	for _, data := range []string{`"amount":1000000000000`, `"amount":1,"refunded_amount":9223372036854775807`, `"amount":100,"amount_authorized":1000000000000`} {
-		body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-01-01T00:00:00Z","dataversion":"1","data":{"merchant_id":"mer_a",%s}}`, uuid.NewString(), data)
+		body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-01-01T00:00:00Z","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"merchant_id":"mer_a",%s}}`, uuid.NewString(), data)
 		_, err := f.recv.Receive(context.Background(), []byte(body))
 		if !errors.Is(err, inbox.ErrInvalidEvent) || !strings.Contains(err.Error(), webhooks.ErrAmountLimit.Error()) {
 			t.Errorf("%s: got %v, want ErrInvalidEvent for the amount limit", data, err)
 		}
 	}
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-01-01T00:00:00Z","dataversion":"1","data":{"merchant_id":"mer_a","amount":999999999999}}`, uuid.NewString())
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-01-01T00:00:00Z","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"merchant_id":"mer_a","amount":999999999999}}`, uuid.NewString())
 	if _, err := f.recv.Receive(context.Background(), []byte(body)); err != nil {
 		t.Errorf("the limit itself: %v, want accepted", err)
 	}

@@ -31,7 +31,7 @@ func TestInboxCommands(t *testing.T) {
 	defer pool.Close()
 	event := func(id, typ string) string {
 		p := uuid.NewString()
-		return fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","time":"2026-11-29T12:00:00Z","dataversion":"1","data":{"payment_id":%q,"amount":100,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, id, typ, p)
+		return fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments","time":"2026-11-29T12:00:00Z","data":{"payment_id":%q,"amount":100,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, id, typ, p)
 	}
 	pending, parked, unknown := uuid.NewString(), uuid.NewString(), uuid.NewString()
 	for _, r := range []struct {

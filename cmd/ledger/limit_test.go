@@ -85,7 +85,7 @@ func testForgedOverTheLimit(t *testing.T, mode string) {
 	merchant := "mer_" + uuid.NewString()[:8]
 	event := func(typ string, amount int64, extra string) (id, paymentID, body string) {
 		id, paymentID = uuid.NewString(), uuid.NewString()
-		body = fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":%q%s}}`,
+		body = fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_1","merchant_id":%q%s}}`,
 			id, typ, paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, amount, merchant, extra)
 		return id, paymentID, body
 	}

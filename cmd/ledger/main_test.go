@@ -198,7 +198,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	client := &http.Client{Transport: bearer(operatorToken, apitest.New(t, apidoc.Ledger()).Transport(t, nil))}
 
 	paymentID, merchant := uuid.NewString(), "mer_"+uuid.NewString()[:8]
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
 		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, merchant)
 	if _, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body),
 		MessageAttributes: awstest.SNSAttributes(testKey.Sign([]byte(body)))}); err != nil {
@@ -208,7 +208,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 	var balance struct {
 		Balances []struct {
 			Currency string `json:"currency"`
-			Balance  int64  `json:"balance"`
+			Posted   int64  `json:"posted"`
 		} `json:"balances"`
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -227,7 +227,7 @@ func testServe(t *testing.T, mode string, wantMetrics []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(balance.Balances) != 1 || balance.Balances[0].Balance != 1050 || balance.Balances[0].Currency != "BRL" {
+	if len(balance.Balances) != 1 || balance.Balances[0].Posted != 1050 || balance.Balances[0].Currency != "BRL" {
 		t.Errorf("balance: got %+v, want 1050 BRL", balance)
 	}
 	ops := apitest.New(t, apidoc.Ops()).Client(t)
@@ -360,8 +360,8 @@ func TestReconcileExitStatus(t *testing.T) {
 	// One payment with one refund, in both databases.
 	paymentID, refundID := uuid.NewString(), uuid.NewString()
 	at := time.Now().Add(-time.Hour)
-	if _, err := payments.Exec(ctx, `INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
-		VALUES ($1, 1000, 300, 'BRL', 'partially_refunded', 'cus_1', 'mer_1', $2, $2)`, paymentID, at); err != nil {
+	if _, err := payments.Exec(ctx, `INSERT INTO payments (id, amount, amount_captured, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+		VALUES ($1, 1000, 1000, 300, 'BRL', 'partially_refunded', 'cus_1', 'mer_1', $2, $2)`, paymentID, at); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := payments.Exec(ctx, `INSERT INTO refunds (id, payment_id, amount, created_at) VALUES ($1, $2, 300, $3)`, refundID, paymentID, at); err != nil {
@@ -374,8 +374,8 @@ func TestReconcileExitStatus(t *testing.T) {
 		}
 	}
 	ts := at.UTC().Format(time.RFC3339Nano)
-	apply(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","time":%q,"dataversion":"1","data":{"payment_id":%q,"amount":1000,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, uuid.NewString(), ts, paymentID))
-	apply(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","time":%q,"dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":300,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":300}}`, uuid.NewString(), ts, paymentID, refundID))
+	apply(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","time":%q,"dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":1000,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`, uuid.NewString(), ts, paymentID))
+	apply(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","time":%q,"dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v1.json","data":{"payment_id":%q,"refund_id":%q,"amount":300,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1","refunded_amount":300}}`, uuid.NewString(), ts, paymentID, refundID))
 
 	var out bytes.Buffer
 	if err := run(ctx, []string{"reconcile", "--payments-database-url", paymentsURL}, getenvFrom(env), &out, nil); err != nil {

@@ -66,7 +66,7 @@ func TestForgedEventsAreNeverPosted(t *testing.T) {
 
 	event := func(amount int64, currency, merchant string) (paymentID string, body []byte) {
 		paymentID = uuid.NewString()
-		return paymentID, fmt.Appendf(nil, `{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":%q,"payer_id":"cus_1","merchant_id":%q}}`,
+		return paymentID, fmt.Appendf(nil, `{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":%d,"currency":%q,"payer_id":"cus_1","merchant_id":%q}}`,
 			uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, amount, currency, merchant)
 	}
 	merchant := "mer_" + uuid.NewString()[:8]

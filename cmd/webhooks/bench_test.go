@@ -432,7 +432,7 @@ func (st *benchStack) events(n int, merchants []string) benchEvents {
 	es := make(benchEvents, n)
 	for i := range es {
 		id, paymentID, merchant := uuid.NewString(), uuid.NewString(), merchants[i%len(merchants)]
-		body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
+		body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
 			id, paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, merchant)
 		es[i] = &benchEvent{id: id, merchant: merchant, body: []byte(body)}
 	}

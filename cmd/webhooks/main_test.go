@@ -301,7 +301,7 @@ func (s *service) endpoint(t *testing.T, merchant string, r *receiver, events ..
 func (s *service) publish(t *testing.T, merchant string) string {
 	t.Helper()
 	id, paymentID := uuid.NewString(), uuid.NewString()
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":%q}}`,
 		id, paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, merchant)
 	if _, err := s.tq.SNS.Publish(context.Background(), &sns.PublishInput{TopicArn: aws.String(s.tq.TopicARN), Message: aws.String(body),
 		MessageAttributes: awstest.SNSAttributes(testKey.Sign([]byte(body)))}); err != nil {

@@ -42,7 +42,7 @@ func TestForgedEventsAreNeverDelivered(t *testing.T) {
 
 	event := func(typ string, amount int64, currency string) []byte {
 		paymentID := uuid.NewString()
-		return fmt.Appendf(nil, `{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":%q,"payer_id":"cus_1","merchant_id":"mer_a"}}`,
+		return fmt.Appendf(nil, `{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","data":{"payment_id":%q,"amount":%d,"currency":%q,"payer_id":"cus_1","merchant_id":"mer_a"}}`,
 			uuid.NewString(), typ, paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID, amount, currency)
 	}
 	genuine := event("payment.created", 1050, "BRL")

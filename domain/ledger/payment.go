@@ -10,7 +10,7 @@ import (
 // refunded for it. It is how the ledger checks what it is told: a capture
 // no larger than the hold, one capture, a cancellation only of an open hold,
 // refunds never past what was captured. Storage keeps one per payment and
-// the database holds the same limits (migrations/ledger 00008), so a rule
+// the database holds the same limits (ledger_payments' CHECKs), so a rule
 // this type forgot would still be refused at commit.
 //
 // A payment captured at once (payment.created) has no hold: what it

@@ -14,9 +14,8 @@ import (
 //
 // It reads the AWS JSON protocol the SDK speaks to SQS, where a message's
 // body is a JSON string, so the CloudEvents id of an event appears as
-// \"id\":\"<uuid>\" — with a space after the colon in a body Postgres
-// rendered, as the outbox did while its payload was jsonb (before migration
-// 00009). Only ReceiveMessage replies carry bodies.
+// \"id\":\"<uuid>\", or with a space after the colon in a body an encoder
+// spaced. Only ReceiveMessage replies carry bodies.
 type deliveries struct {
 	mu     sync.Mutex
 	counts map[string]int

@@ -184,7 +184,7 @@ func publishPayments(t *testing.T, tq *awstest.TopicQueue, n int) []string {
 		for i := 0; i < 10 && len(ids) < n; i++ {
 			id := uuid.NewString()
 			ids = append(ids, id)
-			body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_r","merchant_id":"mer_r"}}`,
+			body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":"cus_r","merchant_id":"mer_r"}}`,
 				uuid.NewString(), id, time.Now().UTC().Format(time.RFC3339Nano), id, 100+len(ids))
 			entries = append(entries, snstypes.PublishBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), Message: aws.String(body),
 				MessageAttributes: awstest.SNSAttributes(restartKey.Sign([]byte(body)))})

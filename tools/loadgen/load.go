@@ -241,9 +241,9 @@ func rawWrite(pool *pgxpool.Pool, notify bool) op {
 		}
 		s := w.payment
 		b := &pgx.Batch{}
-		b.Queue(`INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			string(s.ID), s.AmountMinor, s.RefundedMinor, s.Currency, string(s.Status), s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
+		b.Queue(`INSERT INTO payments (id, amount, amount_captured, refunded_amount, currency, status, payer_id, merchant_id, description, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			string(s.ID), s.AmountMinor, s.CapturedMinor, s.RefundedMinor, s.Currency, string(s.Status), s.PayerID, s.MerchantID, s.Description, s.CreatedAt, s.UpdatedAt)
 		b.Queue(`INSERT INTO outbox (id, type, aggregate_id, payload) VALUES ($1, $2, $3, $4)`,
 			w.outboxRow()...)
 		if notify {

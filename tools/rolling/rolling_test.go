@@ -194,7 +194,7 @@ func stop(t *testing.T, ps ...*proc.Process) {
 func sendForgery(t *testing.T, fixture *awstest.TopicQueue) string {
 	t.Helper()
 	paymentID := uuid.NewString()
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":9999999900,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":9999999900,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
 		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID)
 	if _, err := fixture.SQS.SendMessage(t.Context(), &awssqs.SendMessageInput{QueueUrl: aws.String(fixture.QueueURL), MessageBody: aws.String(body)}); err != nil {
 		t.Fatal(err)
@@ -223,9 +223,9 @@ func metric(t *testing.T, p *proc.Process, name string) float64 {
 }
 
 // noPreviousRelease starts the reason the test skips with when
-// deploy/PREVIOUS_RELEASE is none: a project before its first release has no
-// release to roll from, and a fork of this repository is one until it ships
-// (scripts/fork.sh writes none). tools/testrun lets CI pass this skip, and no
+// deploy/PREVIOUS_RELEASE is none: a project before the first release of its
+// schema has no release to roll from, and a fork of this repository is one
+// until it ships (scripts/fork.sh writes none). tools/testrun lets CI pass this skip, and no
 // other (its expectedSkips quotes this text).
 const noPreviousRelease = "no previous release to roll from: deploy/PREVIOUS_RELEASE is none"
 
@@ -248,7 +248,9 @@ func previousRelease(t *testing.T) string {
 		}
 	}
 	if len(lines) == 1 && lines[0] == "none" {
-		t.Skip(noPreviousRelease + ": this project has not shipped; when its first release ships, write that release's commit there (docs/FORKING.md)")
+		t.Skip(noPreviousRelease + ": no release of this schema has shipped yet, so there is nothing to roll from " +
+			"(a release whose migrations are not this checkout's baseline and its successors cannot upgrade to it); " +
+			"when the first release ships, write its commit there (docs/FORKING.md)")
 	}
 	if len(lines) != 1 || len(lines[0]) != 40 {
 		t.Fatalf("deploy/PREVIOUS_RELEASE holds %q besides its comments, want one line: the previous release's full commit hash, or none", lines)

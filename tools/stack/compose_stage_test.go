@@ -513,7 +513,7 @@ func (st *stage) balance(ctx context.Context, account string) (int64, error) {
 	var b struct {
 		Balances []struct {
 			Currency string `json:"currency"`
-			Balance  int64  `json:"balance"`
+			Posted   int64  `json:"posted"`
 		} `json:"balances"`
 	}
 	if err := json.Unmarshal(body, &b); err != nil {
@@ -521,7 +521,7 @@ func (st *stage) balance(ctx context.Context, account string) (int64, error) {
 	}
 	for _, c := range b.Balances {
 		if c.Currency == trafficCurrency {
-			return c.Balance, nil
+			return c.Posted, nil
 		}
 	}
 	return 0, nil

@@ -14,8 +14,8 @@ type expectedSkip struct {
 
 // expectedSkips lists every skip that CI lets pass.
 var expectedSkips = []expectedSkip{{
-	// A project before its first release has no release to roll from, and
-	// a fork is one until it ships: scripts/fork.sh writes none in
+	// A project before the first release of its schema has no release to
+	// roll from, and a fork is one until it ships: scripts/fork.sh writes none in
 	// deploy/PREVIOUS_RELEASE, and docs/FORKING.md says to write the first
 	// release's commit there. Any other skip of the test fails CI, as a
 	// previous release missing from a shallow clone does.

@@ -157,7 +157,7 @@ func (s *services) balance(ctx context.Context, t *testing.T, account, currency 
 	var b struct {
 		Balances []struct {
 			Currency string `json:"currency"`
-			Balance  int64  `json:"balance"`
+			Posted   int64  `json:"posted"`
 		} `json:"balances"`
 	}
 	if res.StatusCode != http.StatusOK {
@@ -168,7 +168,7 @@ func (s *services) balance(ctx context.Context, t *testing.T, account, currency 
 	}
 	for _, c := range b.Balances {
 		if c.Currency == currency {
-			return c.Balance, res.StatusCode
+			return c.Posted, res.StatusCode
 		}
 	}
 	return 0, res.StatusCode

@@ -552,7 +552,7 @@ func (w *walk) balance(ctx context.Context, account string) (int64, error) {
 	var b struct {
 		Balances []struct {
 			Currency string `json:"currency"`
-			Balance  int64  `json:"balance"`
+			Posted   int64  `json:"posted"`
 		} `json:"balances"`
 	}
 	if err := json.Unmarshal(res.body, &b); err != nil {
@@ -560,7 +560,7 @@ func (w *walk) balance(ctx context.Context, account string) (int64, error) {
 	}
 	for _, c := range b.Balances {
 		if c.Currency == "BRL" {
-			return c.Balance, nil
+			return c.Posted, nil
 		}
 	}
 	return 0, nil

@@ -1,5 +1,5 @@
 // Package apikeystore is the Postgres store of API keys (access.Store), in
-// the payments database: table api_keys, migrations/payments 00006. It keeps
+// the payments database: table api_keys, migrations/payments. It keeps
 // each key's hash and public part, never the key.
 package apikeystore
 

@@ -9,9 +9,9 @@
 // writes with, bound to a transaction (New's repos), and adds its own
 // tables' queries and the mapping of its own commit errors (ledgerstore and
 // webhookstore do both for theirs). The table is created by the consumer's
-// migrations, each consumer having its database: migrations/ledger 00001,
-// 00004 and 00005 are the ledger's, migrations/webhooks 00001 the webhooks
-// service's, and a new consumer's migrations create the same table.
+// migrations, each consumer having its database: migrations/ledger for the
+// ledger, migrations/webhooks for the webhooks service, and a new consumer's
+// migrations create the same table.
 package inboxstore
 
 import (

@@ -90,7 +90,7 @@ func TestBalancesAreKeptByTheDatabase(t *testing.T) {
 	if b := balance(t, svc, "merchant:mer_1"); b != 10 {
 		t.Errorf("merchant: got %d, want 10", b)
 	}
-	// A name outside the chart — the raw ids the ledger used to write — is
+	// A name outside the chart — a raw payer or merchant id — is
 	// refused by the database itself.
 	tx, err := pool.Begin(ctx)
 	if err != nil {

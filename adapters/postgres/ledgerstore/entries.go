@@ -10,7 +10,7 @@ import (
 )
 
 // AccountEntries implements ledgers.Reader with keyset pagination on
-// ledger_entries_account_id_idx (account_id, id DESC), migrations/ledger/00009:
+// ledger_entries_account_id_idx (account_id, id DESC), migrations/ledger:
 // the page is the index range below the cursor, never an OFFSET. Each
 // entry comes with its transaction and every leg of it, read by
 // transaction id, in the same statement.

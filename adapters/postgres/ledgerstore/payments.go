@@ -15,7 +15,7 @@ import (
 // It lives with the ledger because reconciliation is the ledger's question,
 // but it reads only the view ledger_facts, in which the payments service
 // states every fact the ledger must have posted, and between which parties
-// (migrations/payments/00005_ledger_facts.sql, 00013). So the ledger knows none of
+// (migrations/payments, which says how to extend it). So the ledger knows none of
 // the payments tables, a new kind of fact needs nothing here, and the role
 // it connects as needs SELECT on that view alone.
 type PaymentsDB struct {

@@ -52,7 +52,7 @@ func TestEveryKindIsInLedgerFacts(t *testing.T) {
 	}
 	for _, k := range ledgers.Kinds() {
 		if !slices.Contains(inView, k) {
-			t.Errorf("the ledger posts facts of kind %q but the payments database's view ledger_facts has no branch of that kind, so reconcile cannot find them: add one with CREATE OR REPLACE VIEW in a payments migration (see migrations/payments/00005_ledger_facts.sql)", k)
+			t.Errorf("the ledger posts facts of kind %q but the payments database's view ledger_facts has no branch of that kind, so reconcile cannot find them: add one with CREATE OR REPLACE VIEW in a payments migration (migrations/payments/00001_payments.sql says how)", k)
 		}
 	}
 	for _, k := range inView {
@@ -173,7 +173,7 @@ func TestEveryStatusHasAReconcileRule(t *testing.T) {
 	for _, s := range statuses {
 		rule, ok := reconcileRules[s]
 		if !ok {
-			t.Errorf("payment status %q has no reconcile rule: decide, for each kind the ledger posts, how many facts a payment in it is, add that to reconcileRules, and make ledger_facts agree in a payments migration (migrations/payments/00010_ledger_facts_by_status.sql)", s)
+			t.Errorf("payment status %q has no reconcile rule: decide, for each kind the ledger posts, how many facts a payment in it is, add that to reconcileRules, and make ledger_facts agree in a payments migration (migrations/payments/00001_payments.sql says how)", s)
 			continue
 		}
 		for _, k := range ledgers.Kinds() {

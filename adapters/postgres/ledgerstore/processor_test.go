@@ -270,7 +270,7 @@ func TestUnapplicableRowIsParkedAtOnce(t *testing.T) {
 	record(t, svc, good.body())
 	broken := uuid.NewString()
 	if _, err := pool.Exec(context.Background(), `INSERT INTO inbox_messages (id, type, payload, received_at) VALUES ($1, 'payment.created', $2, now())`,
-		broken, fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-11-29T12:00:00Z","dataversion":"1","data":{"payment_id":"nope"}}`, broken)); err != nil {
+		broken, fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","time":"2026-11-29T12:00:00Z","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":"nope"}}`, broken)); err != nil {
 		t.Fatal(err)
 	}
 	drain(t, newProcessor(t, store, nil, inbox.ProcessorConfig{}))

@@ -66,7 +66,7 @@ func (s *Store) ClaimPending(ctx context.Context, c inbox.Claim, fn func(context
 
 // balanceLimit wraps err in ledger.ErrBalanceLimit when it is SQLSTATE
 // 22003, numeric_value_out_of_range: the commit's trigger found a balance
-// that would pass bigint (migration 00006). Its message names the account.
+// that would pass bigint (ledger_balance_limit). Its message names the account.
 // A retry would be refused the same way, so it is inbox.ErrPermanent too:
 // the inbox parks the message.
 func balanceLimit(err error) error {

@@ -44,7 +44,7 @@ type event struct {
 
 func (e event) body() []byte {
 	ts := e.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	const envelope = `{"specversion":"1.0","id":%q,"type":%q,"source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q`
+	const envelope = `{"specversion":"1.0","id":%q,"type":%q,"dataschema":"https://payments-outbox.example/schemas/events/%[2]s/v1.json","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q`
 	switch e.typ {
 	case ledgers.TypePaymentAuthorized:
 		return []byte(fmt.Sprintf(envelope+`,"capture_before":%q}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant,
@@ -56,10 +56,10 @@ func (e event) body() []byte {
 		return []byte(fmt.Sprintf(envelope+`,"cancellation_reason":"requested_by_customer"}}`, e.id, e.typ, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 	}
 	if e.refundID == "" {
-		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
+		return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q}}`,
 			e.id, e.paymentID, ts, e.paymentID, e.amount, e.payer, e.merchant))
 	}
-	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
+	return []byte(fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.refunded","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.refunded/v1.json","data":{"payment_id":%q,"refund_id":%q,"amount":%d,"currency":"BRL","payer_id":%q,"merchant_id":%q,"refunded_amount":%d}}`,
 		e.id, e.paymentID, ts, e.paymentID, e.refundID, e.amount, e.payer, e.merchant, e.total))
 }
 
@@ -146,17 +146,6 @@ func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
 // under: a transaction of the consumer always begins with its message's row.
 func inboxMessage(tx ledger.Transaction) inbox.Message {
 	return inbox.Message{ID: tx.MessageID(), Type: ledgers.TypePaymentCreated, Payload: []byte(`{}`), ReceivedAt: time.Now()}
-}
-
-// declared returns the registry's postings of kind, for a test that posts a
-// transaction directly, as the handler would.
-func declared(t testing.TB, kind ledger.Kind) ledger.Postings {
-	t.Helper()
-	d, ok := ledgers.PostingsOf(kind)
-	if !ok {
-		t.Fatalf("the registry declares no kind %q", kind)
-	}
-	return d
 }
 
 func TestSameEventThreeTimesPostsOnce(t *testing.T) {
@@ -495,8 +484,8 @@ func TestConcurrentWorkersMatchThePaymentsDatabase(t *testing.T) {
 func insertPayment(t testing.TB, pool *pgxpool.Pool, p event) {
 	t.Helper()
 	_, err := pool.Exec(context.Background(), `
-		INSERT INTO payments (id, amount, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
-		VALUES ($1, $2, 0, 'BRL', 'created', $3, $4, $5, $5)`, p.paymentID, p.amount, p.payer, p.merchant, p.at)
+		INSERT INTO payments (id, amount, amount_captured, refunded_amount, currency, status, payer_id, merchant_id, created_at, updated_at)
+		VALUES ($1, $2, $2, 0, 'BRL', 'created', $3, $4, $5, $5)`, p.paymentID, p.amount, p.payer, p.merchant, p.at)
 	if err != nil {
 		t.Fatalf("insert payment: %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 // number of relays claim side by side, each its own rows. Due first, so a
 // row waiting for its retry waits behind its backoff and never in front of
 // new rows. It reads the partial index outbox_pending_idx in its order
-// (migrations/payments/00015). The last column says the row is due: always,
+// (migrations/payments). The last column says the row is due: always,
 // here; ordered mode's claims (ordered.go) read rows that are not.
 const claimDueSQL = `
 SELECT id, aggregate_id, type, payload, attempts, created_at, traceparent, tracestate, true

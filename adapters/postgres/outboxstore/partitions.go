@@ -24,7 +24,8 @@ func (s *Store) Partitions(ctx context.Context) (int, error) {
 }
 
 // pendingIndexes are the two per-partition pending indexes for a partition
-// count: their names and definitions, as migration 00007 creates them for 64.
+// count: their names and definitions, as the payments migration creates them
+// for 64.
 func pendingIndexes(n int) [][2]string {
 	return [][2]string{
 		{fmt.Sprintf("outbox_pending_p%d_idx", n), fmt.Sprintf(

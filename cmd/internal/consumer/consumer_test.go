@@ -110,7 +110,7 @@ func TestAFourthConsumerStartsFromTheSkeleton(t *testing.T) {
 	}
 
 	paymentID := uuid.NewString()
-	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataversion":"1","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
+	body := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.created","source":"/payments","subject":%q,"time":%q,"datacontenttype":"application/json","dataschema":"https://payments-outbox.example/schemas/events/payment.created/v1.json","data":{"payment_id":%q,"amount":1050,"currency":"BRL","payer_id":"cus_1","merchant_id":"mer_1"}}`,
 		uuid.NewString(), paymentID, time.Now().UTC().Format(time.RFC3339Nano), paymentID)
 	if _, err := tq.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(tq.TopicARN), Message: aws.String(body),
 		MessageAttributes: awstest.SNSAttributes(payments.Sign([]byte(body)))}); err != nil {

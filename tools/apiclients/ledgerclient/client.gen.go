@@ -218,9 +218,6 @@ type CurrencyBalance struct {
 	// Available What the account holds to pay out, which is what was posted. Held money is not available until it is captured.
 	Available int64 `json:"available"`
 
-	// Balance `posted`, under the name it had before holds: kept for the clients that read it.
-	Balance int64 `json:"balance"`
-
 	// Currency An ISO 4217 code, upper-case.
 	Currency Currency `json:"currency"`
 
