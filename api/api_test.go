@@ -36,14 +36,16 @@ var documents = []struct {
 		// The ops listener's; payments rate-limits its keys, the ledger's
 		// tokens are operators'; the ledger takes no request body, nor an
 		// Idempotency-Key.
-		[]string{"not-ready", "rate-limited", "malformed-body", "unsupported-media-type", "body-too-large", "invalid-idempotency-key"}},
+		[]string{"not-ready", "rate-limited", "malformed-body", "unsupported-media-type", "body-too-large",
+			"invalid-idempotency-key", "idempotency-key-reused", "idempotency-key-in-flight"}},
 	{api.WebhooksFile, api.Webhooks(), []string{"../adapters/httpserver", "../adapters/webhooksapi"},
 		[]string{"not-ready"}}, // the ops listener's
 	{api.OpsFile, api.Ops(), []string{"../adapters/httpserver"},
 		// The APIs' answers: the ops routes need no credentials, reach no
 		// store, take no body and list nothing.
 		[]string{"authentication-required", "malformed-credentials", "invalid-credentials", "rate-limited", "unavailable", "client-closed-request",
-			"malformed-body", "unsupported-media-type", "body-too-large", "invalid-query-parameter", "invalid-idempotency-key"}},
+			"malformed-body", "unsupported-media-type", "body-too-large", "invalid-query-parameter",
+			"invalid-idempotency-key", "idempotency-key-reused", "idempotency-key-in-flight"}},
 }
 
 // TestDocumentsAreValid: each document loads, is a valid OpenAPI 3.1

@@ -29,6 +29,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -425,7 +426,7 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	lock := paymentstore.LockName(&payments.IdempotencyKey{Merchant: "mer_1", Key: "key-busy"}) // createBody's merchant
+	lock := (&idempotency.Key{Merchant: "mer_1", Key: "key-busy"}).Scoped() // createBody's merchant
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 7231))`, lock); err != nil {
 		t.Fatal(err)
 	}

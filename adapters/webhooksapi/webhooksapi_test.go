@@ -344,8 +344,8 @@ func TestCreateIsRefusedAsTheServiceSays(t *testing.T) {
 
 // TestIdempotencyKey: a retry with the same key and body answers the
 // endpoint the first request created, never its secret; another body is
-// refused; a key not of the form, or sent twice, is refused before the
-// use case.
+// refused; a key not of the form (application/idempotency's rule, which
+// the fake service applies as the use cases do), or sent twice, is refused.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, slog.New(slog.DiscardHandler), webhooksapi.Config{})
