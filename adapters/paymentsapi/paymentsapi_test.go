@@ -22,6 +22,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
@@ -419,23 +420,23 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("refunded_amount = %v, want 300", got)
 	}
 
-	// While a request holds the key, a twin gets 409 with Retry-After.
+	// While a request holds the key, a twin gets 409 with Retry-After: a
+	// transaction here takes the key as a request's would.
 	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
+	held, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Release()
-	lock := (&idempotency.Key{Merchant: "mer_1", Key: "key-busy"}).Scoped() // createBody's merchant
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 7231))`, lock); err != nil {
+	defer func() { _ = held.Rollback(ctx) }()
+	if err := postgres.LockKey(ctx, held, &idempotency.Key{Merchant: "mer_1", Key: "key-busy"}); err != nil { // createBody's merchant
 		t.Fatal(err)
 	}
 	busy := create(t, srv, "Idempotency-Key", "key-busy")
 	assertProblem(t, busy, 409, "/problems/idempotency-key-in-flight")
-	if busy.header.Get("Retry-After") == "" {
-		t.Error("409 in flight without Retry-After")
+	if busy.header.Get("Retry-After") != "1" {
+		t.Errorf("409 in flight: Retry-After %q, want 1", busy.header.Get("Retry-After"))
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7231))`, lock); err != nil {
+	if err := held.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if res := create(t, srv, "Idempotency-Key", "key-busy"); res.status != 201 {
