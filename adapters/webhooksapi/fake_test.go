@@ -34,6 +34,10 @@ type fakeService struct {
 	lists        []webhooks.ListEndpoints
 }
 
+// keyInFlight is a key the fake holds as if its first request never
+// finished: every request with it meets idempotency.ErrKeyInFlight.
+const keyInFlight = "in-flight"
+
 type idemEntry struct {
 	request string
 	answer  webhooks.Created
@@ -79,6 +83,9 @@ func (f *fakeService) Create(_ context.Context, c webhooks.CreateEndpoint) (webh
 	request := fmt.Sprintf("%s|%s|%q|%s", m, c.URL, c.EnabledEvents, c.Description)
 	if _, err := idempotency.NewKey(m, c.IdempotencyKey); err != nil {
 		return webhooks.Created{}, err
+	}
+	if c.IdempotencyKey == keyInFlight {
+		return webhooks.Created{}, idempotency.ErrKeyInFlight
 	}
 	idem := m + "\x00" + c.IdempotencyKey
 	if c.IdempotencyKey != "" {
@@ -275,6 +282,9 @@ func (f *fakeService) Recover(_ context.Context, r webhooks.Recover) (webhooks.R
 	}
 	if _, err := idempotency.NewKey(e.MerchantID, r.IdempotencyKey); err != nil {
 		return webhooks.Recovery{}, err
+	}
+	if r.IdempotencyKey == keyInFlight {
+		return webhooks.Recovery{}, idempotency.ErrKeyInFlight
 	}
 	idem := e.MerchantID + "\x00" + r.IdempotencyKey
 	if r.IdempotencyKey != "" {

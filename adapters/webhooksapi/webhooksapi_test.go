@@ -374,6 +374,25 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 }
 
+// TestKeyInFlight: a twin of a request that still holds its key is
+// answered 409 idempotency-key-in-flight with Retry-After, as the payments
+// API answers one, on every route that takes a key.
+func TestKeyInFlight(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, slog.New(slog.DiscardHandler), webhooksapi.Config{})
+	id := s.create(t, s.keys.mer1, endpointBody)["id"].(string)
+	for path, body := range map[string]string{
+		"/webhook_endpoints":                    endpointBody,
+		"/webhook_endpoints/" + id + "/recover": `{"since": "2026-11-29T00:00:00Z"}`,
+	} {
+		res := s.do(t, s.keys.mer1, http.MethodPost, path, body, "Idempotency-Key", keyInFlight)
+		assertProblem(t, res, http.StatusConflict, "/problems/idempotency-key-in-flight")
+		if got := res.header.Get("Retry-After"); got != "1" {
+			t.Errorf("POST %s in flight: Retry-After %q, want 1", path, got)
+		}
+	}
+}
+
 // TestStrictJSON: a body is read as the payments API reads one.
 func TestStrictJSON(t *testing.T) {
 	t.Parallel()
