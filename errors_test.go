@@ -26,6 +26,7 @@ import (
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -36,7 +37,7 @@ import (
 
 // errorPackages are the packages whose errors can reach the HTTP APIs: the
 // domains and the application packages the APIs call.
-var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/payments", "application/access", "application/ledgers", "application/webhooks"}
+var errorPackages = []string{"domain/payment", "domain/ledger", "application/dependency", "application/idempotency", "application/payments", "application/access", "application/ledgers", "application/webhooks"}
 
 // route is a way an error reaches an API: the API's handler with a fake that
 // fails with err where the API calls out, and a request that makes the call.
@@ -119,9 +120,9 @@ var answered = map[string]struct {
 	"payment.ErrInvalidTransition":    {err: fmt.Errorf("%w: capture of a payment canceled", payment.ErrInvalidTransition), routes: []route{paymentsUseCase}},
 	"payment.ErrAuthorizationExpired": {err: fmt.Errorf("%w: before yesterday", payment.ErrAuthorizationExpired), routes: []route{paymentsUseCase}},
 	"payment.ErrInvalid":              {err: &payment.ValidationError{Problems: []payment.FieldProblem{{Field: "amount", Detail: "must be positive"}}}, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyReused":           {err: payments.ErrKeyReused, routes: []route{paymentsUseCase}},
-	"payments.ErrKeyInFlight":         {err: payments.ErrKeyInFlight, routes: []route{paymentsUseCase}},
-	"payments.ErrInvalidKey":          {err: fmt.Errorf("%w: too long", payments.ErrInvalidKey), routes: []route{paymentsUseCase}},
+	"idempotency.ErrInvalidKey":       {err: fmt.Errorf("%w: too long", idempotency.ErrInvalidKey), routes: []route{paymentsUseCase, webhooksUseCase, webhooksRecover}},
+	"idempotency.ErrKeyReused":        {err: idempotency.ErrKeyReused, routes: []route{paymentsUseCase, webhooksUseCase, webhooksRecover}},
+	"idempotency.ErrKeyInFlight":      {err: idempotency.ErrKeyInFlight, routes: []route{paymentsUseCase, webhooksUseCase, webhooksRecover}},
 	"payments.ErrAmountLimit":         {err: fmt.Errorf("%w: 1000000000000 is over 999999999999 (minor units)", payments.ErrAmountLimit), routes: []route{paymentsCreate}},
 	"dependency.ErrUnavailable":       {err: fmt.Errorf("%w: dial tcp", dependency.ErrUnavailable), routes: []route{paymentsUseCase, paymentsAuth, ledgerQueries, webhooksUseCase, webhooksAuth}},
 	"access.ErrMalformedKey":          {err: access.ErrMalformedKey, routes: []route{paymentsAuth, ledgerTokens, webhooksAuth}},
@@ -150,9 +151,6 @@ var answered = map[string]struct {
 	"webhooks.ErrEndpointDeleted":  {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointDeleted), routes: []route{webhooksRedeliver}},
 	"webhooks.ErrEndpointDisabled": {err: fmt.Errorf("%w: we_1", webhooks.ErrEndpointDisabled), routes: []route{webhooksRedeliver, webhooksRecover}},
 	"webhooks.ErrSealed":           {never: "only a WEBHOOKS_SECRETS_KEY changed under the stored secrets returns it, to a delivery worker opening a secret: the operator's fault, logged, never a client's"},
-	"webhooks.ErrInvalidKey":       {err: webhooks.ErrInvalidKey, routes: []route{webhooksUseCase}},
-	"webhooks.ErrKeyReused":        {err: webhooks.ErrKeyReused, routes: []route{webhooksUseCase, webhooksRecover}},
-	"webhooks.ErrKeyInFlight":      {err: webhooks.ErrKeyInFlight, routes: []route{webhooksUseCase}},
 	"webhooks.ErrInvalidListQuery": {err: fmt.Errorf("%w: limit must be from 1 to 100", webhooks.ErrInvalidListQuery), routes: []route{webhooksList}},
 	"webhooks.ErrUnknownCursor":    {err: fmt.Errorf("%w: we_1", webhooks.ErrUnknownCursor), routes: []route{webhooksList, webhooksRecover}},
 	"webhooks.ErrTooManyEndpoints": {err: fmt.Errorf("%w: 50 of mer_1", webhooks.ErrTooManyEndpoints), routes: []route{webhooksUseCase}},

@@ -237,6 +237,7 @@ var owners = map[string]string{
 	"application/access":             shared,
 	"application/claimloop":          shared,
 	"application/dependency":         shared,
+	"application/idempotency":        shared,
 	"application/inbox":              shared,
 	"application/outbox":             shared,
 	"application/provenance":         shared,

@@ -36,14 +36,16 @@ var documents = []struct {
 		// The ops listener's; payments rate-limits its keys, the ledger's
 		// tokens are operators'; the ledger takes no request body, nor an
 		// Idempotency-Key.
-		[]string{"not-ready", "rate-limited", "malformed-body", "unsupported-media-type", "body-too-large", "invalid-idempotency-key"}},
+		[]string{"not-ready", "rate-limited", "malformed-body", "unsupported-media-type", "body-too-large",
+			"invalid-idempotency-key", "idempotency-key-reused", "idempotency-key-in-flight"}},
 	{api.WebhooksFile, api.Webhooks(), []string{"../adapters/httpserver", "../adapters/webhooksapi"},
 		[]string{"not-ready"}}, // the ops listener's
 	{api.OpsFile, api.Ops(), []string{"../adapters/httpserver"},
 		// The APIs' answers: the ops routes need no credentials, reach no
 		// store, take no body and list nothing.
 		[]string{"authentication-required", "malformed-credentials", "invalid-credentials", "rate-limited", "unavailable", "client-closed-request",
-			"malformed-body", "unsupported-media-type", "body-too-large", "invalid-query-parameter", "invalid-idempotency-key"}},
+			"malformed-body", "unsupported-media-type", "body-too-large", "invalid-query-parameter",
+			"invalid-idempotency-key", "idempotency-key-reused", "idempotency-key-in-flight"}},
 }
 
 // TestDocumentsAreValid: each document loads, is a valid OpenAPI 3.1
@@ -162,6 +164,57 @@ func TestEveryProblemTypeIsDocumented(t *testing.T) {
 	}
 }
 
+// TestEveryKeyedOperationDocumentsTheKeysAnswers: an operation that takes
+// an Idempotency-Key can be answered each of the key's problems
+// (application/idempotency, answered by httpserver.WriteError alike on
+// every API): the key's form refused (400), the key reused with another
+// request (422), and a twin of a request still running (409, with
+// Retry-After). A route given a key and not these answers would make a
+// client that follows its document treat a retry's refusal as unknown.
+func TestEveryKeyedOperationDocumentsTheKeysAnswers(t *testing.T) {
+	want := []struct {
+		status, typ string
+		header      string
+	}{
+		{"400", "/problems/invalid-idempotency-key", ""},
+		{"422", "/problems/idempotency-key-reused", ""},
+		{"409", "/problems/idempotency-key-in-flight", "Retry-After"},
+	}
+	keyed := 0
+	for _, d := range documents {
+		doc := load(t, d.doc)
+		for path, item := range doc.Paths.Map() {
+			for method, op := range item.Operations() {
+				takesKey := false
+				for _, p := range append(item.Parameters, op.Parameters...) {
+					takesKey = takesKey || p.Value != nil && p.Value.In == "header" && p.Value.Name == "Idempotency-Key"
+				}
+				if !takesKey {
+					continue
+				}
+				keyed++
+				for _, w := range want {
+					res := op.Responses.Value(w.status)
+					if res == nil || res.Value == nil {
+						t.Errorf("%s: %s %s takes an Idempotency-Key and documents no %s (%s)", d.file, method, path, w.status, w.typ)
+						continue
+					}
+					types := typesOf(res.Value)
+					if !slices.Contains(types, w.typ) {
+						t.Errorf("%s: %s %s takes an Idempotency-Key; its %s names %v, not %s", d.file, method, path, w.status, types, w.typ)
+					}
+					if w.header != "" && res.Value.Headers[w.header] == nil {
+						t.Errorf("%s: %s %s takes an Idempotency-Key; its %s has no %s header", d.file, method, path, w.status, w.header)
+					}
+				}
+			}
+		}
+	}
+	if keyed < 6 {
+		t.Fatalf("found %d operations that take an Idempotency-Key; the test is not looking where it should", keyed)
+	}
+}
+
 func load(t *testing.T, b []byte) *openapi3.T {
 	t.Helper()
 	doc, err := openapi3.NewLoader().LoadFromData(b)
@@ -198,23 +251,8 @@ func responseTypes(doc *openapi3.T) map[string][]string {
 		if res == nil || res.Ref != "" || res.Value == nil {
 			return // a $ref is visited as a component
 		}
-		mt := res.Value.Content.Get("application/problem+json")
-		if mt == nil || mt.Schema == nil {
-			return
-		}
-		for _, part := range mt.Schema.Value.AllOf {
-			typ := part.Value.Properties["type"]
-			if typ == nil {
-				continue
-			}
-			if s, ok := typ.Value.Const.(string); ok {
-				out[where] = append(out[where], s)
-			}
-			for _, e := range typ.Value.Enum {
-				if s, ok := e.(string); ok {
-					out[where] = append(out[where], s)
-				}
-			}
+		if types := typesOf(res.Value); len(types) > 0 {
+			out[where] = types
 		}
 	}
 	for name, res := range doc.Components.Responses {
@@ -224,6 +262,30 @@ func responseTypes(doc *openapi3.T) map[string][]string {
 		for method, op := range item.Operations() {
 			for status, res := range op.Responses.Map() {
 				add(method+" "+path+" "+status, res)
+			}
+		}
+	}
+	return out
+}
+
+// typesOf returns the problem types a problem+json response names.
+func typesOf(res *openapi3.Response) []string {
+	mt := res.Content.Get("application/problem+json")
+	if mt == nil || mt.Schema == nil {
+		return nil
+	}
+	var out []string
+	for _, part := range mt.Schema.Value.AllOf {
+		typ := part.Value.Properties["type"]
+		if typ == nil {
+			continue
+		}
+		if s, ok := typ.Value.Const.(string); ok {
+			out = append(out, s)
+		}
+		for _, e := range typ.Value.Enum {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
 			}
 		}
 	}

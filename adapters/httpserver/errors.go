@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 )
 
 // WriteError answers the errors every service answers alike. Each API's
@@ -19,6 +20,9 @@ import (
 //     that could not be reached, or a request that ran out of time: 503 with
 //     Retry-After: 1, logged as a warning. Every store wraps its outages in
 //     that one sentinel, so no API has to name it.
+//   - idempotency.ErrInvalidKey (400), ErrKeyReused (422) and ErrKeyInFlight
+//     (409 with Retry-After: 1): every API that takes an Idempotency-Key
+//     answers its errors alike (application/idempotency).
 //   - context.Canceled: the client went away; 499, which nobody reads but
 //     the access log and the metrics.
 //   - ErrNoCredentials, ErrMalformedCredentials, ErrInvalidCredentials: 401
@@ -49,6 +53,15 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	case errors.Is(err, ErrInvalidCredentials):
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 		p = NewProblem(http.StatusUnauthorized, "invalid-credentials", "the credential is unknown or revoked")
+	case errors.Is(err, idempotency.ErrInvalidKey):
+		p = NewProblem(http.StatusBadRequest, "invalid-idempotency-key", err.Error())
+	case errors.Is(err, idempotency.ErrKeyReused):
+		p = NewProblem(http.StatusUnprocessableEntity, "idempotency-key-reused", "this Idempotency-Key was used with a different request")
+	case errors.Is(err, idempotency.ErrKeyInFlight):
+		// The first request holds the key for as long as its transaction:
+		// a second is plenty, and the retry then gets its answer.
+		w.Header().Set("Retry-After", "1")
+		p = NewProblem(http.StatusConflict, "idempotency-key-in-flight", "a request with this Idempotency-Key is still being processed; retry shortly")
 	case errors.Is(err, dependency.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		log.WarnContext(r.Context(), "request failed: unavailable", "err", err)
 		w.Header().Set("Retry-After", "1")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/internal/logtest"
 )
 
@@ -43,6 +44,13 @@ func TestWriteError(t *testing.T) {
 			401, "/problems/malformed-credentials", "Unauthorized", "", ""},
 		{"invalid credentials", fmt.Errorf("%w: secret-host", httpserver.ErrInvalidCredentials),
 			401, "/problems/invalid-credentials", "Unauthorized", "", ""},
+		// The key's errors, alike on every API that takes one.
+		{"invalid idempotency key", fmt.Errorf("%w: longer than 255 bytes", idempotency.ErrInvalidKey),
+			400, "/problems/invalid-idempotency-key", "Bad Request", "", ""},
+		{"idempotency key reused", fmt.Errorf("%w: secret-host", idempotency.ErrKeyReused),
+			422, "/problems/idempotency-key-reused", "Unprocessable Entity", "", ""},
+		{"a twin in flight", fmt.Errorf("%w: secret-host", idempotency.ErrKeyInFlight),
+			409, "/problems/idempotency-key-in-flight", "Conflict", "1", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

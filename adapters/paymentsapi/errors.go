@@ -38,15 +38,6 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "invalid-amount", err.Error())
 	case errors.Is(err, payments.ErrAmountLimit):
 		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "amount-exceeds-limit", err.Error())
-	case errors.Is(err, payments.ErrInvalidKey):
-		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-idempotency-key", err.Error())
-	case errors.Is(err, payments.ErrKeyReused):
-		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "idempotency-key-reused",
-			"this Idempotency-Key was used with a different request")
-	case errors.Is(err, payments.ErrKeyInFlight):
-		w.Header().Set("Retry-After", "1")
-		p = httpserver.NewProblem(http.StatusConflict, "idempotency-key-in-flight",
-			"a request with this Idempotency-Key is still being processed; retry shortly")
 	case errors.Is(err, payments.ErrInvalidListQuery):
 		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
 	case errors.Is(err, payments.ErrUnknownCursor):

@@ -22,6 +22,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
@@ -29,6 +30,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/api/apitest"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -419,25 +421,32 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("refunded_amount = %v, want 300", got)
 	}
 
-	// While a request holds the key, a twin gets 409 with Retry-After.
+	// While a request holds the key, a twin gets 409 with Retry-After: a
+	// transaction here takes the key as a request's would.
 	ctx := context.Background()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	lock := paymentstore.LockName(&payments.IdempotencyKey{Merchant: "mer_1", Key: "key-busy"}) // createBody's merchant
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 7231))`, lock); err != nil {
+	locked, release, done := make(chan error, 1), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- postgres.Transact(ctx, pool, func(tx *postgres.Tx) error {
+			err := postgres.LockKey(ctx, tx, &idempotency.Key{Merchant: "mer_1", Key: "key-busy"}) // createBody's merchant
+			locked <- err
+			if err != nil {
+				return err
+			}
+			<-release
+			return errors.New("rolled back: the twin only held the key")
+		})
+	}()
+	if err := <-locked; err != nil {
+		close(release)
 		t.Fatal(err)
 	}
 	busy := create(t, srv, "Idempotency-Key", "key-busy")
+	close(release)
 	assertProblem(t, busy, 409, "/problems/idempotency-key-in-flight")
-	if busy.header.Get("Retry-After") == "" {
-		t.Error("409 in flight without Retry-After")
+	if busy.header.Get("Retry-After") != "1" {
+		t.Errorf("409 in flight: Retry-After %q, want 1", busy.header.Get("Retry-After"))
 	}
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7231))`, lock); err != nil {
-		t.Fatal(err)
-	}
+	<-done
 	if res := create(t, srv, "Idempotency-Key", "key-busy"); res.status != 201 {
 		t.Errorf("after the twin finished: %d", res.status)
 	}

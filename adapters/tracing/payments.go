@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -31,14 +32,14 @@ type tracedPayments struct {
 	tracer trace.Tracer
 }
 
-func (r tracedPayments) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r tracedPayments) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (payments.Committed, error) {
 	ctx, span := r.start(ctx, "create payment", p.ID())
 	c, err := r.Repository.Create(ctx, p, msgs, key)
 	endWrite(span, err)
 	return c, err
 }
 
-func (r tracedPayments) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r tracedPayments) Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	ctx, span := r.start(ctx, "update payment", id)
 	c, err := r.Repository.Update(ctx, id, key, fn)
 	endWrite(span, err)

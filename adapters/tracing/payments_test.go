@@ -15,6 +15,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
@@ -90,12 +91,12 @@ type spanOfCall struct {
 	spans []trace.SpanID
 }
 
-func (r *spanOfCall) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *spanOfCall) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (payments.Committed, error) {
 	r.spans = append(r.spans, trace.SpanContextFromContext(ctx).SpanID())
 	return r.Repository.Create(ctx, p, msgs, key)
 }
 
-func (r *spanOfCall) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r *spanOfCall) Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	r.spans = append(r.spans, trace.SpanContextFromContext(ctx).SpanID())
 	return r.Repository.Update(ctx, id, key, fn)
 }

@@ -19,12 +19,10 @@ const (
 )
 
 // The bounds of what a client may send where the use cases take it as it
-// is: an Idempotency-Key is the payments API's (up to 255 printable ASCII
-// characters without spaces), and an id in a path longer than any id is
-// none, answered as unknown without asking the store.
+// is: an id in a path longer than any id is none, answered as unknown
+// without asking the store.
 const (
-	maxKeyLen = 255
-	maxIDLen  = 255
+	maxIDLen = 255
 	// maxExpireIn bounds expire_current_in_seconds: an old secret that
 	// keeps signing for longer is a rotation in name only.
 	maxExpireIn = 7 * 24 * time.Hour
@@ -119,7 +117,7 @@ func (a *api) createEndpoint(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	key, err := idempotencyKey(r)
+	key, err := httpserver.IdempotencyKey(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -291,28 +289,6 @@ func pathID(r *http.Request, name string, notFound error) (string, error) {
 	return id, nil
 }
 
-// idempotencyKey is the request's Idempotency-Key, "" when it has none, or
-// the refusal of one that is not of the payments API's form, or of two.
-func idempotencyKey(r *http.Request) (string, error) {
-	key, err := httpserver.IdempotencyKey(r)
-	if err != nil {
-		return "", err
-	}
-	if len(key) > maxKeyLen {
-		return "", errInvalidKey(fmt.Sprintf("the Idempotency-Key must be at most %d bytes", maxKeyLen))
-	}
-	for i := range len(key) {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return "", errInvalidKey("the Idempotency-Key must be printable ASCII without spaces")
-		}
-	}
-	return key, nil
-}
-
-func errInvalidKey(detail string) error {
-	return &httpserver.RequestError{Problem: httpserver.NewProblem(http.StatusBadRequest, "invalid-idempotency-key", detail)}
-}
-
 func invalidField(field, detail string) error {
 	p := httpserver.NewProblem(http.StatusUnprocessableEntity, "validation-failed", "the request has invalid fields")
 	p.Errors = []httpserver.FieldError{{Field: field, Detail: detail}}
@@ -359,7 +335,7 @@ func (a *api) recoverEndpoint(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	key, err := idempotencyKey(r)
+	key, err := httpserver.IdempotencyKey(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

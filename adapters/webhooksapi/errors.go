@@ -28,15 +28,6 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p = httpserver.NewProblem(http.StatusConflict, "endpoint-deleted", "the webhook endpoint is deleted: it takes no action")
 	case errors.Is(err, webhooks.ErrEndpointDisabled):
 		p = httpserver.NewProblem(http.StatusConflict, "endpoint-disabled", "the webhook endpoint is disabled (see its disabled_reason): it is sent nothing, redeliveries included")
-	case errors.Is(err, webhooks.ErrInvalidKey):
-		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-idempotency-key", err.Error())
-	case errors.Is(err, webhooks.ErrKeyReused):
-		p = httpserver.NewProblem(http.StatusUnprocessableEntity, "idempotency-key-reused",
-			"this Idempotency-Key was used with a different request")
-	case errors.Is(err, webhooks.ErrKeyInFlight):
-		w.Header().Set("Retry-After", "1")
-		p = httpserver.NewProblem(http.StatusConflict, "idempotency-key-in-flight",
-			"a request with this Idempotency-Key is still being processed; retry shortly")
 	case errors.Is(err, webhooks.ErrInvalidListQuery):
 		p = httpserver.NewProblem(http.StatusBadRequest, "invalid-query-parameter", err.Error())
 	case errors.Is(err, webhooks.ErrTooManyEndpoints):

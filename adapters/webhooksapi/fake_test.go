@@ -10,6 +10,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/dependency"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
@@ -32,6 +33,10 @@ type fakeService struct {
 	rotated      []webhooks.RotateSecret
 	lists        []webhooks.ListEndpoints
 }
+
+// keyInFlight is a key the fake holds as if its first request never
+// finished: every request with it meets idempotency.ErrKeyInFlight.
+const keyInFlight = "in-flight"
 
 type idemEntry struct {
 	request string
@@ -76,11 +81,17 @@ func (f *fakeService) Create(_ context.Context, c webhooks.CreateEndpoint) (webh
 		return webhooks.Created{}, fmt.Errorf("%w: no enabled_events", webhooks.ErrInvalidEndpoint)
 	}
 	request := fmt.Sprintf("%s|%s|%q|%s", m, c.URL, c.EnabledEvents, c.Description)
+	if _, err := idempotency.NewKey(m, c.IdempotencyKey); err != nil {
+		return webhooks.Created{}, err
+	}
+	if c.IdempotencyKey == keyInFlight {
+		return webhooks.Created{}, idempotency.ErrKeyInFlight
+	}
 	idem := m + "\x00" + c.IdempotencyKey
 	if c.IdempotencyKey != "" {
 		if e, ok := f.keys[idem]; ok {
 			if e.request != request {
-				return webhooks.Created{}, webhooks.ErrKeyReused
+				return webhooks.Created{}, idempotency.ErrKeyReused
 			}
 			// The endpoint as it is now, never its secret again.
 			return webhooks.Created{Endpoint: e.answer.Endpoint, Replayed: true}, nil
@@ -268,6 +279,12 @@ func (f *fakeService) Recover(_ context.Context, r webhooks.Recover) (webhooks.R
 		return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrEndpointDeleted, r.EndpointID)
 	case r.Since.After(f.now):
 		return webhooks.Recovery{}, fmt.Errorf("%w: since is in the future", webhooks.ErrInvalidRecover)
+	}
+	if _, err := idempotency.NewKey(e.MerchantID, r.IdempotencyKey); err != nil {
+		return webhooks.Recovery{}, err
+	}
+	if r.IdempotencyKey == keyInFlight {
+		return webhooks.Recovery{}, idempotency.ErrKeyInFlight
 	}
 	idem := e.MerchantID + "\x00" + r.IdempotencyKey
 	if r.IdempotencyKey != "" {

@@ -38,8 +38,9 @@ import (
 // Every method scopes what it touches to the principal's merchants: another
 // merchant's endpoint is webhooks.ErrEndpointNotFound.
 type Service interface {
-	// Create errors: webhooks.ErrInvalidEndpoint, ErrKeyReused,
-	// ErrKeyInFlight, dependency.ErrUnavailable.
+	// Create errors: webhooks.ErrInvalidEndpoint, ErrTooManyEndpoints,
+	// idempotency.ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
+	// dependency.ErrUnavailable.
 	Create(ctx context.Context, c webhooks.CreateEndpoint) (webhooks.Created, error)
 	// List errors: webhooks.ErrInvalidListQuery, ErrUnknownCursor,
 	// dependency.ErrUnavailable.
@@ -59,7 +60,8 @@ type Service interface {
 	Redeliver(ctx context.Context, r webhooks.Redeliver) error
 	// Recover errors: webhooks.ErrEndpointNotFound, ErrEndpointDeleted,
 	// ErrEndpointDisabled, ErrInvalidRecover, ErrUnknownCursor,
-	// ErrInvalidKey, ErrKeyReused, dependency.ErrUnavailable.
+	// idempotency.ErrInvalidKey, ErrKeyReused, ErrKeyInFlight,
+	// dependency.ErrUnavailable.
 	Recover(ctx context.Context, r webhooks.Recover) (webhooks.Recovery, error)
 }
 

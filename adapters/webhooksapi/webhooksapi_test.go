@@ -344,8 +344,8 @@ func TestCreateIsRefusedAsTheServiceSays(t *testing.T) {
 
 // TestIdempotencyKey: a retry with the same key and body answers the
 // endpoint the first request created, never its secret; another body is
-// refused; a key not of the form, or sent twice, is refused before the
-// use case.
+// refused; a key not of the form (application/idempotency's rule, which
+// the fake service applies as the use cases do), or sent twice, is refused.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
@@ -371,6 +371,25 @@ func TestIdempotencyKey(t *testing.T) {
 	}
 	if n := len(s.svc.endpoints); n != 2 {
 		t.Errorf("%d endpoints, want 2", n)
+	}
+}
+
+// TestKeyInFlight: a twin of a request that still holds its key is
+// answered 409 idempotency-key-in-flight with Retry-After, as the payments
+// API answers one, on every route that takes a key.
+func TestKeyInFlight(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	id := s.create(t, s.keys.mer1, endpointBody)["id"].(string)
+	for path, body := range map[string]string{
+		"/webhook_endpoints":                    endpointBody,
+		"/webhook_endpoints/" + id + "/recover": `{"since": "2026-11-29T00:00:00Z"}`,
+	} {
+		res := s.do(t, s.keys.mer1, http.MethodPost, path, body, "Idempotency-Key", keyInFlight)
+		assertProblem(t, res, http.StatusConflict, "/problems/idempotency-key-in-flight")
+		if got := res.header.Get("Retry-After"); got != "1" {
+			t.Errorf("POST %s in flight: Retry-After %q, want 1", path, got)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -165,7 +166,7 @@ func TestTransitionsReplayTheirKey(t *testing.T) {
 		t.Errorf("a retried capture: got %v %+v, want the first answer replayed", err, again)
 	}
 	capture.Amount = 200
-	if _, err := svc.Capture(ctx, capture); !errors.Is(err, payments.ErrKeyReused) {
+	if _, err := svc.Capture(ctx, capture); !errors.Is(err, idempotency.ErrKeyReused) {
 		t.Errorf("the key with another amount: got %v, want ErrKeyReused", err)
 	}
 	if n := len(repo.Outbox()); n != 2 {
@@ -316,7 +317,7 @@ type failingUpdates struct {
 	bad payment.ID
 }
 
-func (r failingUpdates) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r failingUpdates) Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	if id == r.bad {
 		return payments.Committed{}, errors.New("a row that cannot be read")
 	}

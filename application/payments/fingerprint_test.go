@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
@@ -22,27 +23,27 @@ import (
 type keyRecorder struct {
 	payments.Repository
 	mu   sync.Mutex
-	last *payments.IdempotencyKey
+	last *idempotency.Key
 }
 
-func (r *keyRecorder) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *keyRecorder) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (payments.Committed, error) {
 	r.record(key)
 	return r.Repository.Create(ctx, p, msgs, key)
 }
 
-func (r *keyRecorder) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r *keyRecorder) Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	r.record(key)
 	return r.Repository.Update(ctx, id, key, fn)
 }
 
-func (r *keyRecorder) record(key *payments.IdempotencyKey) {
+func (r *keyRecorder) record(key *idempotency.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.last = key
 }
 
 // take returns the key recorded since the last take, nil if none.
-func (r *keyRecorder) take() *payments.IdempotencyKey {
+func (r *keyRecorder) take() *idempotency.Key {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := r.last

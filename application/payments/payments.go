@@ -20,20 +20,9 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
-)
-
-// Errors of the idempotency layer, matched with errors.Is.
-var (
-	// ErrKeyReused means an Idempotency-Key was sent again with a different
-	// request: the client has a bug, and replaying the first result would hide it.
-	ErrKeyReused = errors.New("idempotency key reused with a different request")
-	// ErrKeyInFlight means the first request with this key has not finished
-	// yet; the client should retry later and will then get its result.
-	ErrKeyInFlight = errors.New("a request with this idempotency key is in flight")
-	// ErrInvalidKey means the key is empty, too long or not printable ASCII.
-	ErrInvalidKey = errors.New("invalid idempotency key")
 )
 
 // ErrAmountLimit means a payment's amount is over the deployment's limit
@@ -47,26 +36,6 @@ var ErrAmountLimit = errors.New("amount exceeds the limit")
 // deployment's policy, and a lower one keeps a typo or a forged request from
 // moving sums no merchant moves.
 const DefaultMaxAmount int64 = 999_999_999_999
-
-// MaxKeyLen bounds an Idempotency-Key.
-const MaxKeyLen = 255
-
-// KeyTTL is how long an Idempotency-Key is honoured: the keys older than
-// this are deleted, and a retry after that creates a new payment. Clients
-// are promised at least 24 h (docs/RUNBOOK.md), and KeyTTL keeps a wide
-// margin past it.
-const KeyTTL = 48 * time.Hour
-
-// IdempotencyKey identifies a client's retries of one request. Keys are
-// scoped to Merchant, the merchant the request acts for: two merchants may
-// use the same Key without colliding, and neither ever sees the other's
-// replay. Fingerprint is derived from the request, so that the same key with
-// another request can be told apart from a retry.
-type IdempotencyKey struct {
-	Merchant    string
-	Key         string
-	Fingerprint string
-}
 
 // Committed is what a write committed: the payment as of that commit and,
 // for a refund, the refund. Replayed is true when it was not written now but
@@ -87,15 +56,16 @@ type Repository interface {
 	// Create stores the new payment p and msgs, the outbox messages of the
 	// events p recorded. With a key it first looks the key up: a completed one with
 	// the same fingerprint returns what it committed, with Replayed set, and
-	// stores nothing. Errors: ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
-	Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *IdempotencyKey) (Committed, error)
+	// stores nothing. Errors: idempotency.ErrKeyReused, ErrKeyInFlight (a
+	// twin holds the key), dependency.ErrUnavailable.
+	Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (Committed, error)
 	// Update locks payment id, calls fn with it, and commits the new state
 	// together with the Change fn returns: the refund it made, if any, and
 	// the messages of the events it recorded. fn runs inside the transaction,
 	// holding the payment's lock, so it must do no I/O. Key handling is as
 	// for Create. Errors: payment.ErrNotFound, whatever fn returns,
-	// ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
-	Update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) (Change, error)) (Committed, error)
+	// idempotency.ErrKeyReused, ErrKeyInFlight, dependency.ErrUnavailable.
+	Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (Change, error)) (Committed, error)
 	// Get returns the payment with id. Errors: payment.ErrNotFound,
 	// dependency.ErrUnavailable.
 	Get(ctx context.Context, id payment.ID) (*payment.Payment, error)
@@ -199,8 +169,8 @@ type CreatePayment struct {
 // replays what an earlier request with the same idempotency key by the same
 // merchant committed. Errors: payment.ErrInvalid
 // (a *payment.ValidationError, which names merchant_id when a merchant key
-// names another merchant), ErrAmountLimit, ErrInvalidKey, ErrKeyReused,
-// ErrKeyInFlight, access.ErrUnauthenticated.
+// names another merchant), ErrAmountLimit, idempotency.ErrInvalidKey,
+// ErrKeyReused, ErrKeyInFlight, access.ErrUnauthenticated.
 func (s *Service) Create(ctx context.Context, c CreatePayment) (Committed, error) {
 	if !c.Principal.Valid() {
 		return Committed{}, access.ErrUnauthenticated
@@ -416,7 +386,7 @@ func (s *Service) Cancel(ctx context.Context, c CancelPayment) (Committed, error
 // id, scoped to the payment's merchant: a merchant's key is its own, and the
 // platform's key is scoped to the payment's merchant, which only the payment
 // knows — it never changes, so reading it first is safe.
-func (s *Service) changeKey(ctx context.Context, who access.Principal, id payment.ID, key string, req any) (*IdempotencyKey, error) {
+func (s *Service) changeKey(ctx context.Context, who access.Principal, id payment.ID, key string, req any) (*idempotency.Key, error) {
 	merchant := who.Merchant()
 	if who.IsPlatform() && key != "" {
 		p, err := s.repo.Get(ctx, id)
@@ -441,7 +411,7 @@ func actsFor(who access.Principal, p *payment.Payment) error {
 // under the repository's lock and commits the Change fn returns with the
 // events fn recorded, encoded here, so that no use case can commit a change
 // and leave its events behind. fn must do no I/O (Repository.Update).
-func (s *Service) update(ctx context.Context, id payment.ID, key *IdempotencyKey, fn func(*payment.Payment) (Change, error)) (Committed, error) {
+func (s *Service) update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (Change, error)) (Committed, error) {
 	tc := s.traceContext(ctx)
 	return s.repo.Update(ctx, id, key, func(p *payment.Payment) (Change, error) {
 		c, err := fn(p)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -125,7 +126,7 @@ func TestIdempotentCreate(t *testing.T) {
 	}
 	changed := req
 	changed.Amount = 1051
-	if _, err := svc.Create(ctx, changed); !errors.Is(err, payments.ErrKeyReused) {
+	if _, err := svc.Create(ctx, changed); !errors.Is(err, idempotency.ErrKeyReused) {
 		t.Errorf("changed body: err = %v, want ErrKeyReused", err)
 	}
 	if n := len(repo.Outbox()); n != 1 {
@@ -135,10 +136,10 @@ func TestIdempotentCreate(t *testing.T) {
 
 func TestInvalidIdempotencyKey(t *testing.T) {
 	svc, _ := newService()
-	for _, key := range []string{strings.Repeat("k", payments.MaxKeyLen+1), "has space", "tab\t", "ünicode"} {
+	for _, key := range []string{strings.Repeat("k", idempotency.MaxKeyLen+1), "has space", "tab\t", "ünicode"} {
 		req := valid
 		req.IdempotencyKey = key
-		if _, err := svc.Create(context.Background(), req); !errors.Is(err, payments.ErrInvalidKey) {
+		if _, err := svc.Create(context.Background(), req); !errors.Is(err, idempotency.ErrInvalidKey) {
 			t.Errorf("key %q: err = %v, want ErrInvalidKey", key, err)
 		}
 	}

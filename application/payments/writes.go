@@ -1,11 +1,11 @@
 package payments
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strconv"
+
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 )
 
 // Write is one use case that changes payments under an Idempotency-Key: Op
@@ -40,33 +40,26 @@ var notFingerprinted = map[string]bool{"Principal": true, "IdempotencyKey": true
 // idempotencyKey validates merchant's key and fingerprints req, a request of
 // the table of writes as its use case normalised it; an empty key means the
 // request is not idempotent and yields nil.
-func idempotencyKey(merchant, key string, req any) (*IdempotencyKey, error) {
+func idempotencyKey(merchant, key string, req any) (*idempotency.Key, error) {
 	if key == "" {
 		return nil, nil
 	}
-	if len(key) > MaxKeyLen {
-		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidKey, MaxKeyLen)
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return nil, fmt.Errorf("%w: only printable ASCII without spaces is allowed", ErrInvalidKey)
-		}
-	}
-	fp, err := fingerprint(req)
+	parts, err := fingerprinted(req)
 	if err != nil {
 		return nil, err
 	}
-	return &IdempotencyKey{Merchant: merchant, Key: key, Fingerprint: fp}, nil
+	return idempotency.NewKey(merchant, key, parts...)
 }
 
-// fingerprint hashes the op of req's write and every field of req but
-// those notFingerprinted, in the order the request type declares them: two
-// requests of one write have the same fingerprint exactly when they ask for
-// the same change. The fields are read by reflection, so that a field added
-// to a request is part of its fingerprint without anyone remembering to add
-// it — a retry with the same key and another value of it is refused, not
-// answered with the first request's result.
-func fingerprint(req any) (string, error) {
+// fingerprinted is what a fingerprint of req hashes: the op of req's write
+// and every field of req but those notFingerprinted, in the order the
+// request type declares them. Two requests of one write have the same
+// fingerprint exactly when they ask for the same change. The fields are
+// read by reflection, so that a field added to a request is part of its
+// fingerprint without anyone remembering to add it — a retry with the same
+// key and another value of it is refused, not answered with the first
+// request's result.
+func fingerprinted(req any) ([]string, error) {
 	v := reflect.ValueOf(req)
 	var op string
 	for _, w := range writes {
@@ -75,7 +68,7 @@ func fingerprint(req any) (string, error) {
 		}
 	}
 	if op == "" {
-		return "", fmt.Errorf("fingerprint: %s is not in the table of writes (application/payments/writes.go)", v.Type())
+		return nil, fmt.Errorf("fingerprint: %s is not in the table of writes (application/payments/writes.go)", v.Type())
 	}
 	parts := []string{op}
 	for i := range v.NumField() {
@@ -89,13 +82,8 @@ func fingerprint(req any) (string, error) {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			parts = append(parts, strconv.FormatInt(fv.Int(), 10))
 		default:
-			return "", fmt.Errorf("fingerprint: %s.%s is a %s: teach fingerprint how to write it", v.Type(), f.Name, f.Type)
+			return nil, fmt.Errorf("fingerprint: %s.%s is a %s: teach fingerprint how to write it", v.Type(), f.Name, f.Type)
 		}
 	}
-	h := sha256.New()
-	for _, p := range parts {
-		// Length-prefix each part so ("ab","c") and ("a","bc") differ.
-		fmt.Fprintf(h, "%d:%s|", len(p), p)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return parts, nil
 }

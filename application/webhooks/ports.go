@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"time"
+
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 )
 
 // The ports of the webhooks service, declared here and implemented in
@@ -52,15 +54,6 @@ type StoredEndpoint struct {
 	// Timeouts is its unbroken run of attempts that got no answer in
 	// time; zero after any answer.
 	Timeouts int
-}
-
-// IdempotencyKey identifies a client's retries of one Create, scoped to the
-// merchant the endpoint is created for; Fingerprint tells a retry from
-// another request under the same key.
-type IdempotencyKey struct {
-	Merchant    string
-	Key         string
-	Fingerprint string
 }
 
 // CreateResult is what Endpoints.Create committed, or found committed.
@@ -129,9 +122,10 @@ type Endpoints interface {
 	// already stored with the same fingerprint it stores nothing and
 	// returns the endpoint that request created, as it is now, Replayed
 	// set. Creations for one merchant are serialised, so that two at once
-	// cannot both take its last place. Errors: ErrKeyReused (same key,
-	// another fingerprint), ErrTooManyEndpoints, dependency.ErrUnavailable.
-	Create(ctx context.Context, e StoredEndpoint, key *IdempotencyKey, max int) (CreateResult, error)
+	// cannot both take its last place. Errors: ErrTooManyEndpoints, the
+	// key's (idempotency.ErrKeyReused: same key, another fingerprint;
+	// ErrKeyInFlight: a twin holds it), dependency.ErrUnavailable.
+	Create(ctx context.Context, e StoredEndpoint, key *idempotency.Key, max int) (CreateResult, error)
 	// Endpoint returns the endpoint with id, deleted or not. Errors:
 	// ErrEndpointNotFound, dependency.ErrUnavailable.
 	Endpoint(ctx context.Context, id string) (StoredEndpoint, error)
@@ -166,8 +160,9 @@ type Endpoints interface {
 	// change nothing. When the key is already stored with the same
 	// fingerprint it changes nothing and returns the first answer,
 	// Replayed set. Errors: ErrUnknownCursor (q.After names no delivery
-	// of the endpoint), ErrKeyReused, dependency.ErrUnavailable.
-	Recover(ctx context.Context, q RecoverQuery, key *IdempotencyKey) (Recovery, error)
+	// of the endpoint), idempotency.ErrKeyReused, ErrKeyInFlight,
+	// dependency.ErrUnavailable.
+	Recover(ctx context.Context, q RecoverQuery, key *idempotency.Key) (Recovery, error)
 }
 
 // DeliveryClaim says which deliveries a worker claims.

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,13 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 )
 
-// Limits of an endpoint's fields.
-const (
-	MaxKeyLen         = 255
-	MaxDescriptionLen = 1000
-)
+// MaxDescriptionLen bounds an endpoint's description, in bytes.
+const MaxDescriptionLen = 1000
 
 // DefaultSecretGrace is how long a rotated-out secret keeps signing beside
 // the new one when WEBHOOKS_SECRET_GRACE is unset: a day for the merchant
@@ -100,8 +97,8 @@ func hexUUID() string {
 // now, without a secret: a secret is shown once, and a replay stored for
 // days must not hand it to whoever holds the key (a client that lost the
 // first answer rotates the secret). Errors: ErrInvalidEndpoint,
-// ErrInvalidKey, ErrKeyReused, ErrTooManyEndpoints,
-// access.ErrUnauthenticated, dependency.ErrUnavailable.
+// ErrTooManyEndpoints, idempotency.ErrInvalidKey, ErrKeyReused,
+// ErrKeyInFlight, access.ErrUnauthenticated, dependency.ErrUnavailable.
 func (s *Service) Create(ctx context.Context, c CreateEndpoint) (Created, error) {
 	if !c.Principal.Valid() {
 		return Created{}, access.ErrUnauthenticated
@@ -128,7 +125,7 @@ func (s *Service) Create(ctx context.Context, c CreateEndpoint) (Created, error)
 	if len(c.Description) > MaxDescriptionLen || !utf8.ValidString(c.Description) || strings.ContainsRune(c.Description, 0) {
 		return Created{}, fmt.Errorf("%w: description must be UTF-8 text of at most %d bytes, without NUL", ErrInvalidEndpoint, MaxDescriptionLen)
 	}
-	key, err := idempotencyKey(merchant, c.IdempotencyKey, "create", c.URL, strings.Join(events, ","), c.Description)
+	key, err := idempotency.NewKey(merchant, c.IdempotencyKey, "create", c.URL, strings.Join(events, ","), c.Description)
 	if err != nil {
 		return Created{}, err
 	}
@@ -201,27 +198,6 @@ func checkEvents(events []string) ([]string, error) {
 		return nil, fmt.Errorf("%w: enabled_events: %q stands alone, it already names every type", ErrInvalidEndpoint, AllEvents)
 	}
 	return out, nil
-}
-
-// idempotencyKey validates key and fingerprints the request parts; an
-// empty key yields nil.
-func idempotencyKey(merchant, key string, parts ...string) (*IdempotencyKey, error) {
-	if key == "" {
-		return nil, nil
-	}
-	if len(key) > MaxKeyLen {
-		return nil, fmt.Errorf("%w: longer than %d bytes", ErrInvalidKey, MaxKeyLen)
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return nil, fmt.Errorf("%w: only printable ASCII without spaces is allowed", ErrInvalidKey)
-		}
-	}
-	h := sha256.New()
-	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s|", len(p), p) // length-prefixed: ("ab","c") differs from ("a","bc")
-	}
-	return &IdempotencyKey{Merchant: merchant, Key: key, Fingerprint: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // endpoint returns endpoint id if who may see it: another merchant's is
@@ -440,8 +416,8 @@ func (s *Service) Redeliver(ctx context.Context, r Redeliver) error {
 // as it is, so a call repeated changes nothing. With an Idempotency-Key, a
 // retry answers the first call's answer. Errors: ErrEndpointNotFound,
 // ErrEndpointDeleted, ErrEndpointDisabled, ErrInvalidRecover,
-// ErrUnknownCursor, ErrInvalidKey, ErrKeyReused, access.ErrUnauthenticated,
-// dependency.ErrUnavailable.
+// ErrUnknownCursor, idempotency.ErrInvalidKey, ErrKeyReused,
+// ErrKeyInFlight, access.ErrUnauthenticated, dependency.ErrUnavailable.
 func (s *Service) Recover(ctx context.Context, r Recover) (Recovery, error) {
 	now := s.now().UTC().Truncate(time.Microsecond)
 	limit := r.Limit
@@ -474,7 +450,7 @@ func (s *Service) Recover(ctx context.Context, r Recover) (Recovery, error) {
 		return Recovery{}, fmt.Errorf("%w: %s: %s", ErrEndpointDisabled, e.ID, e.DisabledReason)
 	}
 	since := r.Since.UTC().Truncate(time.Microsecond)
-	key, err := idempotencyKey(e.MerchantID, r.IdempotencyKey, "recover", e.ID, since.Format(time.RFC3339Nano), strconv.Itoa(limit), after)
+	key, err := idempotency.NewKey(e.MerchantID, r.IdempotencyKey, "recover", e.ID, since.Format(time.RFC3339Nano), strconv.Itoa(limit), after)
 	if err != nil {
 		return Recovery{}, err
 	}

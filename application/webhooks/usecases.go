@@ -47,13 +47,6 @@ var (
 	// ErrEndpointDisabled means the endpoint was disabled (a 410 Gone, or
 	// failing for too long): it is sent nothing, redeliveries included.
 	ErrEndpointDisabled = errors.New("webhook endpoint disabled")
-	// ErrInvalidKey means the Idempotency-Key is too long or not printable
-	// ASCII.
-	ErrInvalidKey = errors.New("invalid idempotency key")
-	// ErrKeyReused and ErrKeyInFlight are the Idempotency-Key's, as on the
-	// payments API.
-	ErrKeyReused   = errors.New("idempotency key reused with a different request")
-	ErrKeyInFlight = errors.New("a request with this idempotency key is in flight")
 	// ErrTooManyEndpoints means the merchant has as many endpoints as it
 	// may (Config.MaxEndpoints): one must be deleted first.
 	ErrTooManyEndpoints = errors.New("the merchant has as many webhook endpoints as it may")

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/application/webhooks/webhookstest"
@@ -384,7 +385,7 @@ func TestServiceScopesEndpointsToTheirMerchant(t *testing.T) {
 		t.Errorf("replay after the delete: %+v, %v; want the deleted endpoint, no secret", again, err)
 	}
 	c.URL = "https://example.com/other"
-	if _, err := f.svc.Create(ctx, c); !errors.Is(err, webhooks.ErrKeyReused) {
+	if _, err := f.svc.Create(ctx, c); !errors.Is(err, idempotency.ErrKeyReused) {
 		t.Errorf("the key with another body: %v", err)
 	}
 	// Only the merchant's own endpoints receive its events.
@@ -584,7 +585,7 @@ func TestRecoverChecksItsRequest(t *testing.T) {
 		"since in the future": {webhooks.Recover{Since: f.clock.now().Add(time.Minute)}, webhooks.ErrInvalidRecover},
 		"limit too big":       {webhooks.Recover{Since: past, Limit: webhooks.MaxRecoverLimit + 1}, webhooks.ErrInvalidRecover},
 		"cursor not an event": {webhooks.Recover{Since: past, StartingAfter: "evt\x00"}, webhooks.ErrUnknownCursor},
-		"bad key":             {webhooks.Recover{Since: past, IdempotencyKey: "has space"}, webhooks.ErrInvalidKey},
+		"bad key":             {webhooks.Recover{Since: past, IdempotencyKey: "has space"}, idempotency.ErrInvalidKey},
 	} {
 		c.r.Principal, c.r.EndpointID = merchantA, e.Endpoint.ID
 		if _, err := f.svc.Recover(ctx, c.r); !errors.Is(err, c.want) {

@@ -22,6 +22,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
@@ -194,7 +195,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	g.Go(func() error {
 		return retention.Run(gctx, retention.Job{
 			Name: "idempotency keys", Delete: paymentstore.New(pool).DeleteKeysBefore,
-			Retention: payments.KeyTTL, Every: time.Hour, Batch: 1000,
+			Retention: idempotency.KeyTTL, Every: time.Hour, Batch: 1000,
 		}, time.Now, log)
 	})
 	// The expiry cancels through svc, the API's own write path (decorated as

@@ -20,6 +20,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksender"
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksmetrics"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -58,10 +59,6 @@ type addrs = lifecycle.Addrs
 // deliveryRetention is how long a delivered or canceled delivery, and its
 // attempts, stay listed: a month of history for the merchant.
 const deliveryRetention = 30 * 24 * time.Hour
-
-// keyRetention is how long an Idempotency-Key of POST /webhook_endpoints is
-// honoured: the payments API's promise of at least a day, with a margin.
-const keyRetention = 48 * time.Hour
 
 // run is the whole program, callable from tests with their own arguments and
 // environment. When listening is not nil it receives the addresses once
@@ -187,7 +184,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		},
 		Retention: []retention.Job{
 			{Name: "webhook deliveries", Delete: store.DeleteDeliveriesBefore, Retention: deliveryRetention, Every: time.Hour, Batch: 1000},
-			{Name: "webhook idempotency keys", Delete: store.DeleteKeysBefore, Retention: keyRetention, Every: time.Hour, Batch: 1000},
+			{Name: "webhook idempotency keys", Delete: store.DeleteKeysBefore, Retention: idempotency.KeyTTL, Every: time.Hour, Batch: 1000},
 		},
 		LogAttrs: []any{"delivery_workers", cfg.DeliveryWorkers, "endpoint_concurrency", cfg.EndpointConcurrency, "merchant_concurrency", cfg.MerchantConcurrency, "retry_schedule", cfg.Schedule.Delays()},
 	}, listening)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -131,7 +132,7 @@ func (m *model) predict(req request) prediction {
 		store = scope + "\x1f" + key
 		if k, ok := m.keys[store]; ok {
 			if !sameRequest(k.req, req) {
-				return refused(payments.ErrKeyReused, "key %q was stored with %s", key, k.req)
+				return refused(idempotency.ErrKeyReused, "key %q was stored with %s", key, k.req)
 			}
 			return prediction{desc: "the replay of the first answer to " + k.req.String(), replay: &k.answer}
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -17,26 +18,16 @@ import (
 
 var _ retention.DeleteFunc = (*Repository)(nil).DeleteKeysBefore
 
-// claimKey makes the idempotency key this transaction's. A transaction-scoped
-// advisory lock on the key tells an in-flight twin apart (ErrKeyInFlight); once
-// held, a committed row with the key means a retry: its stored result is
-// returned with done set, or ErrKeyReused if the request differs. The lock is
-// taken before the read so the read's snapshot sees any twin that committed.
-//
-// The lock is on a 64-bit hash of the merchant and the key. Two different
-// pairs that collide — about one chance in 2^64 for two requests in flight at
-// once — cost the later one a 409 its retry gets past; they can never share a
-// row, since the row's primary key is the pair itself.
-func claimKey(ctx context.Context, tx *postgres.Tx, key *payments.IdempotencyKey) (payments.Committed, bool, error) {
+// claimKey makes the idempotency key this transaction's (postgres.LockKey:
+// ErrKeyInFlight while a twin holds it); once held, a committed row with the
+// key means a retry: its stored result is returned with done set, or
+// ErrKeyReused if the request differs.
+func claimKey(ctx context.Context, tx *postgres.Tx, key *idempotency.Key) (payments.Committed, bool, error) {
 	if key == nil {
 		return payments.Committed{}, false, nil
 	}
-	var locked bool
-	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtextextended($1, 7231))`, LockName(key)).Scan(&locked); err != nil {
-		return payments.Committed{}, false, fmt.Errorf("lock idempotency key: %w", err)
-	}
-	if !locked {
-		return payments.Committed{}, false, payments.ErrKeyInFlight
+	if err := postgres.LockKey(ctx, tx, key); err != nil {
+		return payments.Committed{}, false, err
 	}
 	var fingerprint string
 	var raw []byte
@@ -49,7 +40,7 @@ func claimKey(ctx context.Context, tx *postgres.Tx, key *payments.IdempotencyKey
 		return payments.Committed{}, false, fmt.Errorf("read idempotency key: %w", err)
 	}
 	if fingerprint != key.Fingerprint {
-		return payments.Committed{}, false, payments.ErrKeyReused
+		return payments.Committed{}, false, idempotency.ErrKeyReused
 	}
 	p, refund, err := decodeResult(raw)
 	if err != nil {
@@ -57,12 +48,6 @@ func claimKey(ctx context.Context, tx *postgres.Tx, key *payments.IdempotencyKey
 	}
 	return payments.Committed{Payment: p, Refund: refund, Replayed: true}, true, nil
 }
-
-// LockName is the text whose hash names key's advisory lock: the merchant
-// and the key, joined by a separator neither can hold (merchant ids have no
-// control characters, keys are printable ASCII), so that different pairs
-// never make the same text.
-func LockName(key *payments.IdempotencyKey) string { return key.Merchant + "\x1f" + key.Key }
 
 // storedResult is the idempotency_keys.result document: the rows the write
 // committed, as the tables hold them (paymentRow, refundRow) — what the

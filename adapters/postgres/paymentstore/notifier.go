@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -95,13 +96,13 @@ type notifying struct {
 	n *Notifier
 }
 
-func (r notifying) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r notifying) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (payments.Committed, error) {
 	c, err := r.Repository.Create(ctx, p, msgs, key)
 	r.committed(c, err, len(msgs))
 	return c, err
 }
 
-func (r notifying) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r notifying) Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	rows := 0
 	c, err := r.Repository.Update(ctx, id, key, func(p *payment.Payment) (payments.Change, error) {
 		change, err := fn(p)

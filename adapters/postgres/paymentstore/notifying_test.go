@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
@@ -41,7 +42,7 @@ func TestNotifyingSignalsOnlyWritesThatCommittedRows(t *testing.T) {
 	msg := func(p *payment.Payment) []outbox.Message {
 		return []outbox.Message{{ID: uuid.Must(uuid.NewV7()), Type: payment.TypeCreated, AggregateID: uuid.MustParse(string(p.ID())), Payload: []byte(`{}`)}}
 	}
-	key := &payments.IdempotencyKey{Merchant: "mer_1", Key: "k", Fingerprint: "f"}
+	key := &idempotency.Key{Merchant: "mer_1", Key: "k", Fingerprint: "f"}
 
 	p := newPayment()
 	if _, err := repo.Create(ctx, p, msg(p), key); err != nil || !signalled() {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -41,7 +42,7 @@ func New(pool *pgxpool.Pool) *Repository {
 }
 
 // Create implements payments.Repository.
-func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (payments.Committed, error) {
 	s := p.Snapshot()
 	b := &pgx.Batch{}
 	b.Queue(insertPaymentSQL, paymentRow.values(&s)...)
@@ -79,7 +80,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 // after another and the domain always sees the latest state: the latest
 // refunded total, whether another request (or the expiry) captured or
 // canceled it first.
-func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r *Repository) Update(ctx context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	var out payments.Committed
 	err := postgres.Transact(ctx, r.pool, func(tx *postgres.Tx) error {
 		if replay, done, err := claimKey(ctx, tx, key); done || err != nil {
@@ -113,7 +114,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *payments.Id
 // made, one outbox row per message of c, and the idempotency key with the
 // result. Queued into one batch, the whole write is a single round trip
 // inside its transaction.
-func queueCommit(b *pgx.Batch, p *payment.Payment, c payments.Change, key *payments.IdempotencyKey) error {
+func queueCommit(b *pgx.Batch, p *payment.Payment, c payments.Change, key *idempotency.Key) error {
 	if c.Refund != nil {
 		rec := recordOf(*c.Refund)
 		b.Queue(insertRefundSQL, refundRow.values(&rec)...)
@@ -190,7 +191,7 @@ func (r *Repository) ExpiredAuthorizations(ctx context.Context, now time.Time, l
 // this store's to name; an outage is postgres.Unavailable's.
 func mapErr(err error) error {
 	if postgres.IsUniqueViolation(err, "idempotency_keys_pkey") {
-		return fmt.Errorf("%w: %w", payments.ErrKeyInFlight, err)
+		return fmt.Errorf("%w: %w", idempotency.ErrKeyInFlight, err)
 	}
 	return postgres.Unavailable(err)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/application/access"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/payments/paymentstest"
@@ -302,7 +303,7 @@ func TestConcurrentRequestsWithOneKeyCreateOnePayment(t *testing.T) {
 	close(results)
 	close(ids)
 	for err := range results {
-		if err != nil && !errors.Is(err, payments.ErrKeyInFlight) {
+		if err != nil && !errors.Is(err, idempotency.ErrKeyInFlight) {
 			t.Errorf("unexpected error: %v", err)
 		}
 	}

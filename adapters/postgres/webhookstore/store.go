@@ -18,6 +18,7 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/inboxstore"
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -104,25 +105,29 @@ func scanEndpoint(row pgx.Row) (webhooks.StoredEndpoint, error) {
 	return e, err
 }
 
-// Create implements webhooks.Endpoints. The merchant's row, locked first,
-// serialises its creations: under it the key is looked up (a retry finds
-// the first request's), the endpoints counted against max, and the
+// Create implements webhooks.Endpoints. The key, locked first
+// (postgres.LockKey: a twin in flight is refused), is looked up: a retry
+// finds the first request's. The merchant's row, locked next, serialises its
+// creations: under it the endpoints are counted against max, and the
 // endpoint and its key inserted.
-func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, max int) (webhooks.CreateResult, error) {
+func (s *Store) Create(ctx context.Context, e webhooks.StoredEndpoint, key *idempotency.Key, max int) (webhooks.CreateResult, error) {
 	var (
 		res      webhooks.CreateResult
 		replayed string
 	)
 	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
-		if err := lockMerchant(ctx, tx, e.MerchantID); err != nil {
-			return err
-		}
 		if key != nil {
+			if err := postgres.LockKey(ctx, tx, key); err != nil {
+				return err
+			}
 			found, err := storedKey(ctx, tx, key)
 			if err != nil || found != "" {
 				replayed = found
 				return err
 			}
+		}
+		if err := lockMerchant(ctx, tx, e.MerchantID); err != nil {
+			return err
 		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM webhook_endpoints WHERE merchant_id = $1 AND deleted_at IS NULL LIMIT $2) e`,
@@ -172,7 +177,7 @@ func lockMerchant(ctx context.Context, tx *postgres.Tx, merchant string) error {
 
 // storedKey returns the endpoint of key if it is stored with the same
 // fingerprint, "" if it is not stored. Errors: ErrKeyReused.
-func storedKey(ctx context.Context, tx *postgres.Tx, key *webhooks.IdempotencyKey) (string, error) {
+func storedKey(ctx context.Context, tx *postgres.Tx, key *idempotency.Key) (string, error) {
 	var fingerprint, id string
 	err := tx.QueryRow(ctx, `SELECT fingerprint, endpoint_id FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &id)
@@ -182,7 +187,7 @@ func storedKey(ctx context.Context, tx *postgres.Tx, key *webhooks.IdempotencyKe
 	case err != nil:
 		return "", fmt.Errorf("read idempotency key: %w", err)
 	case fingerprint != key.Fingerprint:
-		return "", fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
+		return "", fmt.Errorf("%w: %s", idempotency.ErrKeyReused, key.Key)
 	}
 	return id, nil
 }
@@ -387,20 +392,21 @@ type recoveryAnswer struct {
 	Last    string `json:"last"`
 }
 
-// Recover implements webhooks.Endpoints: the key first, so that a retry
-// waits on the first request's row lock and then finds its answer.
-func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
+// Recover implements webhooks.Endpoints. The key, locked first
+// (postgres.LockKey: a twin in flight is refused), is looked up: a retry
+// finds the first request's answer. Otherwise the answer is stored with the
+// key, in the transaction that queues the deliveries.
+func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *idempotency.Key) (webhooks.Recovery, error) {
 	var res webhooks.Recovery
 	err := postgres.Transact(ctx, s.pool, func(tx *postgres.Tx) error {
 		if key != nil {
-			tag, err := tx.Exec(ctx, `
-				INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, created_at) VALUES ($1, $2, $3, $4, $5)
-				ON CONFLICT (merchant_id, key) DO NOTHING`, key.Merchant, key.Key, key.Fingerprint, q.EndpointID, q.At)
-			if err != nil {
-				return fmt.Errorf("insert idempotency key: %w", err)
+			if err := postgres.LockKey(ctx, tx, key); err != nil {
+				return err
 			}
-			if tag.RowsAffected() == 0 {
-				return errReplay
+			replay, found, err := storedRecovery(ctx, tx, key)
+			if err != nil || found {
+				res = replay
+				return err
 			}
 		}
 		after, afterID := epoch, int64(0)
@@ -451,34 +457,38 @@ func (s *Store) Recover(ctx context.Context, q webhooks.RecoverQuery, key *webho
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE webhook_idempotency_keys SET answer = $3 WHERE merchant_id = $1 AND key = $2`, key.Merchant, key.Key, answer)
-		return err
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO webhook_idempotency_keys (merchant_id, key, fingerprint, endpoint_id, created_at, answer) VALUES ($1, $2, $3, $4, $5, $6)`,
+			key.Merchant, key.Key, key.Fingerprint, q.EndpointID, q.At, answer); err != nil {
+			return fmt.Errorf("insert idempotency key: %w", err)
+		}
+		return nil
 	})
-	if errors.Is(err, errReplay) {
-		return s.replayRecovery(ctx, key)
-	}
 	if err != nil {
 		return webhooks.Recovery{}, fmt.Errorf("recover webhook deliveries: %w", postgres.Unavailable(err))
 	}
 	return res, nil
 }
 
-// errReplay rolls back a request whose key another request stored.
-var errReplay = errors.New("idempotency key already stored")
-
-func (s *Store) replayRecovery(ctx context.Context, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
+// storedRecovery returns the answer stored with key, and whether there is
+// one. Errors: ErrKeyReused (the key is stored with another fingerprint, or
+// by a create).
+func storedRecovery(ctx context.Context, tx *postgres.Tx, key *idempotency.Key) (webhooks.Recovery, bool, error) {
 	var (
 		fingerprint string
 		answer      []byte
 	)
-	err := s.pool.QueryRow(ctx, `SELECT fingerprint, answer FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
+	err := tx.QueryRow(ctx, `SELECT fingerprint, answer FROM webhook_idempotency_keys WHERE merchant_id = $1 AND key = $2`,
 		key.Merchant, key.Key).Scan(&fingerprint, &answer)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return webhooks.Recovery{}, false, nil
+	}
 	if err != nil {
-		return webhooks.Recovery{}, fmt.Errorf("read idempotency key: %w", postgres.Unavailable(err))
+		return webhooks.Recovery{}, false, fmt.Errorf("read idempotency key: %w", postgres.Unavailable(err))
 	}
 	var a recoveryAnswer
 	if fingerprint != key.Fingerprint || json.Unmarshal(answer, &a) != nil {
-		return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
+		return webhooks.Recovery{}, false, fmt.Errorf("%w: %s", idempotency.ErrKeyReused, key.Key)
 	}
-	return webhooks.Recovery{Queued: a.Queued, HasMore: a.HasMore, Last: a.Last, Replayed: true}, nil
+	return webhooks.Recovery{Queued: a.Queued, HasMore: a.HasMore, Last: a.Last, Replayed: true}, true, nil
 }

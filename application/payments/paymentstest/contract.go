@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -47,7 +48,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 			return payments.Change{Refund: &r, Outbox: outbox}, err
 		}
 	}
-	create := func(t *testing.T, repo payments.Repository, p *payment.Payment, key *payments.IdempotencyKey) (payments.Committed, error) {
+	create := func(t *testing.T, repo payments.Repository, p *payment.Payment, key *idempotency.Key) (payments.Committed, error) {
 		t.Helper()
 		outbox, err := encode(p)
 		if err != nil {
@@ -182,7 +183,7 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 
 	t.Run("idempotency key replays the first outcome", func(t *testing.T) {
 		repo := newRepo(t)
-		key := &payments.IdempotencyKey{Merchant: "mer_1", Key: "k-" + newID(), Fingerprint: "f1"}
+		key := &idempotency.Key{Merchant: "mer_1", Key: "k-" + newID(), Fingerprint: "f1"}
 		p := newPayment(t, 1000)
 		first, err := create(t, repo, p, key)
 		if err != nil {
@@ -195,14 +196,14 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 		if !again.Replayed || again.Payment.Snapshot() != first.Payment.Snapshot() {
 			t.Fatalf("retry = %+v, want replay of %+v", again.Payment.Snapshot(), first.Payment.Snapshot())
 		}
-		other := &payments.IdempotencyKey{Merchant: "mer_1", Key: key.Key, Fingerprint: "f2"}
-		if _, err := create(t, repo, newPayment(t, 1000), other); !errors.Is(err, payments.ErrKeyReused) {
-			t.Errorf("same key, other request: err = %v, want ErrKeyReused", err)
+		other := &idempotency.Key{Merchant: "mer_1", Key: key.Key, Fingerprint: "f2"}
+		if _, err := create(t, repo, newPayment(t, 1000), other); !errors.Is(err, idempotency.ErrKeyReused) {
+			t.Errorf("same key, other request: err = %v, want idempotency.ErrKeyReused", err)
 		}
 
 		// A refund's replay shows the payment as that refund left it, even
 		// after later refunds changed it.
-		rkey := &payments.IdempotencyKey{Merchant: "mer_1", Key: "r-" + newID(), Fingerprint: "r1"}
+		rkey := &idempotency.Key{Merchant: "mer_1", Key: "r-" + newID(), Fingerprint: "r1"}
 		rid, fn := refund(100)
 		firstRefund, err := repo.Update(ctx, p.ID(), rkey, fn)
 		if err != nil {
@@ -232,8 +233,8 @@ func RunContract(t *testing.T, newRepo func(t *testing.T) payments.Repository) {
 
 	t.Run("idempotency keys are per merchant", func(t *testing.T) {
 		repo := newRepo(t)
-		k1 := &payments.IdempotencyKey{Merchant: "mer_1", Key: "order-1", Fingerprint: "f1"}
-		k2 := &payments.IdempotencyKey{Merchant: "mer_2", Key: "order-1", Fingerprint: "f2"}
+		k1 := &idempotency.Key{Merchant: "mer_1", Key: "order-1", Fingerprint: "f1"}
+		k2 := &idempotency.Key{Merchant: "mer_2", Key: "order-1", Fingerprint: "f2"}
 		first, err := create(t, repo, newPayment(t, 100), k1)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
@@ -50,7 +51,7 @@ func (r *FakeRepository) Outbox() []outbox.Message {
 }
 
 // Create implements payments.Repository.
-func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, msgs []outbox.Message, key *payments.IdempotencyKey) (payments.Committed, error) {
+func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, msgs []outbox.Message, key *idempotency.Key) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -62,7 +63,7 @@ func (r *FakeRepository) Create(_ context.Context, p *payment.Payment, msgs []ou
 }
 
 // Update implements payments.Repository.
-func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.IdempotencyKey, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
+func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *idempotency.Key, fn func(*payment.Payment) (payments.Change, error)) (payments.Committed, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if out, done, err := r.replay(key); done {
@@ -86,23 +87,23 @@ func (r *FakeRepository) Update(_ context.Context, id payment.ID, key *payments.
 }
 
 // commit appends c's messages to the outbox and stores key's result.
-func (r *FakeRepository) commit(p *payment.Payment, c payments.Change, key *payments.IdempotencyKey) {
+func (r *FakeRepository) commit(p *payment.Payment, c payments.Change, key *idempotency.Key) {
 	r.outbox = append(r.outbox, c.Outbox...)
 	if key != nil {
-		r.keys[scoped(key)] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: c.Refund}
+		r.keys[key.Scoped()] = storedKey{fingerprint: key.Fingerprint, payment: p.Snapshot(), refund: c.Refund}
 	}
 }
 
-func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Committed, bool, error) {
+func (r *FakeRepository) replay(key *idempotency.Key) (payments.Committed, bool, error) {
 	if key == nil {
 		return payments.Committed{}, false, nil
 	}
-	k, ok := r.keys[scoped(key)]
+	k, ok := r.keys[key.Scoped()]
 	if !ok {
 		return payments.Committed{}, false, nil
 	}
 	if k.fingerprint != key.Fingerprint {
-		return payments.Committed{}, true, payments.ErrKeyReused
+		return payments.Committed{}, true, idempotency.ErrKeyReused
 	}
 	p, err := payment.Rehydrate(k.payment)
 	if err != nil {
@@ -110,10 +111,6 @@ func (r *FakeRepository) replay(key *payments.IdempotencyKey) (payments.Committe
 	}
 	return payments.Committed{Payment: p, Refund: k.refund, Replayed: true}, true, nil
 }
-
-// scoped is a key's identity: its merchant and itself. Merchant ids have no
-// control characters, so the separator cannot occur in either.
-func scoped(key *payments.IdempotencyKey) string { return key.Merchant + "\x1f" + key.Key }
 
 // Get implements payments.Repository.
 func (r *FakeRepository) Get(_ context.Context, id payment.ID) (*payment.Payment, error) {

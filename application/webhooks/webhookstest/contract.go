@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
@@ -101,7 +102,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		s := newStore(t)
 		e := newEndpoint("mer_a", "payment.created", "payment.refunded")
 		e.Description = "orders"
-		key := &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f1"}
+		key := &idempotency.Key{Merchant: "mer_a", Key: "k1", Fingerprint: "f1"}
 		res, err := s.Create(ctx, e, key, 100)
 		if err != nil || res.Replayed {
 			t.Fatalf("create: %+v, %v", res, err)
@@ -122,11 +123,11 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		if _, err := s.Endpoint(ctx, other.ID); !errors.Is(err, webhooks.ErrEndpointNotFound) {
 			t.Errorf("the replayed request's endpoint: got %v, want ErrEndpointNotFound", err)
 		}
-		if _, err := s.Create(ctx, other, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k1", Fingerprint: "f2"}, 100); !errors.Is(err, webhooks.ErrKeyReused) {
+		if _, err := s.Create(ctx, other, &idempotency.Key{Merchant: "mer_a", Key: "k1", Fingerprint: "f2"}, 100); !errors.Is(err, idempotency.ErrKeyReused) {
 			t.Errorf("another request under the key: got %v, want ErrKeyReused", err)
 		}
 		// Keys are the merchant's: another merchant's k1 is another key.
-		if res, err := s.Create(ctx, newEndpoint("mer_b"), &webhooks.IdempotencyKey{Merchant: "mer_b", Key: "k1", Fingerprint: "f2"}, 100); err != nil || res.Replayed {
+		if res, err := s.Create(ctx, newEndpoint("mer_b"), &idempotency.Key{Merchant: "mer_b", Key: "k1", Fingerprint: "f2"}, 100); err != nil || res.Replayed {
 			t.Errorf("another merchant's key: got %+v, %v", res, err)
 		}
 	})
@@ -415,7 +416,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 
 	t.Run("a merchant has at most max endpoints not deleted", func(t *testing.T) {
 		s := newStore(t)
-		key := &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "k", Fingerprint: "f"}
+		key := &idempotency.Key{Merchant: "mer_a", Key: "k", Fingerprint: "f"}
 		first, err := s.Create(ctx, newEndpoint("mer_a"), key, 2)
 		if err != nil {
 			t.Fatal(err)
@@ -561,7 +562,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		finish(t, s, cs[5], webhooks.Failed, webhooks.DeliveryParked, time.Time{}, "")
 		since := at.Add(time.Second)
 		q := webhooks.RecoverQuery{EndpointID: e.ID, Since: since, Limit: 2, At: now}
-		key := &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "r1", Fingerprint: "f"}
+		key := &idempotency.Key{Merchant: "mer_a", Key: "r1", Fingerprint: "f"}
 		first, err := s.Recover(ctx, q, key)
 		if err != nil || first.Queued != 2 || !first.HasMore || first.Last != events[3] || first.Replayed {
 			t.Fatalf("first page: %+v, %v; want 2 queued (%s, %s), more", first, err, events[1], events[3])
@@ -569,7 +570,7 @@ func RunContract(t *testing.T, newStore func(t *testing.T) Store) {
 		if again, err := s.Recover(ctx, q, key); err != nil || !again.Replayed || again.Queued != 2 || again.Last != events[3] {
 			t.Errorf("the same key again: %+v, %v; want the first answer replayed", again, err)
 		}
-		if _, err := s.Recover(ctx, webhooks.RecoverQuery{EndpointID: e.ID, Since: at, Limit: 5, At: now}, &webhooks.IdempotencyKey{Merchant: "mer_a", Key: "r1", Fingerprint: "f2"}); !errors.Is(err, webhooks.ErrKeyReused) {
+		if _, err := s.Recover(ctx, webhooks.RecoverQuery{EndpointID: e.ID, Since: at, Limit: 5, At: now}, &idempotency.Key{Merchant: "mer_a", Key: "r1", Fingerprint: "f2"}); !errors.Is(err, idempotency.ErrKeyReused) {
 			t.Errorf("the key with another recovery: got %v, want ErrKeyReused", err)
 		}
 		later := now.Add(time.Second)

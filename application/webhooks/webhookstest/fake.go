@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/inbox/inboxtest"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
@@ -57,7 +58,7 @@ type delivery struct {
 }
 
 type storedKey struct {
-	key      webhooks.IdempotencyKey
+	key      idempotency.Key
 	endpoint string
 	answer   webhooks.Recovery // a recovery's
 }
@@ -127,7 +128,7 @@ func cloneEndpoint(e webhooks.StoredEndpoint) webhooks.StoredEndpoint {
 }
 
 // Create implements webhooks.Endpoints.
-func (s *FakeStore) Create(_ context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, max int) (webhooks.CreateResult, error) {
+func (s *FakeStore) Create(_ context.Context, e webhooks.StoredEndpoint, key *idempotency.Key, max int) (webhooks.CreateResult, error) {
 	t := s.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -137,7 +138,7 @@ func (s *FakeStore) Create(_ context.Context, e webhooks.StoredEndpoint, key *we
 	if key != nil {
 		if k, ok := t.keys[[2]string{key.Merchant, key.Key}]; ok {
 			if k.key.Fingerprint != key.Fingerprint {
-				return webhooks.CreateResult{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
+				return webhooks.CreateResult{}, fmt.Errorf("%w: %s", idempotency.ErrKeyReused, key.Key)
 			}
 			return webhooks.CreateResult{Endpoint: cloneEndpoint(t.endpoints[k.endpoint]), Replayed: true}, nil
 		}
@@ -297,14 +298,14 @@ func (s *FakeStore) Redeliver(_ context.Context, endpointID, eventID string, at 
 }
 
 // Recover implements webhooks.Endpoints.
-func (s *FakeStore) Recover(_ context.Context, q webhooks.RecoverQuery, key *webhooks.IdempotencyKey) (webhooks.Recovery, error) {
+func (s *FakeStore) Recover(_ context.Context, q webhooks.RecoverQuery, key *idempotency.Key) (webhooks.Recovery, error) {
 	t := s.t
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if key != nil {
 		if k, ok := t.keys[[2]string{key.Merchant, key.Key}]; ok {
 			if k.key.Fingerprint != key.Fingerprint {
-				return webhooks.Recovery{}, fmt.Errorf("%w: %s", webhooks.ErrKeyReused, key.Key)
+				return webhooks.Recovery{}, fmt.Errorf("%w: %s", idempotency.ErrKeyReused, key.Key)
 			}
 			r := k.answer
 			r.Replayed = true

@@ -879,6 +879,20 @@ type RateLimited struct {
 	Type  interface{} `json:"type"`
 }
 
+// RecoverConflict defines model for RecoverConflict.
+type RecoverConflict struct {
+	// Detail What went wrong with this request, for people; absent for `internal`.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `validation-failed`, every invalid field at once.
+	Errors *[]FieldError `json:"errors,omitempty"`
+	Status interface{}   `json:"status"`
+
+	// Title The HTTP status text, e.g. `Not Found`.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
 // RecoverUnprocessable defines model for RecoverUnprocessable.
 type RecoverUnprocessable struct {
 	// Detail What went wrong with this request, for people; absent for `internal`.
@@ -3463,6 +3477,7 @@ type RecoverWebhookEndpointResponse404Headers struct {
 
 // RecoverWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for RecoverWebhookEndpoint
 type RecoverWebhookEndpointResponse409Headers struct {
+	RetryAfter  *int
 	XRequestId  string
 	Traceparent *string
 }
@@ -3517,7 +3532,7 @@ type RecoverWebhookEndpointResponse struct {
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *EndpointNotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *EndpointConflict
+	ApplicationproblemJSON409 *RecoverConflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *BodyTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -3575,7 +3590,7 @@ func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON404() *Endpoint
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON409() *EndpointConflict {
+func (r RecoverWebhookEndpointResponse) GetApplicationproblemJSON409() *RecoverConflict {
 	return r.ApplicationproblemJSON409
 }
 
@@ -5488,7 +5503,7 @@ func ParseRecoverWebhookEndpointResponse(rsp *http.Response) (*RecoverWebhookEnd
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest EndpointConflict
+		var dest RecoverConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -5623,6 +5638,13 @@ func ParseRecoverWebhookEndpointResponse(rsp *http.Response) (*RecoverWebhookEnd
 		response.Headers404 = &headers
 	case rsp.StatusCode == 409:
 		var headers RecoverWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
