@@ -85,6 +85,7 @@ type heldStore struct {
 
 	mu         sync.Mutex
 	calls      int
+	holding    bool // the first call is held
 	overlapped bool
 	second     chan struct{}
 }
@@ -97,18 +98,24 @@ func (s *heldStore) Claim(ctx context.Context, limit int, publish func(context.C
 	s.mu.Lock()
 	s.calls++
 	n := s.calls
-	if n == 2 {
+	switch n {
+	case 1:
+		s.holding = true
+	case 2:
+		// Recorded here, by the second call: the first, once released,
+		// may not run again before the test reads it.
+		s.overlapped = s.holding
 		close(s.second)
 	}
 	s.mu.Unlock()
 	if n == 1 {
 		select {
 		case <-s.second:
-			s.mu.Lock()
-			s.overlapped = true
-			s.mu.Unlock()
 		case <-time.After(s.hold):
 		}
+		s.mu.Lock()
+		s.holding = false
+		s.mu.Unlock()
 	}
 	return s.FakeStore.Claim(ctx, limit, publish)
 }
