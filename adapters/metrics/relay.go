@@ -30,6 +30,7 @@ type Relay struct {
 	dead             prometheus.Counter
 	latency          prometheus.Histogram
 	callDuration     prometheus.Histogram
+	batchSize        prometheus.Gauge
 	partitionAge     *prometheus.GaugeVec
 	ownedPartitions  prometheus.Gauge
 	rebalances       prometheus.Counter
@@ -73,6 +74,10 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 			Help:    "Duration of one batch publish to the broker (all its PublishBatch calls).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
+		batchSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_relay_batch_size",
+			Help: "Rows this replica's relay claims at once: OUTBOX_BATCH_SIZE, or fewer while the broker answers slower than the publish deadline (halved after each batch that ran out of it).",
+		}),
 		partitionAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "outbox_partition_oldest_pending_age_seconds",
 			Help: "Age of the oldest PENDING outbox row per partition; 0 when none. In ordered mode, one growing while the others stay low is a stuck partition (docs/RUNBOOK.md).",
@@ -87,7 +92,7 @@ func NewRelay(reg prometheus.Registerer) (*Relay, error) {
 		}),
 	}
 	for _, c := range []prometheus.Collector{m.oldestPendingAge, m.pendingRows, m.deadRows,
-		m.published, m.failures, m.dead, m.latency, m.callDuration,
+		m.published, m.failures, m.dead, m.latency, m.callDuration, m.batchSize,
 		m.partitionAge, m.ownedPartitions, m.rebalances} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -118,6 +123,9 @@ func (m *Relay) Backlog(s outbox.Stats) {
 	m.deadRows.Set(float64(s.Dead))
 	m.oldestPendingAge.Set(s.OldestPending.Seconds())
 }
+
+// BatchSize implements outbox.Metrics.
+func (m *Relay) BatchSize(n int) { m.batchSize.Set(float64(n)) }
 
 // PartitionBacklog implements partition.Metrics: every partition has a
 // series, 0 when it has nothing pending, as the overall gauge is; a change

@@ -34,6 +34,7 @@ func TestRelaySeries(t *testing.T) {
 	m.Published(2 * time.Second)
 	m.PublishFailed()
 	m.Dead()
+	m.BatchSize(25)
 
 	got := map[string]float64{}
 	families, err := reg.Gather()
@@ -64,6 +65,7 @@ func TestRelaySeries(t *testing.T) {
 		{"outbox_dead_total", 1},
 		{"outbox_publish_latency_seconds", 3},          // sum of the observations, in seconds
 		{"outbox_publish_call_duration_seconds", 0.03}, // one call of 30 ms
+		{"outbox_relay_batch_size", 25},
 		{"outbox_partition_oldest_pending_age_seconds", 90},
 		{"outbox_relay_owned_partitions", 16},
 		{"outbox_relay_rebalances_total", 1},

@@ -4,7 +4,10 @@ import "time"
 
 // Config tunes a Relay. Zero fields take the defaults named on each.
 type Config struct {
-	BatchSize    int           // rows per claim transaction; default 100
+	// BatchSize is the most rows a claim transaction takes; fewer while
+	// the broker answers slower than the publish deadline (batchsize.go).
+	// Default 100.
+	BatchSize    int
 	MaxAttempts  int           // failed publishes before DEAD; default 10
 	PollInterval time.Duration // safety-net poll when no wake-up arrives; default 1s
 	// Workers is how many claim loops run at once. Each holds one database
@@ -15,7 +18,9 @@ type Config struct {
 	BackoffBase time.Duration // delay after the first failure; default 1s
 	BackoffMax  time.Duration // ceiling of the delay; default 5m
 	// PublishTimeout bounds one batch, from its claim to its commit, also
-	// the batch in hand when the relay stops. Default 30s.
+	// the batch in hand when the relay stops. The publish ends a quarter of
+	// it before the commit's deadline, so that what the broker answered by
+	// then is always written (batchsize.go). Default 30s.
 	PublishTimeout time.Duration
 }
 

@@ -21,6 +21,10 @@ type Metrics interface {
 	Dead()
 	// Backlog records the outbox's backlog as the table reports it.
 	Backlog(Stats)
+	// BatchSize records how many rows the relay claims at once:
+	// Config.BatchSize, or fewer while the broker answers slower than the
+	// publish deadline (batchsize.go).
+	BatchSize(n int)
 }
 
 // noMetrics records nothing; it stands in for nil Metrics.
@@ -31,3 +35,4 @@ func (noMetrics) Published(time.Duration)   {}
 func (noMetrics) PublishFailed()            {}
 func (noMetrics) Dead()                     {}
 func (noMetrics) Backlog(Stats)             {}
+func (noMetrics) BatchSize(int)             {}

@@ -23,6 +23,7 @@ type recordingMetrics struct {
 	dead        int
 	backlog     outbox.Stats
 	backlogSets int
+	batchSizes  []int
 }
 
 func (m *recordingMetrics) PublishCall(time.Duration) { m.mu.Lock(); m.calls++; m.mu.Unlock() }
@@ -38,6 +39,18 @@ func (m *recordingMetrics) Backlog(s outbox.Stats) {
 	m.backlog = s
 	m.backlogSets++
 	m.mu.Unlock()
+}
+
+func (m *recordingMetrics) BatchSize(n int) {
+	m.mu.Lock()
+	m.batchSizes = append(m.batchSizes, n)
+	m.mu.Unlock()
+}
+
+func (m *recordingMetrics) sizes() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]int(nil), m.batchSizes...)
 }
 
 type stubStats struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,6 +36,10 @@ import (
 //   - Only an explicit nil from the Publisher marks a row PUBLISHED.
 //   - A stop lets the batch in hand finish (within PublishTimeout): an
 //     acknowledged row whose mark was rolled back would be published again.
+//   - A broker slower than PublishTimeout slows the relay, never stops it:
+//     the publish ends early enough for the claim to write what the broker
+//     answered, and the batch shrinks until the broker answers it in time
+//     (batchsize.go).
 //
 // What a deployment adds around this loop wraps the Store, and the relay
 // does not know it: tracing (adapters/tracing), a bound on the claims at
@@ -95,6 +100,7 @@ type Relay struct {
 	metrics Metrics
 	now     func() time.Time
 	backoff *claimloop.Schedule
+	batch   *batchSize
 	// wake holds one pending wake-up per worker; a burst of wake-ups
 	// collapses into at most Workers claims.
 	wake chan struct{}
@@ -111,8 +117,10 @@ func NewRelay(store Store, pub Publisher, log *slog.Logger, metrics Metrics, now
 	if metrics == nil {
 		metrics = noMetrics{}
 	}
+	metrics.BatchSize(cfg.BatchSize)
 	return &Relay{cfg: cfg, store: store, pub: pub, log: log, metrics: metrics, now: now,
 		backoff: claimloop.NewSchedule(cfg.BackoffBase, cfg.BackoffMax),
+		batch:   newBatchSize(cfg.BatchSize),
 		wake:    make(chan struct{}, cfg.Workers)}
 }
 
@@ -152,14 +160,14 @@ func (r *Relay) work(ctx context.Context) {
 		case <-poll.C:
 		}
 		for ctx.Err() == nil {
-			n, err := r.Step(ctx)
+			_, full, err := r.step(ctx)
 			if err != nil {
 				if ctx.Err() == nil { // not a claim the stop cut short
 					r.log.WarnContext(ctx, "outbox relay: claim failed; retrying at the next poll", "err", err)
 				}
 				break
 			}
-			if n < r.cfg.BatchSize {
+			if !full {
 				break
 			}
 			r.Wake() // a full batch: more are waiting
@@ -170,27 +178,70 @@ func (r *Relay) work(ctx context.Context) {
 
 // Step claims one batch, publishes it and writes back what the broker
 // answered, in one claim transaction, and returns how many messages it
-// claimed. Run calls it; tests and benchmarks drive the relay with it, one
-// batch at a time.
+// claimed. The batch is Config.BatchSize rows, or fewer while the broker
+// answers slower than the deadline (batchsize.go). Run calls it; tests and
+// benchmarks drive the relay with it, one batch at a time.
 func (r *Relay) Step(ctx context.Context) (int, error) {
+	n, _, err := r.step(ctx)
+	return n, err
+}
+
+// step is Step, and reports whether the batch came back full: more rows
+// are likely waiting.
+func (r *Relay) step(ctx context.Context) (n int, full bool, err error) {
+	limit := r.batch.get()
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.PublishTimeout)
 	defer cancel()
-	n, err := r.store.Claim(ctx, r.cfg.BatchSize, r.publish)
+	var late atomic.Bool // a claim may publish more than once (ordered mode's)
+	n, err = r.store.Claim(ctx, limit, func(ctx context.Context, msgs []Message) Result {
+		res, ranLate := r.publish(ctx, msgs)
+		if ranLate {
+			late.Store(true)
+		}
+		return res
+	})
+	r.resize(ctx, limit, n, late.Load())
 	if err != nil {
-		return n, fmt.Errorf("claim outbox batch: %w", err)
+		return n, false, fmt.Errorf("claim outbox batch: %w", err)
 	}
-	return n, nil
+	return n, n >= limit, nil
+}
+
+// resize adapts the batch size to how the claim of limit rows went
+// (batchSize.adapt) and reports a change.
+func (r *Relay) resize(ctx context.Context, limit, n int, late bool) {
+	size, changed := r.batch.adapt(limit, n, late)
+	if !changed {
+		return
+	}
+	r.metrics.BatchSize(size)
+	switch {
+	case late:
+		r.log.WarnContext(ctx, "outbox relay: the broker did not answer a batch within its deadline; batch size halved",
+			"batch_size", size, "max_batch_size", r.cfg.BatchSize, "publish_timeout", r.cfg.PublishTimeout)
+	case size == r.cfg.BatchSize:
+		r.log.InfoContext(ctx, "outbox relay: the broker answers in time again; batch size back to its maximum", "batch_size", size)
+	}
 }
 
 // publish sends one claimed batch and turns the broker's answer for each
-// message into its mark: PUBLISHED, a retry after a backoff, or DEAD.
-func (r *Relay) publish(ctx context.Context, msgs []Message) Result {
+// message into its mark: PUBLISHED, a retry after a backoff, or DEAD. The
+// broker gets until publishDeadline, so that the claim has time to write
+// that answer; late reports that it ran out of it.
+func (r *Relay) publish(ctx context.Context, msgs []Message) (res Result, late bool) {
+	pctx := ctx
+	if d, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithDeadline(ctx, publishDeadline(d, r.cfg.PublishTimeout))
+		defer cancel()
+	}
 	start := r.now()
-	errs := r.pub.Publish(ctx, msgs)
+	errs := r.pub.Publish(pctx, msgs)
+	late = pctx.Err() != nil
 	acked := r.now()
 	r.metrics.PublishCall(acked.Sub(start))
 
-	res := Result{PublishedAt: acked, Published: make([]uuid.UUID, 0, len(msgs))}
+	res = Result{PublishedAt: acked, Published: make([]uuid.UUID, 0, len(msgs))}
 	var firstErr error
 	for i, m := range msgs {
 		var err error
@@ -228,5 +279,5 @@ func (r *Relay) publish(ctx context.Context, msgs []Message) Result {
 		r.log.WarnContext(ctx, "outbox publish failed; will retry with backoff",
 			"failed", len(res.Retry), "batch", len(msgs), "first_err", firstErr)
 	}
-	return res
+	return res, late
 }

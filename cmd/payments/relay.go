@@ -28,8 +28,13 @@ const (
 	// relay batch runs at once: a 100-row batch costs one broker round trip.
 	publishCallsInFlight = 10
 	// relayBatchTimeout bounds one batch's publish and mark, also the in-flight
-	// batch a shutdown lets finish. A batch cut off by it rolls back: its rows
-	// stay PENDING and are published again (at least once, never lost).
+	// batch a shutdown lets finish. The publish ends a quarter of it before
+	// the batch's deadline, leaving that for the mark: the rows the broker
+	// acknowledged by then are marked PUBLISHED, the rest
+	// retried with backoff, and the next batches are smaller until the
+	// broker answers them in time (application/outbox/batchsize.go). Only a
+	// mark cut off by it rolls back: its rows stay PENDING and are published
+	// again (at least once, never lost).
 	relayBatchTimeout = 10 * time.Second
 	// outboxStatsEvery is how often the backlog gauges are refreshed from the
 	// table; less often while counting a huge backlog is slow (RefreshGauges).

@@ -76,6 +76,15 @@ const visibilityTimeout = 20 * time.Second
 // broker that stops answering fails the run instead of hanging it.
 const awsCallTimeout = 15 * time.Second
 
+// poisonSendTimeout bounds each SendMessage of the poison. Those are sent
+// while the traffic and the relays keep the broker busy, and a moto on a
+// loaded machine can take longer than awsCallTimeout to answer one. They
+// are not retried instead: a send cut off by its deadline may have been
+// queued all the same, and a standard queue would then hold that message
+// twice, which the DLQ check rightly counts as a failure. So the suite
+// waits longer, still a bound, for the one answer.
+const poisonSendTimeout = 2 * time.Minute
+
 // report is what one run measured and what it found wrong.
 type report struct {
 	Modes                        string // the ledger's inbox mode and the relay's
@@ -313,7 +322,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 				id := uuid.NewString()
 				in.MessageGroupId, in.MessageDeduplicationId = aws.String("poison-"+id), aws.String(id)
 			}
-			cctx, cancel := context.WithTimeout(ctx, awsCallTimeout)
+			cctx, cancel := context.WithTimeout(ctx, poisonSendTimeout)
 			_, err := tq.SQS.SendMessage(cctx, in)
 			cancel()
 			if err != nil {

@@ -38,6 +38,7 @@ func (*lagRecorder) PublishCall(time.Duration) {}
 func (*lagRecorder) PublishFailed()            {}
 func (*lagRecorder) Dead()                     {}
 func (*lagRecorder) Backlog(outbox.Stats)      {}
+func (*lagRecorder) BatchSize(int)             {}
 
 // relayLag measures the steady state: a writer commits outbox rows at
 // o.LagRate a second, one per transaction, signalling paymentstore.Notifier

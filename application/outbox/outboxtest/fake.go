@@ -118,9 +118,9 @@ func (s *FakeStore) ClaimRows(ctx context.Context, pick func(rows []*FakeRow, no
 	s.mu.Lock()
 	var window, pub []*FakeRow
 	for {
-		if s.fail != nil {
+		if err := s.fail; err != nil {
 			s.mu.Unlock()
-			return 0, s.fail
+			return 0, err
 		}
 		if err := ctx.Err(); err != nil {
 			s.mu.Unlock()
