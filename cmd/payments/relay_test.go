@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
@@ -69,11 +70,42 @@ func TestTheDefaultRelayRunsTheArticlesClaim(t *testing.T) {
 		t.Fatal("not serving after 30s")
 	}
 	// From here on: the migrations ran at start-up, and what follows is
-	// the service at work.
+	// the service at work. The key is made once; each round resets this
+	// database's statistics, creates a payment and reads what ran.
+	key := createKey(t, dbURL, "--merchant", "mer_1", "--name", "test")
+	for round := 1; ; round++ {
+		evicted, err := statementsOfOnePayment(t, ctx, db, addr, key, round)
+		if err == nil {
+			break
+		}
+		// A server that ran out of room for statements (pg_stat_statements.max)
+		// drops the least used, and a statement that ran once may be among
+		// them: evidence lost, not a claim disproved. Another payment shows
+		// them again.
+		if !evicted || round == 5 {
+			t.Fatal(err)
+		}
+		t.Logf("round %d: %v; pg_stat_statements evicted entries meanwhile, so once more", round, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run after shutdown: %v", err)
+	}
+}
+
+// statementsOfOnePayment creates one payment through the API and checks
+// what the server ran to publish it: the article's claim, one mark, no
+// lease. evicted says whether pg_stat_statements dropped entries
+// meanwhile, which can hide a statement that ran.
+func statementsOfOnePayment(t *testing.T, ctx context.Context, db *pgxpool.Pool, addr addrs, key string, n int) (evicted bool, _ error) {
+	t.Helper()
+	var dealloc int64
+	if err := db.QueryRow(ctx, `SELECT dealloc FROM pg_stat_statements_info`).Scan(&dealloc); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := db.Exec(ctx, `SELECT pg_stat_statements_reset(0, (SELECT oid FROM pg_database WHERE datname = current_database()), 0)`); err != nil {
 		t.Fatal(err)
 	}
-	key := createKey(t, dbURL, "--merchant", "mer_1", "--name", "test")
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr.API+"/payments",
 		strings.NewReader(`{"amount": 1050, "currency": "BRL", "payer_id": "cus_1"}`))
 	if err != nil {
@@ -95,24 +127,20 @@ func TestTheDefaultRelayRunsTheArticlesClaim(t *testing.T) {
 		if err := db.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE status = 'PUBLISHED'`).Scan(&published); err != nil {
 			t.Fatal(err)
 		}
-		if published == 1 {
+		if published == n {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the payment's event not PUBLISHED within a minute")
+			t.Fatalf("payment %d's event not PUBLISHED within a minute", n)
 		}
 		time.Sleep(50 * time.Millisecond) // polling the table, not synchronising
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run after shutdown: %v", err)
 	}
 
 	type statement struct {
 		query       string
 		calls, rows int64
 	}
-	rows, err := db.Query(context.Background(), `
+	rows, err := db.Query(ctx, `
 SELECT query, calls, rows FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND query ~* '^\s*(SELECT|WITH|UPDATE|INSERT|DELETE)'`)
@@ -126,27 +154,36 @@ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
 	if err != nil {
 		t.Fatal(err)
 	}
+	var after int64
+	if err := db.QueryRow(ctx, `SELECT dealloc FROM pg_stat_statements_info`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	evicted = after > dealloc
 	var claims, marks []statement
 	for _, s := range ran {
 		q := shape(s.query)
 		switch {
 		case strings.Contains(q, "outbox_leases") || strings.Contains(q, "outbox_relays"):
-			t.Errorf("a statement of ordered mode's leases ran with the default configuration: %s", s.query)
+			// Eviction hides statements; it never invents one.
+			t.Fatalf("a statement of ordered mode's leases ran with the default configuration: %s", s.query)
 		case strings.Contains(q, " FOR UPDATE") && strings.Contains(q, "FROM outbox"):
 			claims = append(claims, s)
 		case strings.HasPrefix(q, "UPDATE outbox SET status = ? , published_at"):
 			marks = append(marks, s)
 		}
 	}
-	if len(claims) != 1 || shape(claims[0].query) != shape(articlesClaim) {
-		t.Fatalf("statements that locked outbox rows: %+v; want exactly the article's claim:\n%s", claims, articlesClaim)
+	for _, c := range claims {
+		if shape(c.query) != shape(articlesClaim) {
+			t.Fatalf("a statement other than the article's claim locked outbox rows: %s; want only:\n%s", c.query, articlesClaim)
+		}
 	}
-	if claims[0].rows < 1 {
-		t.Errorf("the claim ran %d times and returned %d rows; want the payment's row among them", claims[0].calls, claims[0].rows)
+	if len(claims) != 1 || claims[0].rows < 1 {
+		return evicted, fmt.Errorf("statements that locked outbox rows: %+v; want the article's claim, returning the payment's row", claims)
 	}
 	if len(marks) != 1 || marks[0].rows < 1 {
-		t.Errorf("statements that marked rows PUBLISHED: %+v; want one, that marked the row", marks)
+		return evicted, fmt.Errorf("statements that marked rows PUBLISHED: %+v; want one, that marked the row", marks)
 	}
+	return evicted, nil
 }
 
 // shape is a statement's text with its whitespace collapsed and every
