@@ -45,6 +45,7 @@ const ledgerToken = "rolling-update-test-operator-token-not-a-secret"
 type release struct {
 	name             string
 	payments, ledger string // binaries
+	signs            bool   // its payments service signs the events it publishes
 }
 
 // TestPreviousReleaseRunsOnTheNewSchema is a rolling update, step by step:
@@ -58,7 +59,8 @@ type release struct {
 //  4. each order the Deployments may roll in, alone: the new payments with
 //     the old ledger (the old consumer takes the events the new producer
 //     signed), then the old payments with the new ledger (the new consumer
-//     takes the old producer's unsigned events, while it accepts them);
+//     verifies the old producer's events, or accepts them unsigned while
+//     told to, when that release predates signing);
 //  5. the old ones gone and the transition over — the new ledger refuses
 //     unsigned events — the new ones carry on, an event nobody signed is
 //     refused to the DLQ unposted, and `ledger reconcile` finds the ledger
@@ -86,7 +88,7 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
 	oldRel := buildPrevious(t, dir, commit)
-	newRel := release{name: "new"}
+	newRel := release{name: "new", signs: true}
 	var err error
 	if newRel.payments, err = proc.Build(ctx, dir, "payments"); err != nil {
 		t.Fatal(err)
@@ -148,16 +150,20 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	fifth := payAndRefund(t, newPay)
 	waitPosted(t, oldLed, fifth)
 
-	// 4b. The ledger rolled first: the old payments alone publishes,
-	// unsigned, and the new ledger alone consumes, accepting them while
+	// 4b. The ledger rolled first: the old payments alone publishes and
+	// the new ledger alone consumes — signed events it verifies, or, from a
+	// release that predates signing, unsigned ones it accepts while
 	// PAYMENTS_UNSIGNED_EVENTS=accept says to.
 	stop(t, newPay, oldLed)
 	oldPay = start(t, dir, "payments-old-again", oldRel.payments, paymentsEnv)
 	newLed = start(t, dir, "ledger-new-accepting", newRel.ledger, transitionEnv)
 	sixth := payAndRefund(t, oldPay)
 	waitPosted(t, newLed, sixth)
-	if n := metric(t, newLed, "ledger_messages_unsigned_accepted_total"); n < 2 {
-		t.Errorf("the new ledger counted %v unsigned events accepted, want at least the sixth payment's and its refund's", n)
+	switch n := metric(t, newLed, "ledger_messages_unsigned_accepted_total"); {
+	case !oldRel.signs && n < 2:
+		t.Errorf("the new ledger counted %v unsigned events accepted, want at least the sixth payment's and its refund's: %s does not sign", n, oldRel.name)
+	case oldRel.signs && n != 0:
+		t.Errorf("the new ledger counted %v unsigned events accepted, want none: %s signs every event", n, oldRel.name)
 	}
 
 	// 5. The old release gone, and the transition over: unsigned events
@@ -322,6 +328,12 @@ func buildPrevious(t *testing.T, dir, commit string) release {
 		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
 	}
 	rel := release{name: "previous " + commit[:7]}
+	// A release that signs reads its key from PAYMENTS_SIGNING_KEY.
+	config, err := os.ReadFile(filepath.Join(src, "cmd/payments/config.go"))
+	if err != nil {
+		t.Fatalf("%s: %v", rel.name, err)
+	}
+	rel.signs = strings.Contains(string(config), `"PAYMENTS_SIGNING_KEY"`)
 	for _, name := range []string{"payments", "ledger"} {
 		bin := filepath.Join(dir, name+"-previous")
 		cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-o", bin, "./cmd/"+name)
