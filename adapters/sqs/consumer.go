@@ -97,8 +97,8 @@ type Config struct {
 	// TracerProvider, when set, traces each message's handling as a span
 	// ("process <type>", kind consumer) that continues the producer's trace:
 	// the child of the message attribute traceparent. Nil: no span; the
-	// message's trace context still reaches the handler's context, so the
-	// inbox keeps the message's trace id either way.
+	// inbox keeps the event's trace id either way, read from the event
+	// itself (inbox.Event.TraceID).
 	TracerProvider trace.TracerProvider
 }
 

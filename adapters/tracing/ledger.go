@@ -7,18 +7,13 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// LedgerStore is what the ledger's inbox writes through: the consumer's
-// records and the processor's claims, each handing the ledger's handler
-// its repository bound to them (ledgerstore.Store is one).
-type LedgerStore interface {
-	inbox.Recorder[ledgers.Ledger]
-	inbox.Backlog[ledgers.Ledger]
-}
+// LedgerStore is what the ledger's inbox writes through (ledgerstore.Store
+// is one).
+type LedgerStore = InboxStore[ledgers.Ledger]
 
 // Ledger returns store with the ledger's writes traced; the inbox, the
 // ledger's handler and the store stay unaware of tracing. It records:
@@ -40,44 +35,10 @@ func Ledger(store LedgerStore, tp trace.TracerProvider) LedgerStore {
 	if tp == nil {
 		return store
 	}
-	return tracedLedgerStore{store: store, tracer: Tracer(tp)}
-}
-
-type tracedLedgerStore struct {
-	store  LedgerStore
-	tracer trace.Tracer
-}
-
-func (s tracedLedgerStore) Record(ctx context.Context, msg inbox.Message, apply func(context.Context, ledgers.Ledger) (string, error)) (inserted bool, err error) {
-	ctx, span := s.tracer.Start(ctx, "ledger transaction")
-	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "rolled back")
-		}
-		span.End()
-	}()
-	if apply == nil {
-		return s.store.Record(ctx, msg, nil)
-	}
-	return s.store.Record(ctx, msg, func(ctx context.Context, l ledgers.Ledger) (string, error) {
-		return apply(ctx, tracedLedger{Ledger: l, tracer: s.tracer})
-	})
-}
-
-func (s tracedLedgerStore) ClaimPending(ctx context.Context, c inbox.Claim,
-	fn func(context.Context, []inbox.PendingMessage, inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error)) (int, error) {
-	return s.store.ClaimPending(ctx, c, func(ctx context.Context, rows []inbox.PendingMessage, apply inbox.ApplyFunc[ledgers.Ledger]) (inbox.BatchResult, error) {
-		return fn(ctx, rows, func(ctx context.Context, ev inbox.Event, apply1 func(context.Context, ledgers.Ledger) error) error {
-			parent := SpanContext(ev.TraceParent, ev.TraceState)
-			if !parent.IsValid() {
-				return apply(ctx, ev, apply1)
-			}
-			return apply(ctx, ev, func(ctx context.Context, l ledgers.Ledger) error {
-				return apply1(ctx, tracedLedger{Ledger: l, tracer: s.tracer, parent: parent})
-			})
-		})
-	})
+	return tracedInbox[ledgers.Ledger]{store: store, tracer: Tracer(tp), transaction: "ledger transaction",
+		traced: func(l ledgers.Ledger, tracer trace.Tracer, parent trace.SpanContext) ledgers.Ledger {
+			return tracedLedger{Ledger: l, tracer: tracer, parent: parent}
+		}}
 }
 
 // tracedLedger traces Post as "post ledger transaction", a child of parent
@@ -89,10 +50,7 @@ type tracedLedger struct {
 }
 
 func (l tracedLedger) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
-	if l.parent.IsValid() {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, l.parent)
-	}
-	ctx, span := l.tracer.Start(ctx, "post ledger transaction")
+	ctx, span := startChild(ctx, l.tracer, l.parent, "post ledger transaction")
 	defer func() {
 		if err != nil {
 			span.RecordError(err)
