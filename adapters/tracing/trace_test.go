@@ -25,7 +25,9 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgertracing"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentstracing"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
@@ -147,8 +149,8 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}, led.tp)
 
 	// The payments service: its API and its relay.
-	svc := payments.NewService(tracing.Payments(paymentstore.New(payDB), pay.tp), time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
+	svc := payments.NewService(paymentstracing.Repository(paymentstore.New(payDB), pay.tp), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: paymentstracing.TraceContext})
 	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
 	r := outbox.NewRelay(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
@@ -160,7 +162,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
+	store := ledgertracing.Traced(ledgerstore.New(ledDB), led.tp)
 	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
 	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
 		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,

@@ -225,7 +225,7 @@ type Service[R, E any] struct {
 	// retention and /readyz.
 	Store Store[R]
 	// Inbox, when not nil, is what the inbox records and claims through
-	// instead of Store: Store decorated (tracing.Ledger, tracing.Webhooks).
+	// instead of Store: Store decorated (ledgertracing.Traced, webhookstracing.Inbox).
 	Inbox interface {
 		inbox.Recorder[R]
 		inbox.Backlog[R]

@@ -1,4 +1,9 @@
-package tracing
+// Package webhookstracing traces the webhooks service's ports: its inbox
+// store, the delivery workers' store and sender, and the merchant API's
+// store, each a decorator beside the service it decorates (the shared
+// mechanics are adapters/tracing's), so that no store or sender starts a
+// span of its own.
+package webhookstracing
 
 import (
 	"context"
@@ -9,16 +14,17 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 )
 
-// WebhooksStore is what the webhooks service's inbox writes through
+// InboxStore is what the webhooks service's inbox writes through
 // (webhookstore.Store is one).
-type WebhooksStore = InboxStore[webhooks.Fanout]
+type InboxStore = tracing.InboxStore[webhooks.Fanout]
 
-// Webhooks returns store with the webhooks service's inbox traced, as
-// Ledger traces the ledger's; the inbox, the handler and the store stay
+// Inbox returns store with the webhooks service's inbox traced, as
+// ledgertracing traces the ledger's; the inbox, the handler and the store stay
 // unaware of tracing. It records:
 //
 //   - "webhooks transaction": each transaction of the consumer (Record: in
@@ -32,14 +38,10 @@ type WebhooksStore = InboxStore[webhooks.Fanout]
 //     span.
 //
 // With a nil tp store is returned as it is.
-func Webhooks(store WebhooksStore, tp trace.TracerProvider) WebhooksStore {
-	if tp == nil {
-		return store
-	}
-	return tracedInbox[webhooks.Fanout]{store: store, tracer: Tracer(tp), transaction: "webhooks transaction",
-		traced: func(f webhooks.Fanout, tracer trace.Tracer, parent trace.SpanContext) webhooks.Fanout {
-			return tracedFanout{Fanout: f, tracer: tracer, parent: parent}
-		}}
+func Inbox(store InboxStore, tp trace.TracerProvider) InboxStore {
+	return tracing.Inbox(store, tp, "webhooks transaction", func(f webhooks.Fanout, tracer trace.Tracer, parent trace.SpanContext) webhooks.Fanout {
+		return tracedFanout{Fanout: f, tracer: tracer, parent: parent}
+	})
 }
 
 // tracedFanout traces Enqueue, a child of parent when it is valid (a
@@ -51,12 +53,12 @@ type tracedFanout struct {
 }
 
 func (f tracedFanout) Enqueue(ctx context.Context, d webhooks.NewDelivery) (n int, err error) {
-	ctx, span := startChild(ctx, f.tracer, f.parent, "enqueue webhook deliveries", trace.WithAttributes(
+	ctx, span := tracing.StartChild(ctx, f.tracer, f.parent, "enqueue webhook deliveries", trace.WithAttributes(
 		attribute.String("cloudevents.event_id", d.EventID),
 		attribute.String("cloudevents.event_type", d.EventType)))
 	defer func() {
 		span.SetAttributes(attribute.Int("webhooks.deliveries", n))
-		endWrite(span, err)
+		tracing.End(span, err, "rolled back")
 	}()
 	return f.Fanout.Enqueue(ctx, d)
 }
@@ -73,7 +75,7 @@ func Deliveries(store webhooks.Deliveries, tp trace.TracerProvider) webhooks.Del
 	if tp == nil {
 		return store
 	}
-	return tracedDeliveries{Deliveries: store, tracer: Tracer(tp)}
+	return tracedDeliveries{Deliveries: store, tracer: tracing.Tracer(tp)}
 }
 
 type tracedDeliveries struct {
@@ -96,7 +98,7 @@ func (s tracedDeliveries) ClaimDeliveries(ctx context.Context, c webhooks.Delive
 	_, span := s.tracer.Start(ctx, "claim webhook deliveries",
 		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("webhooks.claimed", len(claimed))))
-	endWrite(span, err)
+	tracing.End(span, err, "failed")
 	return claimed, err
 }
 
@@ -113,7 +115,7 @@ func Sender(sender webhooks.Sender, tp trace.TracerProvider) webhooks.Sender {
 	if tp == nil {
 		return sender
 	}
-	return tracedSender{sender: sender, tracer: Tracer(tp)}
+	return tracedSender{sender: sender, tracer: tracing.Tracer(tp)}
 }
 
 type tracedSender struct {
@@ -123,7 +125,7 @@ type tracedSender struct {
 
 func (s tracedSender) Send(ctx context.Context, r webhooks.Request) webhooks.Response {
 	ev, _ := inbox.Decode(r.Body)
-	parent := SpanContext(ev.TraceParent, ev.TraceState)
+	parent := tracing.SpanContext(ev.TraceParent, ev.TraceState)
 	if !parent.IsValid() && !trace.SpanContextFromContext(ctx).IsValid() {
 		return s.sender.Send(ctx, r)
 	}
@@ -135,7 +137,7 @@ func (s tracedSender) Send(ctx context.Context, r webhooks.Request) webhooks.Res
 	if u, err := url.Parse(r.URL); err == nil {
 		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
 	}
-	ctx, span := startChild(ctx, s.tracer, parent, "send webhook", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, span := tracing.StartChild(ctx, s.tracer, parent, "send webhook", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	defer span.End()
 	res := s.sender.Send(ctx, r)
 	switch {
@@ -158,7 +160,7 @@ func eventContext(payload []byte) trace.SpanContext {
 	if err != nil {
 		return trace.SpanContext{}
 	}
-	return SpanContext(ev.TraceParent, ev.TraceState)
+	return tracing.SpanContext(ev.TraceParent, ev.TraceState)
 }
 
 // Endpoints returns store with the merchant API's writes traced as one
@@ -166,12 +168,12 @@ func eventContext(payload []byte) trace.SpanContext {
 // webhook endpoint", "rotate webhook secret", "redeliver webhook" and
 // "recover webhook deliveries", carrying the endpoint's id, with an error
 // status when the write failed. Reads pass through untraced, as
-// Payments'. With a nil tp store is returned as it is.
+// paymentstracing's. With a nil tp store is returned as it is.
 func Endpoints(store webhooks.Endpoints, tp trace.TracerProvider) webhooks.Endpoints {
 	if tp == nil {
 		return store
 	}
-	return tracedEndpoints{Endpoints: store, tracer: Tracer(tp)}
+	return tracedEndpoints{Endpoints: store, tracer: tracing.Tracer(tp)}
 }
 
 type tracedEndpoints struct {
@@ -186,21 +188,21 @@ func (s tracedEndpoints) start(ctx context.Context, name, endpoint string) (cont
 func (s tracedEndpoints) Create(ctx context.Context, e webhooks.StoredEndpoint, key *webhooks.IdempotencyKey, max int) (webhooks.CreateResult, error) {
 	ctx, span := s.start(ctx, "create webhook endpoint", e.ID)
 	res, err := s.Endpoints.Create(ctx, e, key, max)
-	endWrite(span, err)
+	tracing.End(span, err, "failed")
 	return res, err
 }
 
 func (s tracedEndpoints) DeleteEndpoint(ctx context.Context, id string, at time.Time) (webhooks.StoredEndpoint, error) {
 	ctx, span := s.start(ctx, "delete webhook endpoint", id)
 	e, err := s.Endpoints.DeleteEndpoint(ctx, id, at)
-	endWrite(span, err)
+	tracing.End(span, err, "failed")
 	return e, err
 }
 
 func (s tracedEndpoints) RotateSecret(ctx context.Context, id string, current []byte, previousExpires time.Time) (webhooks.StoredEndpoint, error) {
 	ctx, span := s.start(ctx, "rotate webhook secret", id)
 	e, err := s.Endpoints.RotateSecret(ctx, id, current, previousExpires)
-	endWrite(span, err)
+	tracing.End(span, err, "failed")
 	return e, err
 }
 
@@ -208,7 +210,7 @@ func (s tracedEndpoints) Redeliver(ctx context.Context, endpointID, eventID stri
 	ctx, span := s.start(ctx, "redeliver webhook", endpointID)
 	span.SetAttributes(attribute.String("cloudevents.event_id", eventID))
 	err := s.Endpoints.Redeliver(ctx, endpointID, eventID, at)
-	endWrite(span, err)
+	tracing.End(span, err, "failed")
 	return err
 }
 
@@ -216,6 +218,6 @@ func (s tracedEndpoints) Recover(ctx context.Context, q webhooks.RecoverQuery, k
 	ctx, span := s.start(ctx, "recover webhook deliveries", q.EndpointID)
 	r, err := s.Endpoints.Recover(ctx, q, key)
 	span.SetAttributes(attribute.Int("webhooks.queued", r.Queued))
-	endWrite(span, err)
+	tracing.End(span, err, "failed")
 	return r, err
 }

@@ -1,21 +1,24 @@
-package tracing
+// Package ledgertracing traces the ledger's ports: a decorator of its inbox
+// store, beside the service it decorates (the shared mechanics are
+// adapters/tracing's), so that the store starts no span of its own.
+package ledgertracing
 
 import (
 	"context"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/domain/ledger"
 )
 
-// LedgerStore is what the ledger's inbox writes through (ledgerstore.Store
-// is one).
-type LedgerStore = InboxStore[ledgers.Ledger]
+// Store is what the ledger's inbox writes through (ledgerstore.Store is
+// one).
+type Store = tracing.InboxStore[ledgers.Ledger]
 
-// Ledger returns store with the ledger's writes traced; the inbox, the
+// Traced returns store with the ledger's writes traced; the inbox, the
 // ledger's handler and the store stay unaware of tracing. It records:
 //
 //   - "ledger transaction": each transaction of the consumer (Record), a
@@ -31,14 +34,10 @@ type LedgerStore = InboxStore[ledgers.Ledger]
 //     row.
 //
 // With a nil tp store is returned as it is.
-func Ledger(store LedgerStore, tp trace.TracerProvider) LedgerStore {
-	if tp == nil {
-		return store
-	}
-	return tracedInbox[ledgers.Ledger]{store: store, tracer: Tracer(tp), transaction: "ledger transaction",
-		traced: func(l ledgers.Ledger, tracer trace.Tracer, parent trace.SpanContext) ledgers.Ledger {
-			return tracedLedger{Ledger: l, tracer: tracer, parent: parent}
-		}}
+func Traced(store Store, tp trace.TracerProvider) Store {
+	return tracing.Inbox(store, tp, "ledger transaction", func(l ledgers.Ledger, tracer trace.Tracer, parent trace.SpanContext) ledgers.Ledger {
+		return tracedLedger{Ledger: l, tracer: tracer, parent: parent}
+	})
 }
 
 // tracedLedger traces Post as "post ledger transaction", a child of parent
@@ -50,13 +49,7 @@ type tracedLedger struct {
 }
 
 func (l tracedLedger) Post(ctx context.Context, tx ledger.Transaction, postedAt time.Time) (posted bool, err error) {
-	ctx, span := startChild(ctx, l.tracer, l.parent, "post ledger transaction")
-	defer func() {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, "not posted")
-		}
-		span.End()
-	}()
+	ctx, span := tracing.StartChild(ctx, l.tracer, l.parent, "post ledger transaction")
+	defer func() { tracing.End(span, err, "not posted") }()
 	return l.Ledger.Post(ctx, tx, postedAt)
 }

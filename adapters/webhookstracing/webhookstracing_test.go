@@ -1,4 +1,4 @@
-package tracing_test
+package webhookstracing_test
 
 import (
 	"context"
@@ -14,11 +14,26 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	"github.com/payments-outbox/payments-outbox/adapters/webhookstracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/webhooks"
 	"github.com/payments-outbox/payments-outbox/application/webhooks/webhookstest"
 )
+
+// eventParent is the trace context a stored event carries in the tests
+// below: the write that recorded its payment.
+const eventParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+func ended(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 type anySchema struct{}
 
@@ -52,16 +67,16 @@ func newWebhooksPipeline(t *testing.T, receiver webhooks.Sender) webhooksPipelin
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	svc := webhooks.NewService(tracing.Endpoints(store, p.tp), sealer, time.Now, webhooks.Config{})
+	svc := webhooks.NewService(webhookstracing.Endpoints(store, p.tp), sealer, time.Now, webhooks.Config{})
 	ctx, request := p.tp.Tracer("test").Start(context.Background(), "POST /webhook_endpoints")
 	if _, err := svc.Create(ctx, webhooks.CreateEndpoint{Principal: access.MerchantPrincipal("key_w", "mer_w"), URL: "https://example.com/hook", EnabledEvents: []string{"*"}}); err != nil {
 		t.Fatal(err)
 	}
 	request.End()
-	in := tracing.Webhooks(store, p.tp)
+	in := webhookstracing.Inbox(store, p.tp)
 	p.proc = inbox.NewProcessor(in, webhooks.Handler{}, anySchema{}, log, nil, time.Now, inbox.ProcessorConfig{})
 	p.recv = inbox.NewService(in, p.proc, time.Now, inbox.Config{Mode: inbox.Async})
-	p.worker = webhooks.NewWorker(tracing.Deliveries(store, p.tp), tracing.Sender(receiver, p.tp), sealer,
+	p.worker = webhooks.NewWorker(webhookstracing.Deliveries(store, p.tp), webhookstracing.Sender(receiver, p.tp), sealer,
 		webhooks.NewSchedule(time.Minute), log, nil, time.Now, webhooks.WorkerConfig{})
 	return p
 }
