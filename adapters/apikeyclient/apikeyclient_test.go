@@ -61,7 +61,7 @@ func newPayments(t *testing.T) *payments {
 	p.keys = access.NewKeys(store, p.clock.Now)
 	auth := access.NewAuthenticator(store, p.clock.Now, access.CacheTTL)
 	// No payments use case is reached: GET /api_key asks only the keys.
-	h := apitest.New(t, apidoc.Payments()).Handler(t, paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), paymentsapi.Config{}))
+	h := apitest.New(t, apidoc.Payments()).Handler(t, paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), nil, paymentsapi.Config{}))
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.calls.Add(1)
 		h.ServeHTTP(w, r)
@@ -268,7 +268,7 @@ func TestTheWebhooksAPIRefusesARevokedKey(t *testing.T) {
 	p := newPayments(t)
 	c := newClient(t, p.srv.URL, apikeyclient.Config{})
 	hooks := httptest.NewServer(apitest.New(t, apidoc.Webhooks()).Handler(t,
-		webhooksapi.NewHandler(listOnly{}, c, slog.New(slog.DiscardHandler), webhooksapi.Config{})))
+		webhooksapi.NewHandler(listOnly{}, c, slog.New(slog.DiscardHandler), nil, webhooksapi.Config{})))
 	t.Cleanup(hooks.Close)
 	get := func(base, path string) int {
 		t.Helper()

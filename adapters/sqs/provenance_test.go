@@ -128,8 +128,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		}
 		h := &fakeHandler{sqs: f}
 		reg := prometheus.NewRegistry()
-		c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", DLQURL: dlq, Workers: 1, WaitTime: time.Second,
-			Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: v})
+		c := sqs.NewConsumer(f, h, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{QueueURL: "q", DLQURL: dlq, Workers: 1, WaitTime: time.Second, Verifier: v})
 		stop, wait := runConsumer(t, c)
 		// A stop lets the batch in hand finish: once the one receive has
 		// taken every message, stopping leaves each handled or not for good.
@@ -185,8 +184,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		f.putMessage("q", forged)
 		h := &fakeHandler{sqs: f}
 		reg := prometheus.NewRegistry()
-		c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", DLQURL: "dlq", Workers: 1, WaitTime: time.Second,
-			Log: quietLog(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: verifier})
+		c := sqs.NewConsumer(f, h, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{QueueURL: "q", DLQURL: "dlq", Workers: 1, WaitTime: time.Second, Verifier: verifier})
 		stop, wait := runConsumer(t, c)
 		waitUntil(t, "the forgery made visible again", func() bool { return strings.Contains(strings.Join(calls(f), " "), "visibility0") })
 		stop()

@@ -151,7 +151,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	// The payments service: its API and its relay.
 	svc := payments.NewService(paymentstracing.Repository(paymentstore.New(payDB), pay.tp), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: paymentstracing.TraceContext})
-	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
+	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, nil, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
 	r := outbox.NewRelay(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
 		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
@@ -164,9 +164,8 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}
 	store := ledgertracing.Traced(ledgerstore.New(ledDB), led.tp)
 	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
-	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
-		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
-		Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), TracerProvider: led.tp,
+	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), log, sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
+		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, TracerProvider: led.tp,
 	})
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -139,7 +139,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if err != nil {
 		return err
 	}
-	api := ledgerapi.NewHandler(ledgers.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
+	api := ledgerapi.NewHandler(ledgers.NewService(store), cfg.APITokens, p.Log, p.HTTPMetrics, ledgerapi.Config{TracerProvider: p.TracerProvider})
 	if cfg.APITokens.Len() == 0 {
 		p.Log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}

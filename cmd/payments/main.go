@@ -169,8 +169,8 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	}
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
 	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
-	api := paymentsapi.NewHandler(svc, auth, log, paymentsapi.Config{RateLimit: cfg.APIRateLimit, Metrics: httpMetrics, TracerProvider: tp.Provider})
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: pool.Ping, Status: b.Status, Metrics: httpMetrics, Gatherer: reg})
+	api := paymentsapi.NewHandler(svc, auth, log, httpMetrics, paymentsapi.Config{RateLimit: cfg.APIRateLimit, TracerProvider: tp.Provider})
+	ops := httpserver.NewOpsRouter(pool.Ping, log, httpMetrics, httpserver.OpsConfig{Status: b.Status, Gatherer: reg})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
 	if err != nil {
 		return err

@@ -278,7 +278,7 @@ func startPaymentsKeys(t *testing.T) (string, string) {
 	}
 	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
 	// No payments use case is reached: GET /api_key asks only the keys.
-	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), paymentsapi.Config{}))
+	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), nil, paymentsapi.Config{}))
 	t.Cleanup(srv.Close)
 	return srv.URL, key
 }

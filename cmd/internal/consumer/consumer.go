@@ -271,9 +271,9 @@ func Serve[R, E any](ctx context.Context, p *Process, svc Service[R, E], listeni
 	}
 	// Each message's signature is checked before the inbox sees it: one
 	// the payments service did not sign goes to the DLQ, unrecorded.
-	consumer := sqs.NewConsumer(p.client, receiver, sqs.Config{
+	consumer := sqs.NewConsumer(p.client, receiver, log, p.sqsm, time.Now, sqs.Config{
 		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
-		VisibilityTimeout: p.queue.VisibilityTimeout, Log: log, Metrics: p.sqsm, TracerProvider: p.TracerProvider,
+		VisibilityTimeout: p.queue.VisibilityTimeout, TracerProvider: p.TracerProvider,
 		Verifier: provenance.NewVerifier(cfg.Provenance.Keys, cfg.Provenance.AcceptUnsigned), DLQURL: cfg.DLQURL,
 	})
 	if cfg.Provenance.AcceptUnsigned {
@@ -281,7 +281,7 @@ func Serve[R, E any](ctx context.Context, p *Process, svc Service[R, E], listeni
 			"_messages_unsigned_accepted_total); set refuse once every producer signs")
 	}
 
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: svc.Store.Ping, Metrics: p.HTTPMetrics, Gatherer: p.Registry})
+	ops := httpserver.NewOpsRouter(svc.Store.Ping, log, p.HTTPMetrics, httpserver.OpsConfig{Gatherer: p.Registry})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, svc.API, ops, log)
 	if err != nil {
 		return err
