@@ -54,7 +54,7 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	return fixture{pool: pool, store: outboxstore.New(pool), tq: awstest.NewTopicQueue(t)}
+	return fixture{pool: pool, store: outboxstore.New(pool), tq: awstest.NewTopicQueue(t, awstest.QueueConfig{})}
 }
 
 func (f fixture) publisher() *sns.Publisher {

@@ -26,7 +26,7 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 	for _, mode := range []string{"sync", "async"} {
 		for _, workers := range []int{4, 8} {
 			b.Run(fmt.Sprintf("mode=%s/workers=%d", mode, workers), func(b *testing.B) {
-				tq := awstest.NewTopicQueue(b)
+				tq := awstest.NewTopicQueue(b, awstest.QueueConfig{})
 				pool := pgtest.New(b, ledgermigrations.FS)
 				store := ledgerstore.New(pool)
 				reg := prometheus.NewRegistry()

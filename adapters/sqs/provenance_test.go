@@ -39,7 +39,7 @@ func keys(t testing.TB, acceptUnsigned bool) (*provenance.Signer, *provenance.Ve
 // inbox, and waits in the DLQ with its reason, counted by it.
 func TestForgedMessagesGoToTheDLQWithTheirReason(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, awstest.QueueConfig{})
 	signer, verifier := keys(t, false)
 	r.verifier = verifier
 	r.start(t, r.tq.SQS, 2)

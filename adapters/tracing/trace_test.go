@@ -137,7 +137,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pay, led := newService(t, "payments"), newService(t, "ledger")
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 
 	payDB := openTraced(t, paymentsmigrations.FS, func(ctx context.Context, p *pgxpool.Pool) error {
 		_, err := postgres.Migrate(ctx, p, paymentsmigrations.FS)

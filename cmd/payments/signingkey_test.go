@@ -83,7 +83,7 @@ func TestSigningKeyCreatePrintsAWorkingPair(t *testing.T) {
 func TestTheServicePublishesSignedEvents(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "OPS_ADDR": "127.0.0.1:0",
 		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",

@@ -209,7 +209,7 @@ type service struct {
 
 func startService(t *testing.T, allowPrivate bool) *service {
 	payments, merchantKey := startPaymentsKeys(t)
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	dbURL := pgtest.NewDatabase(t)
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "OPS_ADDR": "127.0.0.1:0",
