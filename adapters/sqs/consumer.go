@@ -56,10 +56,14 @@ const BatchBudget = 5 * time.Second
 // stop (see receive).
 const receiveSlack = 10 * time.Second
 
+// DefaultWorkers is Config.Workers' default (the ledger passes it as its
+// variable's default).
+const DefaultWorkers = 4
+
 // Config tunes a Consumer. Zero values take the defaults in brackets.
 type Config struct {
 	QueueURL string
-	// Workers is the number of concurrent receive loops [4].
+	// Workers is the number of concurrent receive loops [DefaultWorkers].
 	Workers int
 	// WaitTime is the long-poll wait of each receive, in whole seconds [20s,
 	// the SQS maximum]: an idle queue costs one request per worker per
@@ -114,7 +118,7 @@ type Consumer struct {
 // brackets on the fields).
 func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
-		c.Workers = 4
+		c.Workers = DefaultWorkers
 	}
 	if c.WaitTime <= 0 {
 		c.WaitTime = 20 * time.Second

@@ -2,11 +2,19 @@ package outbox
 
 import "time"
 
+// The defaults of the Config fields a deployment sets (cmd/payments passes
+// them as its variables' defaults): each stated here once.
+const (
+	DefaultBatchSize    = 100
+	DefaultMaxAttempts  = 10
+	DefaultPollInterval = time.Second
+)
+
 // Config tunes a Relay. Zero fields take the defaults named on each.
 type Config struct {
-	BatchSize    int           // rows per claim transaction; default 100
-	MaxAttempts  int           // failed publishes before DEAD; default 10
-	PollInterval time.Duration // safety-net poll when no wake-up arrives; default 1s
+	BatchSize    int           // rows per claim transaction; DefaultBatchSize
+	MaxAttempts  int           // failed publishes before DEAD; DefaultMaxAttempts
+	PollInterval time.Duration // safety-net poll when no wake-up arrives; DefaultPollInterval
 	// Workers is how many claim loops run at once. Each holds one database
 	// connection while its batch is at the broker, so several keep the
 	// broker busy while one waits on the database. Default 4; WorkersFor
@@ -21,13 +29,13 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
-		c.BatchSize = 100
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 10
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.Workers <= 0 {
 		c.Workers = defaultWorkers
