@@ -59,7 +59,7 @@ func newPayments(t *testing.T) *payments {
 	store := accesstest.NewFakeStore()
 	p := &payments{clock: &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
 	p.keys = access.NewKeys(store, p.clock.Now)
-	auth := access.NewAuthenticator(store, p.clock.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, p.clock.Now, access.AuthenticatorConfig{})
 	// No payments use case is reached: GET /api_key asks only the keys.
 	h := apitest.New(t, apidoc.Payments()).Handler(t, paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), nil, paymentsapi.Config{}))
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -322,7 +322,7 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 	t.Helper()
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
-	h := paymentsapi.NewHandler(payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), log, httpserver.NewMetrics(reg), paymentsapi.Config{RateLimit: rate})
+	h := paymentsapi.NewHandler(payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{}), log, httpserver.NewMetrics(reg), paymentsapi.Config{RateLimit: rate})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	return srv, keys

@@ -196,7 +196,7 @@ func TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO(t *testing.T) {
 	// retries it) would otherwise hide its messages, and their groups, for the
 	// production 30 s.
 	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{FIFO: true, VisibilityTimeout: 2 * time.Second})
-	pub := &handOffs{Publisher: sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 4)}
+	pub := &handOffs{Publisher: sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, sns.Config{InFlight: 4})}
 	const payments, events = 60, 4 // a creation and three refunds each: 240 messages
 
 	start := time.Now()

@@ -42,8 +42,8 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 				if mode == "async" {
 					h, outcome = svc.async, "recorded"
 				}
-				c := sqs.NewConsumer(tq.SQS, h, quietLog(), m, time.Now, sqs.Config{
-					QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second,
+				c := sqs.NewConsumer(tq.SQS, h, tq.QueueURL, quietLog(), m, time.Now, sqs.Config{
+					Workers: workers, WaitTime: time.Second,
 				})
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)

@@ -62,7 +62,6 @@ const DefaultWorkers = 4
 
 // Config tunes a Consumer. Zero values take the defaults in brackets.
 type Config struct {
-	QueueURL string
 	// Workers is the number of concurrent receive loops [DefaultWorkers].
 	Workers int
 	// WaitTime is the long-poll wait of each receive, in whole seconds [20s,
@@ -105,13 +104,14 @@ type Config struct {
 
 // Consumer receives messages from one queue and applies them through a Handler.
 type Consumer struct {
-	api     API
-	h       Handler
-	log     *slog.Logger
-	metrics *Metrics
-	now     func() time.Time
-	cfg     Config
-	tracer  trace.Tracer
+	api      API
+	h        Handler
+	queueURL string
+	log      *slog.Logger
+	metrics  *Metrics
+	now      func() time.Time
+	cfg      Config
+	tracer   trace.Tracer
 }
 
 // withDefaults returns c with each zero value replaced by its default (in
@@ -141,12 +141,12 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// NewConsumer returns a consumer of cfg.QueueURL that applies through h,
-// logs to log and counts in metrics (NewMetrics); now is the clock. Run
-// starts it.
-func NewConsumer(api API, h Handler, log *slog.Logger, metrics *Metrics, now func() time.Time, cfg Config) *Consumer {
+// NewConsumer returns a consumer of the queue at queueURL that applies
+// through h, logs to log and counts in metrics (NewMetrics); now is the
+// clock. Run starts it.
+func NewConsumer(api API, h Handler, queueURL string, log *slog.Logger, metrics *Metrics, now func() time.Time, cfg Config) *Consumer {
 	cfg = cfg.withDefaults()
-	return &Consumer{api: api, h: h, log: log, metrics: metrics, now: now, cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}
+	return &Consumer{api: api, h: h, queueURL: queueURL, log: log, metrics: metrics, now: now, cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}
 }
 
 // Run receives and applies messages with cfg.Workers loops until ctx is
@@ -223,7 +223,7 @@ func (c *Consumer) receive(ctx context.Context) (*awssqs.ReceiveMessageOutput, e
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WaitTime+receiveSlack)
 	defer cancel()
 	return c.api.ReceiveMessage(rctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(c.cfg.QueueURL),
+		QueueUrl:                    aws.String(c.queueURL),
 		MaxNumberOfMessages:         c.cfg.MaxMessages,
 		WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
 		MessageSystemAttributeNames: receivedSystemAttributes,
@@ -302,7 +302,7 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 		trace.WithAttributes(
 			attribute.String("messaging.system", "aws_sqs"),
 			attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.destination.name", c.cfg.QueueURL),
+			attribute.String("messaging.destination.name", c.queueURL),
 			attribute.String("messaging.message.id", aws.ToString(m.MessageId)),
 		))
 	defer func() {
@@ -388,7 +388,7 @@ func bounded(err error) string {
 
 func (c *Consumer) makeVisible(ctx context.Context, m types.Message) {
 	_, err := c.api.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(c.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+		QueueUrl: aws.String(c.queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
 	})
 	if err != nil {
 		c.log.DebugContext(ctx, "reset visibility failed", "err", err)
@@ -407,7 +407,7 @@ func (c *Consumer) release(ctx context.Context, msgs []types.Message) {
 	defer cancel()
 	c.metrics.released.Add(float64(len(msgs)))
 	out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
-		QueueUrl: aws.String(c.cfg.QueueURL), Entries: visibilityEntries(msgs, 0),
+		QueueUrl: aws.String(c.queueURL), Entries: visibilityEntries(msgs, 0),
 	})
 	switch {
 	case err != nil:
@@ -431,7 +431,7 @@ func (c *Consumer) ack(ctx context.Context, msgs []types.Message) {
 	for i, m := range msgs {
 		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
 	}
-	out, err := c.api.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.cfg.QueueURL), Entries: entries})
+	out, err := c.api.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.queueURL), Entries: entries})
 	if err != nil {
 		c.metrics.ackFailed.Add(float64(len(msgs)))
 		c.log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redeliveries", "messages", len(msgs), "err", err)
@@ -463,7 +463,7 @@ func (c *Consumer) keepInvisible(ctx context.Context, p *pending, stop <-chan st
 			return
 		}
 		out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
-			QueueUrl: aws.String(c.cfg.QueueURL), Entries: visibilityEntries(left, c.cfg.VisibilityTimeout),
+			QueueUrl: aws.String(c.queueURL), Entries: visibilityEntries(left, c.cfg.VisibilityTimeout),
 		})
 		switch {
 		case err != nil:

@@ -84,8 +84,8 @@ func (r *rig) start(t *testing.T, api sqs.API, workers int) {
 	if r.handler != nil {
 		h = r.handler
 	}
-	c := sqs.NewConsumer(api, h, quietLog(), r.m, time.Now, sqs.Config{
-		QueueURL: r.tq.QueueURL, Workers: workers, WaitTime: 2 * time.Second,
+	c := sqs.NewConsumer(api, h, r.tq.QueueURL, quietLog(), r.m, time.Now, sqs.Config{
+		Workers: workers, WaitTime: 2 * time.Second,
 		VisibilityTimeout: attrs.VisibilityTimeout, Verifier: r.verifier, DLQURL: r.tq.DLQURL,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -437,8 +437,8 @@ func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 	send(t, tq.SQS, tq.QueueURL, bodies...)
 	reg := prometheus.NewRegistry()
 	h := stuckHandler{started: make(chan struct{}, 1)}
-	c := sqs.NewConsumer(tq.SQS, h, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
-		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
+	c := sqs.NewConsumer(tq.SQS, h, tq.QueueURL, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -76,7 +76,7 @@ func TestShutdownAppliesTheBatchInHand(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "ok 1", "ok 2", "ok 3")
 	h := &gatedHandler{started: make(chan string, 3), release: make(chan struct{}), sqs: f}
-	c := sqs.NewConsumer(f, h, quietLog(), sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second})
+	c := sqs.NewConsumer(f, h, "q", quietLog(), sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{Workers: 1, WaitTime: time.Second})
 	stop, wait := runConsumer(t, c)
 
 	if got := <-h.started; got != "ok 1" {
@@ -96,7 +96,7 @@ func TestShutdownAppliesTheBatchInHand(t *testing.T) {
 func TestStopDrainsTheReceivesInFlight(t *testing.T) {
 	f := newFakeSQS()
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{QueueURL: "q", Workers: 3, WaitTime: 2 * time.Second})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, "q", quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{Workers: 3, WaitTime: 2 * time.Second})
 	stop, wait := runConsumer(t, c)
 	waitUntil(t, "three idle long polls", func() bool { _, waiting := f.polls(); return waiting == 3 })
 	called, _ := f.polls()
@@ -126,8 +126,8 @@ func TestShutdownTimeoutReleasesWhatIsNotApplied(t *testing.T) {
 	f.put("q", "ok 1", "ok 2", "ok 3")
 	h := &gatedHandler{started: make(chan string, 3), release: make(chan struct{}), sqs: f} // never released: a stuck transaction
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, h, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
-		QueueURL: "q", Workers: 1, WaitTime: time.Second, ShutdownTimeout: 200 * time.Millisecond,
+	c := sqs.NewConsumer(f, h, "q", quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, ShutdownTimeout: 200 * time.Millisecond,
 	})
 	stop, wait := runConsumer(t, c)
 	<-h.started
@@ -152,8 +152,8 @@ func TestHandlerTimeoutReleasesTheRestOfTheBatch(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "hang 1", "ok 2", "ok 3")
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
-		QueueURL: "q", Workers: 1, WaitTime: time.Second, HandlerTimeout: 100 * time.Millisecond,
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, "q", quietLog(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, HandlerTimeout: 100 * time.Millisecond,
 	})
 	stop, wait := runConsumer(t, c)
 	waitUntil(t, "the rest of the batch released", func() bool {
@@ -182,8 +182,8 @@ func TestLongHandlerExtendsVisibility(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "ok 1")
 	h := &gatedHandler{started: make(chan string, 1), release: make(chan struct{}), sqs: f}
-	c := sqs.NewConsumer(f, h, quietLog(), sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
-		QueueURL: "q", Workers: 1, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, // extended every second
+	c := sqs.NewConsumer(f, h, "q", quietLog(), sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, // extended every second
 	})
 	stop, wait := runConsumer(t, c)
 	<-h.started

@@ -154,7 +154,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, nil, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
 	r := outbox.NewRelay(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
-		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
+		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, sns.Config{InFlight: 1}), log, nil, time.Now,
 		outbox.Config{Workers: 1, PollInterval: 50 * time.Millisecond})
 
 	// The ledger: its consumer.
@@ -164,8 +164,8 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}
 	store := ledgertracing.Traced(ledgerstore.New(ledDB), led.tp)
 	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
-	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), log, sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
-		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, TracerProvider: led.tp,
+	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), tq.QueueURL, log, sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, TracerProvider: led.tp,
 	})
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -168,7 +168,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		svcCfg.TraceContext = paymentstracing.TraceContext
 	}
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
-	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.AuthenticatorConfig{})
 	api := paymentsapi.NewHandler(svc, auth, log, httpMetrics, paymentsapi.Config{RateLimit: cfg.APIRateLimit, TracerProvider: tp.Provider})
 	ops := httpserver.NewOpsRouter(pool.Ping, log, httpMetrics, httpserver.OpsConfig{Status: b.Status, Gatherer: reg})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)

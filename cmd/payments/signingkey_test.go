@@ -64,7 +64,7 @@ func TestSigningKeyCreatePrintsAWorkingPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte(`{"id":"e"}`)
-	if _, err := provenance.NewVerifier(keys, false).Verify(body, cfg.Signer.Sign(body)); err != nil {
+	if _, err := provenance.NewVerifier(keys, provenance.VerifierConfig{}).Verify(body, cfg.Signer.Sign(body)); err != nil {
 		t.Errorf("the printed public key does not verify the printed private key's signature: %v", err)
 	}
 	var again strings.Builder
@@ -135,7 +135,7 @@ func TestTheServicePublishesSignedEvents(t *testing.T) {
 		KeyID: aws.ToString(m.MessageAttributes[provenance.KeyIDAttribute].StringValue),
 		Value: aws.ToString(m.MessageAttributes[provenance.SignatureAttribute].StringValue),
 	}
-	if _, err := provenance.NewVerifier(keys, false).Verify([]byte(aws.ToString(m.Body)), sig); err != nil {
+	if _, err := provenance.NewVerifier(keys, provenance.VerifierConfig{}).Verify([]byte(aws.ToString(m.Body)), sig); err != nil {
 		t.Errorf("the published event: %v", err)
 	}
 	if strings.Contains(logs.String(), testKey.Seed()) {

@@ -276,7 +276,7 @@ func startPaymentsKeys(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{})
 	// No payments use case is reached: GET /api_key asks only the keys.
 	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, slog.New(slog.DiscardHandler), nil, paymentsapi.Config{}))
 	t.Cleanup(srv.Close)

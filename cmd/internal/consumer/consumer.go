@@ -271,10 +271,10 @@ func Serve[R, E any](ctx context.Context, p *Process, svc Service[R, E], listeni
 	}
 	// Each message's signature is checked before the inbox sees it: one
 	// the payments service did not sign goes to the DLQ, unrecorded.
-	consumer := sqs.NewConsumer(p.client, receiver, log, p.sqsm, time.Now, sqs.Config{
-		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
+	consumer := sqs.NewConsumer(p.client, receiver, cfg.QueueURL, log, p.sqsm, time.Now, sqs.Config{
+		Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
 		VisibilityTimeout: p.queue.VisibilityTimeout, TracerProvider: p.TracerProvider,
-		Verifier: provenance.NewVerifier(cfg.Provenance.Keys, cfg.Provenance.AcceptUnsigned), DLQURL: cfg.DLQURL,
+		Verifier: provenance.NewVerifier(cfg.Provenance.Keys, provenance.VerifierConfig{AcceptUnsigned: cfg.Provenance.AcceptUnsigned}), DLQURL: cfg.DLQURL,
 	})
 	if cfg.Provenance.AcceptUnsigned {
 		log.WarnContext(ctx, "PAYMENTS_UNSIGNED_EVENTS=accept: events without a signature are applied (counted in "+cfg.Name+
