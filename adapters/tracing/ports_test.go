@@ -5,8 +5,10 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -161,4 +163,31 @@ func applicationPorts(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	return ports
+}
+
+// TestEveryDecoratorIsWired: a decorator in traced that no service's cmd
+// calls traces nothing. Each must be called by the wiring (cmd/, test files
+// aside), where it is applied when tracing is configured.
+func TestEveryDecoratorIsWired(t *testing.T) {
+	var wiring strings.Builder
+	err := filepath.WalkDir(filepath.Join("..", "..", "cmd"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		wiring.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for port, entry := range traced {
+		for _, d := range append(append([]any(nil), entry.by...), entry.repos...) {
+			full := runtime.FuncForPC(reflect.ValueOf(d).Pointer()).Name() // …/adapters/webhookstracing.Inbox
+			call := full[strings.LastIndex(full, "/")+1:] + "("
+			if !strings.Contains(wiring.String(), call) {
+				t.Errorf("%s: no service's cmd calls %s…): the decorator is never applied", port, call)
+			}
+		}
+	}
 }
