@@ -58,7 +58,7 @@ func (f tracedFanout) Enqueue(ctx context.Context, d webhooks.NewDelivery) (n in
 		attribute.String("cloudevents.event_type", d.EventType)))
 	defer func() {
 		span.SetAttributes(attribute.Int("webhooks.deliveries", n))
-		tracing.End(span, err, "rolled back")
+		tracing.End(span, err, "not enqueued")
 	}()
 	return f.Fanout.Enqueue(ctx, d)
 }
@@ -98,7 +98,7 @@ func (s tracedDeliveries) ClaimDeliveries(ctx context.Context, c webhooks.Delive
 	_, span := s.tracer.Start(ctx, "claim webhook deliveries",
 		trace.WithNewRoot(), trace.WithTimestamp(start), trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("webhooks.claimed", len(claimed))))
-	tracing.End(span, err, "failed")
+	tracing.End(span, err, "claim failed")
 	return claimed, err
 }
 
