@@ -10,6 +10,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/access/accesstest"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -208,6 +209,12 @@ type service struct {
 }
 
 func startService(t *testing.T, allowPrivate bool) *service {
+	return startServiceWith(t, allowPrivate, nil)
+}
+
+// startServiceWith is startService with extra variables in its
+// environment.
+func startServiceWith(t *testing.T, allowPrivate bool, extra map[string]string) *service {
 	payments, merchantKey := startPaymentsKeys(t)
 	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	dbURL := pgtest.NewDatabase(t)
@@ -219,6 +226,7 @@ func startService(t *testing.T, allowPrivate bool) *service {
 		"WEBHOOKS_WAIT_TIME": "1s", "WEBHOOKS_RETRY_SCHEDULE": "1s,1s,1s", "WEBHOOKS_ATTEMPT_TIMEOUT": "5s",
 		"WEBHOOKS_ALLOW_PRIVATE_TARGETS": fmt.Sprint(allowPrivate), "LOG_LEVEL": "debug",
 	}
+	maps.Copy(env, extra)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &service{merchantKey: merchantKey, tq: tq, logs: &logtest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	listening := make(chan addrs, 1)
