@@ -49,57 +49,57 @@ type route struct {
 
 var (
 	paymentsUseCase = route{"the payments API's use cases", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
-		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, logtest.Discard(), paymentsapi.Config{})
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, logtest.Discard(), nil, paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
 	paymentsCreate = route{"the payments API's create", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
-		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, logtest.Discard(), paymentsapi.Config{})
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, logtest.Discard(), nil, paymentsapi.Config{})
 		req := httptest.NewRequest(http.MethodPost, "/payments", strings.NewReader(`{"amount": 1000000000000, "currency": "BRL", "payer_id": "cus_1", "merchant_id": "mer_1"}`))
 		req.Header.Set("Content-Type", "application/json")
 		return h, authorized(req)
 	}}
 	paymentsList = route{"the payments API's list", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
-		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, logtest.Discard(), paymentsapi.Config{})
+		h := paymentsapi.NewHandler(failingService{err}, failingAuth{nil}, logtest.Discard(), nil, paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments?merchant_id=mer_1", nil))
 	}}
 	paymentsAuth = route{"the payments API's authenticator", apidoc.Payments(), func(err error) (http.Handler, *http.Request) {
-		h := paymentsapi.NewHandler(failingService{nil}, failingAuth{err}, logtest.Discard(), paymentsapi.Config{})
+		h := paymentsapi.NewHandler(failingService{nil}, failingAuth{err}, logtest.Discard(), nil, paymentsapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/payments/7d4f8f7c-1d2b-4a53-b8d4-1d5b4cf1b7a2", nil))
 	}}
 	webhooksUseCase = route{"the webhooks API's use cases", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
-		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), webhooksapi.Config{})
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), nil, webhooksapi.Config{})
 		req := httptest.NewRequest(http.MethodPost, "/webhook_endpoints", strings.NewReader(`{"url": "https://shop.example/hooks", "enabled_events": ["*"], "merchant_id": "mer_1"}`))
 		req.Header.Set("Content-Type", "application/json")
 		return h, authorized(req)
 	}}
 	webhooksList = route{"the webhooks API's list", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
-		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), webhooksapi.Config{})
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), nil, webhooksapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/webhook_endpoints?merchant_id=mer_1", nil))
 	}}
 	webhooksRedeliver = route{"the webhooks API's redelivery", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
-		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), webhooksapi.Config{})
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), nil, webhooksapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodPost, "/webhook_endpoints/we_1/deliveries/evt_1/redeliver", nil))
 	}}
 	webhooksRecover = route{"the webhooks API's recovery", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
-		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), webhooksapi.Config{})
+		h := webhooksapi.NewHandler(failingWebhooks{err}, failingAuth{nil}, logtest.Discard(), nil, webhooksapi.Config{})
 		req := httptest.NewRequest(http.MethodPost, "/webhook_endpoints/we_1/recover", strings.NewReader(`{"since": "2026-11-29T00:00:00Z"}`))
 		req.Header.Set("Content-Type", "application/json")
 		return h, authorized(req)
 	}}
 	webhooksAuth = route{"the webhooks API's authenticator", apidoc.Webhooks(), func(err error) (http.Handler, *http.Request) {
-		h := webhooksapi.NewHandler(failingWebhooks{nil}, failingAuth{err}, logtest.Discard(), webhooksapi.Config{})
+		h := webhooksapi.NewHandler(failingWebhooks{nil}, failingAuth{err}, logtest.Discard(), nil, webhooksapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/webhook_endpoints/we_1", nil))
 	}}
 	ledgerQueries = route{"the ledger API's queries", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
-		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, logtest.Discard(), ledgerapi.Config{})
+		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, logtest.Discard(), nil, ledgerapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/balance", nil))
 	}}
 	ledgerEntries = route{"the ledger API's list of entries", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
-		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, logtest.Discard(), ledgerapi.Config{})
+		h := ledgerapi.NewHandler(failingQueries{err}, failingTokens{nil}, logtest.Discard(), nil, ledgerapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/entries", nil))
 	}}
 	ledgerTokens = route{"the ledger API's token check", apidoc.Ledger(), func(err error) (http.Handler, *http.Request) {
-		h := ledgerapi.NewHandler(failingQueries{nil}, failingTokens{err}, logtest.Discard(), ledgerapi.Config{})
+		h := ledgerapi.NewHandler(failingQueries{nil}, failingTokens{err}, logtest.Discard(), nil, ledgerapi.Config{})
 		return h, authorized(httptest.NewRequest(http.MethodGet, "/accounts/merchant:mer_1/balance", nil))
 	}}
 )

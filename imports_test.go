@@ -100,6 +100,50 @@ func TestApplicationMakesNoHTTPCalls(t *testing.T) {
 	}
 }
 
+// TestNoStoreTraces keeps tracing out of the stores (docs/ARCHITECTURE.md,
+// "Tracing and metrics wrap ports"): a store's SQL reads as SQL, its
+// spans come from a decorator of its port (adapters/tracing and the
+// services' own), and what it keeps of a trace (the inbox row's trace id,
+// the outbox row's traceparent) reaches it as data. No package under
+// adapters/postgres imports OpenTelemetry or the tracing adapters, test
+// files included, except those in tracedStores, each with why.
+func TestNoStoreTraces(t *testing.T) {
+	tracedStores := map[string]string{
+		"adapters/postgres": "the pool's driver hook, postgres.Config.TracerProvider (otelpgx): pgx's own tracer interface, " +
+			"the decorator at the driver's boundary, set once when the pool opens; no store's code mentions it",
+	}
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", module+"/adapters/postgres/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	stores := 0
+	for {
+		var p packageImports
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		stores++
+		pkg := strings.TrimPrefix(p.ImportPath, module+"/")
+		check := func(imports []string, test bool) {
+			for _, imp := range imports {
+				tracer := strings.HasPrefix(imp, "go.opentelemetry.io/") || strings.HasPrefix(imp, "github.com/exaring/otelpgx") ||
+					strings.HasPrefix(imp+"/", module+"/adapters/tracing/") || strings.HasSuffix(imp, "tracing")
+				if _, ok := tracedStores[pkg]; tracer && (test || !ok) {
+					t.Errorf("%s imports %s: a store traces nothing itself. Trace its port with a decorator, and hand it what it keeps of a trace as data", p.ImportPath, imp)
+				}
+			}
+		}
+		check(p.Imports, false)
+		check(append(append([]string(nil), p.TestImports...), p.XTestImports...), true)
+	}
+	if stores < 6 {
+		t.Fatalf("go list found %d packages under adapters/postgres; the test is not looking where it should", stores)
+	}
+}
+
 // TestOutboxCoreKnowsNothingOfItsLayers keeps the relay a reader meets
 // first the article's loop: application/outbox claims, publishes and marks
 // through its Store port, and what a deployment adds — turns at the
@@ -263,9 +307,9 @@ var owners = map[string]string{
 }
 
 // crossing is an import the rule allows: from one service into another's
-// packages where it is a contract between the two, or from a shared
-// package into a service's where the code belongs beside that service and
-// has not moved there yet (the tracing decorators). Each says why.
+// packages where it is a contract between the two. Each says why. (A
+// shared package's code that needs a service, such as a decorator of its
+// ports, moves beside that service instead: adapters/paymentstracing.)
 type crossing struct {
 	from, to string // packages (below the module)
 	testOnly bool   // allowed from test files only
@@ -285,14 +329,6 @@ var crossings = []crossing{
 		"the webhooks API checks a merchant's key through the payments API: the client's test speaks to the real payments handler"},
 	{"cmd/webhooks", "adapters/paymentsapi", true,
 		"the webhooks service checks a merchant's key through the payments API: its test serves the real payments handler"},
-	{"adapters/tracing", "application/payments", false,
-		"tracing.Payments decorates the payments repository; a decorator belongs beside what it decorates"},
-	{"adapters/tracing", "domain/payment", false,
-		"tracing.Payments decorates the payments repository; a decorator belongs beside what it decorates"},
-	{"adapters/tracing", "application/ledgers", false,
-		"tracing.Ledger decorates the ledger's store; a decorator belongs beside what it decorates"},
-	{"adapters/tracing", "domain/ledger", false,
-		"tracing.Ledger decorates the ledger's store; a decorator belongs beside what it decorates"},
 }
 
 // owner returns who owns pkg, a path below the module, and false if the

@@ -59,9 +59,9 @@ func newPayments(t *testing.T) *payments {
 	store := accesstest.NewFakeStore()
 	p := &payments{clock: &clock{now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
 	p.keys = access.NewKeys(store, p.clock.Now)
-	auth := access.NewAuthenticator(store, p.clock.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, p.clock.Now, access.AuthenticatorConfig{})
 	// No payments use case is reached: GET /api_key asks only the keys.
-	h := apitest.New(t, apidoc.Payments()).Handler(t, paymentsapi.NewHandler(nil, auth, logtest.Discard(), paymentsapi.Config{}))
+	h := apitest.New(t, apidoc.Payments()).Handler(t, paymentsapi.NewHandler(nil, auth, logtest.Discard(), nil, paymentsapi.Config{}))
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.calls.Add(1)
 		h.ServeHTTP(w, r)
@@ -268,7 +268,7 @@ func TestTheWebhooksAPIRefusesARevokedKey(t *testing.T) {
 	p := newPayments(t)
 	c := newClient(t, p.srv.URL, apikeyclient.Config{})
 	hooks := httptest.NewServer(apitest.New(t, apidoc.Webhooks()).Handler(t,
-		webhooksapi.NewHandler(listOnly{}, c, logtest.Discard(), webhooksapi.Config{})))
+		webhooksapi.NewHandler(listOnly{}, c, logtest.Discard(), nil, webhooksapi.Config{})))
 	t.Cleanup(hooks.Close)
 	get := func(base, path string) int {
 		t.Helper()

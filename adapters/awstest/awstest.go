@@ -216,47 +216,47 @@ const (
 	VisibilityTimeout = 30 * time.Second
 )
 
-type options struct {
-	maxReceiveCount   int
-	visibilityTimeout time.Duration
-	fifo              bool
+// QueueConfig tunes what NewTopicQueue creates. The zero value is
+// production's queue: standard (not FIFO), MaxReceiveCount and
+// VisibilityTimeout.
+type QueueConfig struct {
+	// FIFO makes the topic, the queue and the DLQ FIFO (names ending in
+	// .fifo), as localstack/init-aws.sh does with PAYMENTS_FIFO=true: the
+	// queue receives each message group in the order the topic was
+	// published to. Deduplication is by MessageDeduplicationId, which the
+	// publisher sets.
+	FIFO bool
+	// MaxReceiveCount is how many receives a message survives before SQS
+	// moves it to the DLQ (0: MaxReceiveCount, as in production). Tests of
+	// poison messages and of the receive budget lower it.
+	MaxReceiveCount int
+	// VisibilityTimeout is the queue's visibility timeout (0:
+	// VisibilityTimeout, as in production; whole seconds). Tests that wait
+	// for a redelivery shorten it.
+	VisibilityTimeout time.Duration
 }
 
-// WithFIFO makes the topic, the queue and the DLQ FIFO (names ending in
-// .fifo), as localstack/init-aws.sh does with PAYMENTS_FIFO=true: the queue
-// receives each message group in the order the topic was published to.
-// Deduplication is by MessageDeduplicationId, which the publisher sets.
-func WithFIFO() Option { return func(o *options) { o.fifo = true } }
-
-// Option adjusts what NewTopicQueue creates.
-type Option func(*options)
-
-// WithMaxReceiveCount sets how many receives a message survives before SQS moves it
-// to the DLQ (default MaxReceiveCount, as in production). Tests of poison
-// messages and of the receive budget lower it.
-func WithMaxReceiveCount(n int) Option { return func(o *options) { o.maxReceiveCount = n } }
-
-// WithVisibilityTimeout sets the queue's visibility timeout (default
-// VisibilityTimeout, as in production; whole seconds). Tests that wait for a
-// redelivery shorten it.
-func WithVisibilityTimeout(d time.Duration) Option {
-	return func(o *options) { o.visibilityTimeout = d }
+func (c QueueConfig) withDefaults() QueueConfig {
+	if c.MaxReceiveCount <= 0 {
+		c.MaxReceiveCount = MaxReceiveCount
+	}
+	if c.VisibilityTimeout <= 0 {
+		c.VisibilityTimeout = VisibilityTimeout
+	}
+	return c
 }
 
 // NewTopicQueue creates a uniquely named topic, queue and DLQ, subscribes the queue
 // to the topic with raw message delivery, and deletes all three when t ends.
-func NewTopicQueue(t testing.TB, opts ...Option) *TopicQueue {
+func NewTopicQueue(t testing.TB, queue QueueConfig) *TopicQueue {
 	t.Helper()
-	o := options{maxReceiveCount: MaxReceiveCount, visibilityTimeout: VisibilityTimeout}
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := queue.withDefaults()
 	cfg := Config(t)
 	ctx := context.Background()
 	tq := &TopicQueue{Config: cfg, SNS: sns.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg)}
 	name, suffix := "t-"+randomHex(6), ""
 	var topicAttrs, queueAttrs map[string]string
-	if o.fifo {
+	if o.FIFO {
 		suffix = ".fifo"
 		topicAttrs = map[string]string{"FifoTopic": "true"}
 		queueAttrs = map[string]string{string(sqstypes.QueueAttributeNameFifoQueue): "true"}
@@ -272,10 +272,10 @@ func NewTopicQueue(t testing.TB, opts ...Option) *TopicQueue {
 	})
 
 	tq.DLQURL, tq.DLQARN = createQueue(t, tq.SQS, name+"-dlq"+suffix, queueAttrs)
-	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, tq.DLQARN, o.maxReceiveCount)
+	redrive := fmt.Sprintf(`{"deadLetterTargetArn":%q,"maxReceiveCount":"%d"}`, tq.DLQARN, o.MaxReceiveCount)
 	attrs := map[string]string{
 		string(sqstypes.QueueAttributeNameRedrivePolicy):     redrive,
-		string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(o.visibilityTimeout / time.Second)),
+		string(sqstypes.QueueAttributeNameVisibilityTimeout): strconv.Itoa(int(o.VisibilityTimeout / time.Second)),
 	}
 	maps.Copy(attrs, queueAttrs)
 	tq.QueueURL, tq.QueueARN = createQueue(t, tq.SQS, name+suffix, attrs)

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 // arrives in the queue unwrapped (raw delivery) with its attributes.
 func TestTopicQueue(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	body := `{"hello":"world"}`
 	_, err := tq.SNS.Publish(context.Background(), &sns.PublishInput{
 		TopicArn: aws.String(tq.TopicARN),
@@ -77,7 +77,7 @@ func TestSettingsMatchInitScript(t *testing.T) {
 // next Drain would find nothing.
 func TestDrainSeesWhatItsLastReceiveTook(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	sent := make(chan error, 1)
 	// Publish a little after the Drain's timeout, inside its one-second long
 	// poll (pacing: on a slow machine it may land later, which passes too).

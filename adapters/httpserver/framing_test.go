@@ -27,7 +27,7 @@ import (
 // beside the chunks, the second request is what a proxy that reads
 // Content-Length took for the first one's body: request smuggling.
 func TestTransferEncodingIsRefusedAndTheConnectionClosed(t *testing.T) {
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard()})
+	h := httpserver.NewOpsRouter(nil, logtest.Discard(), nil, httpserver.OpsConfig{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)
 

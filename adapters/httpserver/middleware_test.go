@@ -23,7 +23,7 @@ import (
 // scraped, for the life of the process), and a 405 does not echo the method.
 func TestClientsCannotGrowTheMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Metrics: httpserver.NewMetrics(reg), Gatherer: reg})
+	h := httpserver.NewOpsRouter(nil, logtest.Discard(), httpserver.NewMetrics(reg), httpserver.OpsConfig{Gatherer: reg})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)
 
@@ -92,13 +92,10 @@ func TestClientsCannotGrowTheMetrics(t *testing.T) {
 // answer tells browsers not to sniff its type and caches not to keep it.
 func TestEveryAnswerIsNoSniffNoStore(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	ops := httpserver.NewOpsRouter(httpserver.Ops{
-		Log: logtest.Discard(), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
-		Ready: func(context.Context) error { return errors.New("down") },
-	})
+	ops := httpserver.NewOpsRouter(func(context.Context) error { return errors.New("down") }, logtest.Discard(), httpserver.NewMetrics(reg), httpserver.OpsConfig{Gatherer: reg})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, ops))
 	t.Cleanup(srv.Close)
-	api := httpserver.NewRouter(httpserver.API{Log: logtest.Discard(), OpenAPI: []byte("openapi: 3.1.0\n")})
+	api := httpserver.NewRouter(logtest.Discard(), nil, httpserver.Config{OpenAPI: []byte("openapi: 3.1.0\n")})
 	api.With(httpserver.RequireBearer(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil },
 		func(w http.ResponseWriter, r *http.Request, err error) {
 			httpserver.WriteError(w, r, logtest.Discard(), err)

@@ -22,11 +22,8 @@ import (
 func newOps(t *testing.T, ready error) *httptest.Server {
 	reg := prometheus.NewRegistry()
 	m := httpserver.NewMetrics(reg)
-	h := httpserver.NewOpsRouter(httpserver.Ops{
-		Log:      logtest.Discard(),
-		Ready:    func(context.Context) error { return ready },
+	h := httpserver.NewOpsRouter(func(context.Context) error { return ready }, logtest.Discard(), m, httpserver.OpsConfig{
 		Status:   func() map[string]string { return map[string]string{"sns_topic": "ok"} },
-		Metrics:  m,
 		Gatherer: reg,
 	})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
@@ -78,7 +75,7 @@ func TestOpsRouter(t *testing.T) {
 // TestOpsRoutesAreDocumented: the ops router serves exactly the operations
 // of its document.
 func TestOpsRoutesAreDocumented(t *testing.T) {
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Gatherer: prometheus.NewRegistry()})
+	h := httpserver.NewOpsRouter(nil, logtest.Discard(), nil, httpserver.OpsConfig{Gatherer: prometheus.NewRegistry()})
 	apitest.New(t, apidoc.Ops()).CheckRoutes(t, h)
 }
 
@@ -86,8 +83,7 @@ func TestOpsRoutesAreDocumented(t *testing.T) {
 // GET, without the body (RFC 9110, 9.3.2), and lists HEAD in Allow.
 func TestHeadIsServedForEveryGet(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
-		Ready: func(context.Context) error { return nil }})
+	h := httpserver.NewOpsRouter(func(context.Context) error { return nil }, logtest.Discard(), httpserver.NewMetrics(reg), httpserver.OpsConfig{Gatherer: reg})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	send := func(method, path string) (*http.Response, []byte) {

@@ -62,7 +62,7 @@ type logLine struct {
 // and in the logs alike; a replaced id is never written anywhere.
 func TestRequestIDIsSafeToKeep(t *testing.T) {
 	logs := &lockedBuffer{}
-	h := httpserver.NewOpsRouter(httpserver.Ops{Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	h := httpserver.NewOpsRouter(nil, slog.New(slog.NewJSONHandler(logs, nil)), nil, httpserver.OpsConfig{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, h))
 	t.Cleanup(srv.Close)
 
@@ -133,7 +133,7 @@ func TestEveryLogLineOfARequestCarriesItsID(t *testing.T) {
 	logs := &lockedBuffer{}
 	plain := slog.New(slog.NewJSONHandler(logs, nil))                                              // as a test or a fork might wire it
 	app := slog.New(httpserver.LogRequestIDs(slog.NewJSONHandler(logs, nil))).With("service", "x") // as cmd wires it
-	r := httpserver.NewRouter(httpserver.API{Log: plain})
+	r := httpserver.NewRouter(plain, nil, httpserver.Config{})
 	r.Get("/app", func(w http.ResponseWriter, r *http.Request) {
 		app.InfoContext(r.Context(), "application line")
 		w.WriteHeader(http.StatusNoContent)

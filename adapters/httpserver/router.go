@@ -15,11 +15,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// API is what a service's public router needs.
-type API struct {
-	Log *slog.Logger
-	// Metrics, when set, instruments every request.
-	Metrics *Metrics
+// Config tunes a service's public router (NewRouter). The zero value
+// serves no document and traces nothing.
+type Config struct {
 	// OpenAPI, when set, is the service's OpenAPI document, served on
 	// GET /openapi.yaml so a client can generate code from the running
 	// service.
@@ -38,12 +36,13 @@ const OpenAPIContentType = "application/yaml"
 // problem+json answers for unknown routes and methods, and /openapi.yaml.
 // The service adds its own routes. The operational endpoints are not here:
 // they are on their own listener (NewOpsRouter), which never faces clients.
-func NewRouter(o API) chi.Router {
-	r := newRouter(o.Log, o.Metrics, o.TracerProvider)
-	if o.OpenAPI != nil {
+// Every request is logged to log and, when metrics is not nil, counted.
+func NewRouter(log *slog.Logger, metrics *Metrics, cfg Config) chi.Router {
+	r := newRouter(log, metrics, cfg.TracerProvider)
+	if cfg.OpenAPI != nil {
 		r.Get("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", OpenAPIContentType)
-			_, _ = w.Write(o.OpenAPI)
+			_, _ = w.Write(cfg.OpenAPI)
 		})
 	}
 	return r
@@ -91,20 +90,15 @@ func allowed(routes chi.Routes, path string) []string {
 	return ms
 }
 
-// Ops is what the operational endpoints every service serves need.
-type Ops struct {
-	Log *slog.Logger
-	// Ready reports whether the service can do its work (its database
-	// answers); /readyz answers 503 while it returns an error.
-	Ready func(ctx context.Context) error
+// OpsConfig tunes the operational router (NewOpsRouter). The zero value
+// adds nothing to /readyz and serves no /metrics.
+type OpsConfig struct {
 	// Status, when set, adds what it returns to /readyz's answer under
 	// "checks": dependencies the service reports without being unready for
 	// them. Payments keeps taking payments while its broker is away, since the
 	// outbox holds the events, so its SNS topic is reported here, not in Ready.
 	Status func() map[string]string
-	// Metrics, when set, instruments every request; Gatherer, when set, is
-	// served on /metrics.
-	Metrics  *Metrics
+	// Gatherer, when set, is served on /metrics.
 	Gatherer prometheus.Gatherer
 }
 
@@ -112,33 +106,36 @@ type Ops struct {
 // (OPS_ADDR): /healthz (the process is up), /readyz (it can do its work) and
 // /metrics, for the orchestrator and the monitoring, never for clients. Its
 // contract is api/ops.openapi.yaml. It asks for no credentials: the listener
-// is meant for a network only operators reach (docs/SECURITY.md).
-func NewOpsRouter(o Ops) chi.Router {
+// is meant for a network only operators reach (docs/SECURITY.md). ready
+// reports whether the service can do its work (its database answers):
+// /readyz answers 503 while it returns an error (nil: always ready). Every
+// request is logged to log and, when metrics is not nil, counted.
+func NewOpsRouter(ready func(ctx context.Context) error, log *slog.Logger, metrics *Metrics, cfg OpsConfig) chi.Router {
 	// Not traced: probes and scrapes would bury the requests worth a trace.
-	r := newRouter(o.Log, o.Metrics, nil)
-	log := requestLogger(o.Log)
+	r := newRouter(log, metrics, nil)
+	rlog := requestLogger(log)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if o.Ready != nil {
-			if err := o.Ready(ctx); err != nil {
-				log.WarnContext(ctx, "not ready", "err", err)
+		if ready != nil {
+			if err := ready(ctx); err != nil {
+				rlog.WarnContext(ctx, "not ready", "err", err)
 				w.Header().Set("Retry-After", "1")
 				WriteProblem(w, NewProblem(http.StatusServiceUnavailable, "not-ready", "the database is not reachable"))
 				return
 			}
 		}
 		body := map[string]any{"status": "ready"}
-		if o.Status != nil {
-			body["checks"] = o.Status()
+		if cfg.Status != nil {
+			body["checks"] = cfg.Status()
 		}
 		WriteJSON(w, http.StatusOK, body)
 	})
-	if o.Gatherer != nil {
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	if cfg.Gatherer != nil {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
 	}
 	return r
 }

@@ -19,7 +19,7 @@ import (
 func TestRequestsAreTracedByRoute(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := trace.NewTracerProvider(trace.WithSpanProcessor(rec))
-	r := httpserver.NewRouter(httpserver.API{Log: logtest.Discard(), TracerProvider: tp})
+	r := httpserver.NewRouter(logtest.Discard(), nil, httpserver.Config{TracerProvider: tp})
 	r.Get("/payments/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 
 	const clients = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -49,7 +49,7 @@ func TestRequestsAreTracedByRoute(t *testing.T) {
 	}
 
 	// Without a provider nothing is traced and no header is answered.
-	plain := httpserver.NewRouter(httpserver.API{Log: logtest.Discard()})
+	plain := httpserver.NewRouter(logtest.Discard(), nil, httpserver.Config{})
 	plain.Get("/x", func(http.ResponseWriter, *http.Request) {})
 	w = httptest.NewRecorder()
 	plain.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/x", nil))
@@ -65,14 +65,14 @@ func TestRequestsAreTracedByRoute(t *testing.T) {
 func BenchmarkRequest(b *testing.B) {
 	for _, traced := range []bool{false, true} {
 		name := "untraced"
-		api := httpserver.API{Log: logtest.Discard()}
+		var cfg httpserver.Config
 		if traced {
 			name = "traced"
 			tp := trace.NewTracerProvider(trace.WithBatcher(discardExporter{}))
 			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-			api.TracerProvider = tp
+			cfg.TracerProvider = tp
 		}
-		r := httpserver.NewRouter(api)
+		r := httpserver.NewRouter(logtest.Discard(), nil, cfg)
 		r.Post("/payments", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusCreated) })
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

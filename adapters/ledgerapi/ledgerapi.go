@@ -50,21 +50,20 @@ type Tokens interface {
 // Config tunes NewHandler; the zero value is a handler with the default
 // request timeout, and neither metrics nor tracing.
 type Config struct {
-	// Metrics, when set, instruments every request.
-	Metrics *httpserver.Metrics
 	// RequestTimeout bounds each request's work (0: httpserver's default),
 	// so a database outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
-	// TracerProvider, when set, traces every request (httpserver.API).
+	// TracerProvider, when set, traces every request (httpserver.Config).
 	TracerProvider trace.TracerProvider
 }
 
 // NewHandler returns the API's router: q's read queries, each request
 // carrying one of the operator tokens (nil: none is accepted), its
 // unexpected errors logged to log.
-func NewHandler(q Queries, tokens Tokens, log *slog.Logger, cfg Config) http.Handler {
+// Every request is counted in metrics when it is not nil.
+func NewHandler(q Queries, tokens Tokens, log *slog.Logger, metrics *httpserver.Metrics, cfg Config) http.Handler {
 	a := &api{q: q, log: log}
-	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
+	r := httpserver.NewRouter(log, metrics, httpserver.Config{OpenAPI: apidoc.Ledger(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireBearer(func(ctx context.Context, token string) (context.Context, error) {

@@ -99,7 +99,7 @@ func newServer(t *testing.T, q ledgerapi.Queries) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ledgerapi.NewHandler(q, tokens, logtest.Discard(), ledgerapi.Config{})
+	h := ledgerapi.NewHandler(q, tokens, logtest.Discard(), nil, ledgerapi.Config{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	return srv
@@ -235,7 +235,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		"GET /openapi.yaml": "the contract a client generates its code from",
 	}
 	var served []string
-	h := ledgerapi.NewHandler(nil, nil, logtest.Discard(), ledgerapi.Config{})
+	h := ledgerapi.NewHandler(nil, nil, logtest.Discard(), nil, ledgerapi.Config{})
 	if err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
@@ -276,7 +276,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		}
 	}
 	t.Run("no tokens configured", func(t *testing.T) {
-		h := ledgerapi.NewHandler(fakeQueries{}, nil, logtest.Discard(), ledgerapi.Config{})
+		h := ledgerapi.NewHandler(fakeQueries{}, nil, logtest.Discard(), nil, ledgerapi.Config{})
 		srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 		defer srv.Close()
 		res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)
@@ -352,7 +352,7 @@ func TestEntriesSumToZero(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := ledgerapi.NewHandler(nil, nil, logtest.Discard(), ledgerapi.Config{})
+	h := ledgerapi.NewHandler(nil, nil, logtest.Discard(), nil, ledgerapi.Config{})
 	apitest.New(t, apidoc.Ledger()).CheckRoutes(t, h.(chi.Routes))
 }
 
@@ -364,7 +364,7 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	h := ledgerapi.NewHandler(fakeQueries{err: errors.New("dial tcp: secret-host refused")}, tokens, slog.New(slog.NewJSONHandler(&logs, nil)), ledgerapi.Config{})
+	h := ledgerapi.NewHandler(fakeQueries{err: errors.New("dial tcp: secret-host refused")}, tokens, slog.New(slog.NewJSONHandler(&logs, nil)), nil, ledgerapi.Config{})
 	srv := httptest.NewServer(apitest.New(t, apidoc.Ledger()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	res := get(t, srv, "/accounts/merchant:mer_1/balance", "Bearer "+token)

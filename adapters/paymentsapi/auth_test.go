@@ -40,7 +40,7 @@ var publicRoutes = map[string]string{
 // told.
 func servedRoutes(t *testing.T) []string {
 	t.Helper()
-	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), nil, paymentsapi.Config{})
 	var routes []string
 	err := chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes = append(routes, method+" "+route)
@@ -322,7 +322,7 @@ func newFakeAPI(t *testing.T, rate int, reg *prometheus.Registry, log *slog.Logg
 	t.Helper()
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
-	h := paymentsapi.NewHandler(payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), log, paymentsapi.Config{RateLimit: rate, Metrics: httpserver.NewMetrics(reg)})
+	h := paymentsapi.NewHandler(payments.NewService(paymentstest.NewFakeRepository(), time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{}), log, httpserver.NewMetrics(reg), paymentsapi.Config{RateLimit: rate})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	return srv, keys
@@ -417,7 +417,7 @@ func TestKeysNeverReachLogsOrMetrics(t *testing.T) {
 			do(t, srv, "GET", "/payments/"+uuid.NewString(), "", "", "Authorization", h)
 		}
 	}
-	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(httpserver.Ops{Log: log, Gatherer: reg})))
+	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(nil, log, nil, httpserver.OpsConfig{Gatherer: reg})))
 	t.Cleanup(ops.Close)
 	metrics := do(t, ops, "GET", "/metrics", "", "")
 	if logs.Len() == 0 || !strings.Contains(string(metrics.body), "http_requests_total") {

@@ -199,7 +199,7 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 	pool := pgtest.New(t, paymentsmigrations.FS)
 	svc := payments.NewService(paymentstore.New(pool), time.Now,
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
-	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(svc, access.NewAuthenticator(accesstest.NewFakeStore(), time.Now, access.CacheTTL), logtest.Discard(), paymentsapi.Config{})))
+	srv := httptest.NewUnstartedServer(validated(t, paymentsapi.NewHandler(svc, access.NewAuthenticator(accesstest.NewFakeStore(), time.Now, access.AuthenticatorConfig{}), logtest.Discard(), nil, paymentsapi.Config{})))
 	srv.Config.ReadHeaderTimeout = 300 * time.Millisecond // cmd/payments sets 5s
 	srv.Start()
 	t.Cleanup(srv.Close)

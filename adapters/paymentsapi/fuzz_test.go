@@ -43,7 +43,7 @@ func newFuzzHandler(t *testing.T, v *apitest.Validator) (http.Handler, *payments
 	if _, _, err := access.NewKeys(store, time.Now).Issue(context.Background(), access.Issue{Platform: true, Name: "fuzz", Import: fuzzKey}); err != nil {
 		t.Fatal(err)
 	}
-	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.CacheTTL), logtest.Discard(), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{}), logtest.Discard(), nil, paymentsapi.Config{})
 	return v.Handler(t, h), repo
 }
 

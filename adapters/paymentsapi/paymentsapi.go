@@ -53,12 +53,10 @@ type Config struct {
 	// RateLimit is the requests per second each API key may make (0: no
 	// limit).
 	RateLimit int
-	// Metrics, when set, instruments every request.
-	Metrics *httpserver.Metrics
 	// RequestTimeout bounds each request's work (0: httpserver's default),
 	// so a database outage answers 503 quickly instead of hanging the client.
 	RequestTimeout time.Duration
-	// TracerProvider, when set, traces every request (httpserver.API).
+	// TracerProvider, when set, traces every request (httpserver.Config).
 	TracerProvider trace.TracerProvider
 }
 
@@ -67,13 +65,14 @@ const MaxBodyBytes = httpserver.MaxBodyBytes
 
 // NewHandler returns the API's router: svc's use cases, each request
 // authenticated by auth, its unexpected errors logged to log.
-func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) http.Handler {
+// Every request is counted in metrics when it is not nil.
+func NewHandler(svc Service, auth Authenticator, log *slog.Logger, metrics *httpserver.Metrics, cfg Config) http.Handler {
 	a := &api{svc: svc, auth: auth, log: log}
-	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Payments(), TracerProvider: cfg.TracerProvider})
+	r := httpserver.NewRouter(log, metrics, httpserver.Config{OpenAPI: apidoc.Payments(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		r.Use(httpserver.RequireKey(a.authenticate, a.writeError))
-		r.Use(httpserver.RateLimit(cfg.RateLimit, rateBucket, cfg.Metrics))
+		r.Use(httpserver.RateLimit(cfg.RateLimit, rateBucket, metrics))
 		r.Post("/payments", a.createPayment)
 		r.Get("/payments", a.listPayments)
 		r.Get("/payments/{id}", a.getPayment)

@@ -65,7 +65,7 @@ func newServerWithKeys(t *testing.T, log *slog.Logger) (*httptest.Server, *pgxpo
 		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{})
 	store := apikeystore.New(pool)
 	keys := issueKeys(t, store)
-	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.CacheTTL), log, paymentsapi.Config{})
+	h := paymentsapi.NewHandler(svc, access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{}), log, nil, paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.platform, srv.Client().Transport)
@@ -495,12 +495,12 @@ func TestRequestsAreCounted(t *testing.T) {
 	keys := issueKeys(t, store)
 	reg := prometheus.NewRegistry()
 	m := httpserver.NewMetrics(reg)
-	h := paymentsapi.NewHandler(payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.CacheTTL), logtest.Discard(), paymentsapi.Config{Metrics: m})
+	h := paymentsapi.NewHandler(payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{}), access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{}), logtest.Discard(), m, paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.mer1, nil)
 	create(t, srv)
-	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(httpserver.Ops{Log: logtest.Discard(), Metrics: m, Gatherer: reg})))
+	ops := httptest.NewServer(apitest.New(t, apidoc.Ops()).Handler(t, httpserver.NewOpsRouter(nil, logtest.Discard(), m, httpserver.OpsConfig{Gatherer: reg})))
 	t.Cleanup(ops.Close)
 	res := do(t, ops, "GET", "/metrics", "", "")
 	if res.status != 200 || !strings.Contains(string(res.body), `http_requests_total{code="201",method="POST",route="/payments"} 1`) {
@@ -511,14 +511,14 @@ func TestRequestsAreCounted(t *testing.T) {
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document, no more (undocumented) and no fewer (documented in vain).
 func TestRoutesAreDocumented(t *testing.T) {
-	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), nil, paymentsapi.Config{})
 	apitest.New(t, apidoc.Payments()).CheckRoutes(t, h.(chi.Routes))
 }
 
 // TestServesItsOpenAPIDocument: GET /openapi.yaml is the document in api/,
 // the one every test here validates against.
 func TestServesItsOpenAPIDocument(t *testing.T) {
-	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(nil, nil, logtest.Discard(), nil, paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	res := do(t, srv, http.MethodGet, "/openapi.yaml", "", "")
@@ -559,7 +559,7 @@ func TestAFailureIsLoggedUnderItsRequestID(t *testing.T) {
 	store := accesstest.NewFakeStore()
 	keys := issueKeys(t, store)
 	var logs bytes.Buffer
-	h := paymentsapi.NewHandler(failingService{}, access.NewAuthenticator(store, time.Now, access.CacheTTL), slog.New(slog.NewJSONHandler(&logs, nil)), paymentsapi.Config{})
+	h := paymentsapi.NewHandler(failingService{}, access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{}), slog.New(slog.NewJSONHandler(&logs, nil)), nil, paymentsapi.Config{})
 	srv := httptest.NewServer(validated(t, h))
 	t.Cleanup(srv.Close)
 	srv.Client().Transport = withKey(keys.mer1, nil)

@@ -19,19 +19,19 @@ type Broker struct {
 }
 
 // OpenBroker builds the SNS client for region (endpoint "" is real AWS), a
-// Publisher to topicARN running inFlight calls at once, and a watch on the
+// Publisher to topicARN tuned by cfg, and a watch on the
 // topic, and checks the topic once, before anything serves. A topic SNS says
 // does not exist is an error wrapping ErrTopicNotFound, which should stop
 // start-up: every event would be retried until DEAD while the service looked
 // healthy. A broker that does not answer is no error: the producer keeps
 // taking writes while the broker is away (the outbox holds the events), and
 // the watch keeps checking.
-func OpenBroker(ctx context.Context, region, endpoint, topicARN string, inFlight int, log *slog.Logger) (Broker, error) {
+func OpenBroker(ctx context.Context, region, endpoint, topicARN string, log *slog.Logger, cfg Config) (Broker, error) {
 	client, err := NewClient(ctx, region, endpoint)
 	if err != nil {
 		return Broker{}, err
 	}
-	b := Broker{Publisher: NewPublisher(client, topicARN, inFlight), Topic: NewTopicWatch(client, topicARN, log)}
+	b := Broker{Publisher: NewPublisher(client, topicARN, cfg), Topic: NewTopicWatch(client, topicARN, log)}
 	cctx, cancel := context.WithTimeout(ctx, topicCheckTimeout)
 	defer cancel()
 	if err := b.Topic.Check(cctx); errors.Is(err, ErrTopicNotFound) {

@@ -196,8 +196,8 @@ func TestOrderedRelayKeepsEachPaymentsOrderThroughFIFO(t *testing.T) {
 	// A short visibility timeout: a receive whose answer is lost (the SDK
 	// retries it) would otherwise hide its messages, and their groups, for the
 	// production 30 s.
-	tq := awstest.NewTopicQueue(t, awstest.WithFIFO(), awstest.WithVisibilityTimeout(2*time.Second))
-	pub := &handOffs{Publisher: sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 4)}
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{FIFO: true, VisibilityTimeout: 2 * time.Second})
+	pub := &handOffs{Publisher: sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, sns.Config{InFlight: 4})}
 	const payments, events = 60, 4 // a creation and three refunds each: 240 messages
 
 	start := time.Now()

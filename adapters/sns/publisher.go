@@ -73,10 +73,16 @@ var (
 	_ provenance.Broker = (*Publisher)(nil)
 )
 
-// NewPublisher returns a Publisher to topicARN. A relay batch becomes several
-// PublishBatch calls of at most 10 messages; inFlight of them run at once (at
-// least 1), which is what makes a 100-message batch cost one round trip instead
-// of ten.
+// Config tunes a Publisher. The zero value makes one call at a time.
+type Config struct {
+	// InFlight is how many PublishBatch calls of one relay batch run at once
+	// (0: one). A relay batch becomes several calls of at most 10 messages;
+	// running them at once is what makes a 100-message batch cost one round
+	// trip instead of ten.
+	InFlight int
+}
+
+// NewPublisher returns a Publisher to topicARN, its calls tuned by cfg.
 //
 // To a FIFO topic each message goes with MessageGroupId = its aggregate id,
 // so SNS and the FIFO queues behind it keep each payment's events in the
@@ -86,8 +92,8 @@ var (
 // still run at once: the relay's ordered mode puts at most one message of an
 // aggregate in a batch, and publishes the next only after this one is
 // acknowledged.
-func NewPublisher(client *awssns.Client, topicARN string, inFlight int) *Publisher {
-	return &Publisher{client: client, topicARN: topicARN, inFlight: max(inFlight, 1), fifo: IsFIFO(topicARN)}
+func NewPublisher(client *awssns.Client, topicARN string, cfg Config) *Publisher {
+	return &Publisher{client: client, topicARN: topicARN, inFlight: max(cfg.InFlight, 1), fifo: IsFIFO(topicARN)}
 }
 
 // Publish implements outbox.Publisher. Every entry of each response is looked at:

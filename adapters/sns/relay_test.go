@@ -51,11 +51,11 @@ type fixture struct {
 func newFixture(t *testing.T) fixture {
 	t.Helper()
 	pool := pgtest.New(t, paymentsmigrations.FS)
-	return fixture{pool: pool, store: outboxstore.New(pool), tq: awstest.NewTopicQueue(t)}
+	return fixture{pool: pool, store: outboxstore.New(pool), tq: awstest.NewTopicQueue(t, awstest.QueueConfig{})}
 }
 
 func (f fixture) publisher() *sns.Publisher {
-	return sns.NewPublisher(awssns.NewFromConfig(f.tq.Config), f.tq.TopicARN, 4)
+	return sns.NewPublisher(awssns.NewFromConfig(f.tq.Config), f.tq.TopicARN, sns.Config{InFlight: 4})
 }
 
 // insertEvents commits n PENDING rows whose payloads are CloudEvents documents
@@ -280,7 +280,7 @@ func TestBrokerOutageLosesNothing(t *testing.T) {
 		o.RetryMaxAttempts = 1
 	})
 	cfg := outbox.Config{BatchSize: 100, MaxAttempts: 100, BackoffBase: time.Millisecond, BackoffMax: 2 * time.Millisecond}
-	broken := outbox.NewRelay(f.store, sns.NewPublisher(down, f.tq.TopicARN, 4), logtest.Discard(), nil, time.Now, cfg)
+	broken := outbox.NewRelay(f.store, sns.NewPublisher(down, f.tq.TopicARN, sns.Config{InFlight: 4}), logtest.Discard(), nil, time.Now, cfg)
 	for attempt := 1; attempt <= 2; attempt++ {
 		// Step only once every row is due again: a step that found some rows
 		// still in their backoff would claim the others alone and charge them

@@ -50,7 +50,7 @@ func TestSenderFaultIsPermanent(t *testing.T) {
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  aws.AnonymousCredentials{},
 	})
-	pub := sns.NewPublisher(client, "arn:aws:sns:us-east-1:000000000000:t", 1)
+	pub := sns.NewPublisher(client, "arn:aws:sns:us-east-1:000000000000:t", sns.Config{InFlight: 1})
 
 	errs := pub.Publish(context.Background(), []outbox.Message{
 		{Type: "payment.created", Payload: []byte(`{}`)},

@@ -35,7 +35,7 @@ func TestSignatureReachesTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := provenance.NewVerifier(keys, false)
+	v := provenance.NewVerifier(keys, provenance.VerifierConfig{})
 	for _, m := range msgs {
 		sig := provenance.Signature{
 			KeyID: aws.ToString(m.MessageAttributes[provenance.KeyIDAttribute].StringValue),

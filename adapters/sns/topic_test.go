@@ -23,7 +23,7 @@ import (
 // answer is an error that is not ErrTopicNotFound (nothing is known).
 func TestCheckTopic(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	client := awssns.NewFromConfig(tq.Config)
 	ctx := context.Background()
 

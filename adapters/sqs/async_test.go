@@ -46,7 +46,7 @@ func queueDepth(t *testing.T, r *rig) int {
 // and pending, and a processor started afterwards posts each message once.
 func TestAsyncModeAcknowledgesAfterRecording(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
+	r := newRig(t, awstest.QueueConfig{MaxReceiveCount: 2, VisibilityTimeout: time.Second})
 	r.handler = r.svc.async
 	r.start(t, r.tq.SQS, 2)
 	var bodies [][]byte

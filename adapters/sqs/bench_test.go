@@ -27,7 +27,7 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 	for _, mode := range []string{"sync", "async"} {
 		for _, workers := range []int{4, 8} {
 			b.Run(fmt.Sprintf("mode=%s/workers=%d", mode, workers), func(b *testing.B) {
-				tq := awstest.NewTopicQueue(b)
+				tq := awstest.NewTopicQueue(b, awstest.QueueConfig{})
 				pool := pgtest.New(b, ledgermigrations.FS)
 				store := ledgerstore.New(pool)
 				reg := prometheus.NewRegistry()
@@ -43,8 +43,8 @@ func BenchmarkConsumerThroughBroker(b *testing.B) {
 				if mode == "async" {
 					h, outcome = svc.async, "recorded"
 				}
-				c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
-					QueueURL: tq.QueueURL, Workers: workers, WaitTime: time.Second, Log: logtest.Discard(), Metrics: m,
+				c := sqs.NewConsumer(tq.SQS, h, tq.QueueURL, logtest.Discard(), m, time.Now, sqs.Config{
+					Workers: workers, WaitTime: time.Second,
 				})
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan error, 1)

@@ -56,10 +56,13 @@ const BatchBudget = 5 * time.Second
 // stop (see receive).
 const receiveSlack = 10 * time.Second
 
+// DefaultWorkers is Config.Workers' default (the ledger passes it as its
+// variable's default).
+const DefaultWorkers = 4
+
 // Config tunes a Consumer. Zero values take the defaults in brackets.
 type Config struct {
-	QueueURL string
-	// Workers is the number of concurrent receive loops [4].
+	// Workers is the number of concurrent receive loops [DefaultWorkers].
 	Workers int
 	// WaitTime is the long-poll wait of each receive, in whole seconds [20s,
 	// the SQS maximum]: an idle queue costs one request per worker per
@@ -83,9 +86,6 @@ type Config struct {
 	// database cannot hold a worker (or a shutdown) forever. The message is
 	// then left for redelivery, and the rest of its batch is released.
 	HandlerTimeout time.Duration
-	Log            *slog.Logger
-	Metrics        *Metrics
-	Now            func() time.Time
 	// Verifier, when set, checks each message's signature before the
 	// handler sees it (provenance.go): a message that fails is copied to
 	// DLQURL with its reason, deleted from the queue and counted, and the
@@ -97,24 +97,28 @@ type Config struct {
 	// TracerProvider, when set, traces each message's handling as a span
 	// ("process <type>", kind consumer) that continues the producer's trace:
 	// the child of the message attribute traceparent. Nil: no span; the
-	// message's trace context still reaches the handler's context, so the
-	// inbox keeps the message's trace id either way.
+	// inbox keeps the event's trace id either way, read from the event
+	// itself (inbox.Event.TraceID).
 	TracerProvider trace.TracerProvider
 }
 
 // Consumer receives messages from one queue and applies them through a Handler.
 type Consumer struct {
-	api    API
-	h      Handler
-	cfg    Config
-	tracer trace.Tracer
+	api      API
+	h        Handler
+	queueURL string
+	log      *slog.Logger
+	metrics  *Metrics
+	now      func() time.Time
+	cfg      Config
+	tracer   trace.Tracer
 }
 
 // withDefaults returns c with each zero value replaced by its default (in
 // brackets on the fields).
 func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
-		c.Workers = 4
+		c.Workers = DefaultWorkers
 	}
 	if c.WaitTime <= 0 {
 		c.WaitTime = 20 * time.Second
@@ -134,16 +138,15 @@ func (c Config) withDefaults() Config {
 	if c.HandlerTimeout <= 0 {
 		c.HandlerTimeout = time.Minute
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
 	return c
 }
 
-// NewConsumer returns a consumer of cfg.QueueURL; Run starts it.
-func NewConsumer(api API, h Handler, cfg Config) *Consumer {
+// NewConsumer returns a consumer of the queue at queueURL that applies
+// through h, logs to log and counts in metrics (NewMetrics); now is the
+// clock. Run starts it.
+func NewConsumer(api API, h Handler, queueURL string, log *slog.Logger, metrics *Metrics, now func() time.Time, cfg Config) *Consumer {
 	cfg = cfg.withDefaults()
-	return &Consumer{api: api, h: h, cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}
+	return &Consumer{api: api, h: h, queueURL: queueURL, log: log, metrics: metrics, now: now, cfg: cfg, tracer: tracing.Tracer(cfg.TracerProvider)}
 }
 
 // Run receives and applies messages with cfg.Workers loops until ctx is
@@ -178,7 +181,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 		select {
 		case <-finished:
 		case <-t.C:
-			c.cfg.Log.Warn("shutdown timeout reached: releasing the messages not applied yet", "shutdown_timeout", c.cfg.ShutdownTimeout)
+			c.log.Warn("shutdown timeout reached: releasing the messages not applied yet", "shutdown_timeout", c.cfg.ShutdownTimeout)
 			abandon()
 		}
 	})
@@ -198,7 +201,7 @@ func (c *Consumer) loop(ctx, handling context.Context, worker int) {
 				break
 			}
 			// A broker outage delays work but loses nothing: back off and retry.
-			c.cfg.Log.WarnContext(ctx, "sqs receive failed", "worker", worker, "err", err, "retry_in", backoff)
+			c.log.WarnContext(ctx, "sqs receive failed", "worker", worker, "err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
@@ -220,7 +223,7 @@ func (c *Consumer) receive(ctx context.Context) (*awssqs.ReceiveMessageOutput, e
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WaitTime+receiveSlack)
 	defer cancel()
 	return c.api.ReceiveMessage(rctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:                    aws.String(c.cfg.QueueURL),
+		QueueUrl:                    aws.String(c.queueURL),
 		MaxNumberOfMessages:         c.cfg.MaxMessages,
 		WaitTimeSeconds:             int32(c.cfg.WaitTime / time.Second),
 		MessageSystemAttributeNames: receivedSystemAttributes,
@@ -299,7 +302,7 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 		trace.WithAttributes(
 			attribute.String("messaging.system", "aws_sqs"),
 			attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.destination.name", c.cfg.QueueURL),
+			attribute.String("messaging.destination.name", c.queueURL),
 			attribute.String("messaging.message.id", aws.ToString(m.MessageId)),
 		))
 	defer func() {
@@ -315,10 +318,10 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 	if err != nil {
 		span.RecordError(err)
 	}
-	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	log := c.log.With("sqs_message_id", aws.ToString(m.MessageId), "receive_count", m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
 	switch {
 	case errors.Is(err, inbox.ErrMalformed), errors.Is(err, inbox.ErrInvalidEvent):
-		c.cfg.Metrics.failures.WithLabelValues("poison").Inc()
+		c.metrics.failures.WithLabelValues("poison").Inc()
 		log.WarnContext(handling, "poison message left for the DLQ", "event_id", res.MessageID, "err", bounded(err))
 		// It will fail the same way every time: make it visible again at
 		// once so it reaches maxReceiveCount (and the DLQ) quickly.
@@ -328,7 +331,7 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 		log.InfoContext(handling, "message rolled back at the end of the shutdown timeout; releasing it", "event_id", res.MessageID, "err", bounded(err))
 		return abandoned
 	case err != nil:
-		c.cfg.Metrics.failures.WithLabelValues("error").Inc()
+		c.metrics.failures.WithLabelValues("error").Inc()
 		log.ErrorContext(handling, "message not applied; it will be redelivered", "event_id", res.MessageID, "err", bounded(err))
 		if timedOut {
 			return expired
@@ -339,14 +342,14 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 		attribute.String("cloudevents.event_id", res.MessageID),
 		attribute.String("cloudevents.event_type", res.Type),
 		attribute.String("inbox.outcome", res.Disposition.String()))
-	c.cfg.Metrics.processed.WithLabelValues(res.Disposition.String()).Inc()
+	c.metrics.processed.WithLabelValues(res.Disposition.String()).Inc()
 	switch res.Disposition {
 	case inbox.Duplicate:
-		c.cfg.Metrics.duplicates.Inc()
+		c.metrics.duplicates.Inc()
 		if res.Conflicting {
 			// Not a redelivery: another message under a recorded id. The
 			// first is kept; this one may be a forgery or a producer bug.
-			c.cfg.Metrics.conflicts.Inc()
+			c.metrics.conflicts.Inc()
 			log.WarnContext(handling, "a message reused a recorded event id with another body; dropped, the first kept", "event_id", res.MessageID, "type", res.Type)
 			break
 		}
@@ -360,7 +363,7 @@ func (c *Consumer) handle(handling context.Context, m types.Message) (v verdict)
 			"event_id", res.MessageID, "type", res.Type)
 	case inbox.Applied:
 		if !res.EventTime.IsZero() {
-			c.cfg.Metrics.eventAge.Observe(max(0, c.cfg.Now().Sub(res.EventTime).Seconds()))
+			c.metrics.eventAge.Observe(max(0, c.now().Sub(res.EventTime).Seconds()))
 		}
 	}
 	return ack
@@ -385,10 +388,10 @@ func bounded(err error) string {
 
 func (c *Consumer) makeVisible(ctx context.Context, m types.Message) {
 	_, err := c.api.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(c.cfg.QueueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+		QueueUrl: aws.String(c.queueURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
 	})
 	if err != nil {
-		c.cfg.Log.DebugContext(ctx, "reset visibility failed", "err", err)
+		c.log.DebugContext(ctx, "reset visibility failed", "err", err)
 	}
 }
 
@@ -402,17 +405,17 @@ func (c *Consumer) release(ctx context.Context, msgs []types.Message) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
 	defer cancel()
-	c.cfg.Metrics.released.Add(float64(len(msgs)))
+	c.metrics.released.Add(float64(len(msgs)))
 	out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
-		QueueUrl: aws.String(c.cfg.QueueURL), Entries: visibilityEntries(msgs, 0),
+		QueueUrl: aws.String(c.queueURL), Entries: visibilityEntries(msgs, 0),
 	})
 	switch {
 	case err != nil:
-		c.cfg.Log.WarnContext(ctx, "release failed; the messages come back after the visibility timeout", "messages", len(msgs), "err", err)
+		c.log.WarnContext(ctx, "release failed; the messages come back after the visibility timeout", "messages", len(msgs), "err", err)
 	case len(out.Failed) > 0:
-		c.cfg.Log.WarnContext(ctx, "release failed for some messages; they come back after the visibility timeout", "failed", len(out.Failed))
+		c.log.WarnContext(ctx, "release failed for some messages; they come back after the visibility timeout", "failed", len(out.Failed))
 	default:
-		c.cfg.Log.InfoContext(ctx, "released messages not applied", "messages", len(msgs))
+		c.log.InfoContext(ctx, "released messages not applied", "messages", len(msgs))
 	}
 }
 
@@ -428,15 +431,15 @@ func (c *Consumer) ack(ctx context.Context, msgs []types.Message) {
 	for i, m := range msgs {
 		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle}
 	}
-	out, err := c.api.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.cfg.QueueURL), Entries: entries})
+	out, err := c.api.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(c.queueURL), Entries: entries})
 	if err != nil {
-		c.cfg.Metrics.ackFailed.Add(float64(len(msgs)))
-		c.cfg.Log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redeliveries", "messages", len(msgs), "err", err)
+		c.metrics.ackFailed.Add(float64(len(msgs)))
+		c.log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redeliveries", "messages", len(msgs), "err", err)
 		return
 	}
 	for _, f := range out.Failed {
-		c.cfg.Metrics.ackFailed.Inc()
-		c.cfg.Log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redelivery",
+		c.metrics.ackFailed.Inc()
+		c.log.WarnContext(ctx, "delete after commit failed; the inbox will absorb the redelivery",
 			"entry", aws.ToString(f.Id), "code", aws.ToString(f.Code), "message", aws.ToString(f.Message))
 	}
 }
@@ -460,13 +463,13 @@ func (c *Consumer) keepInvisible(ctx context.Context, p *pending, stop <-chan st
 			return
 		}
 		out, err := c.api.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{
-			QueueUrl: aws.String(c.cfg.QueueURL), Entries: visibilityEntries(left, c.cfg.VisibilityTimeout),
+			QueueUrl: aws.String(c.queueURL), Entries: visibilityEntries(left, c.cfg.VisibilityTimeout),
 		})
 		switch {
 		case err != nil:
-			c.cfg.Log.WarnContext(ctx, "extend visibility failed", "err", err)
+			c.log.WarnContext(ctx, "extend visibility failed", "err", err)
 		case len(out.Failed) > 0:
-			c.cfg.Log.WarnContext(ctx, "extend visibility failed for some messages", "failed", len(out.Failed))
+			c.log.WarnContext(ctx, "extend visibility failed for some messages", "failed", len(out.Failed))
 		}
 	}
 }

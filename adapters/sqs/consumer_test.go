@@ -101,7 +101,7 @@ func TestConsumerAcksOnlyWhatCommitted(t *testing.T) {
 	f.put("q", "ok 1", "poison 2", "dup 3", "down 4", "new-type 5", "ok 6")
 	h := &fakeHandler{sqs: f}
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger")})
+	c := sqs.NewConsumer(f, h, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{Workers: 1, WaitTime: time.Second})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -168,7 +168,7 @@ func TestConsumerWarnsOfAReusedIDAndBoundsWhatItLogs(t *testing.T) {
 		defer mu.Unlock()
 		return logs.Write(p)
 	}), nil))
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: log, Metrics: sqs.NewMetrics(reg, "webhooks")})
+	c := sqs.NewConsumer(f, h, "q", log, sqs.NewMetrics(reg, "webhooks"), time.Now, sqs.Config{Workers: 1, WaitTime: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -216,7 +216,7 @@ func TestConsumerCountsFailedDeletes(t *testing.T) {
 	f.failDel = true
 	f.put("q", "ok 1", "ok 2")
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger")})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{Workers: 1, WaitTime: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

@@ -50,9 +50,9 @@ type rig struct {
 	done     chan error
 }
 
-func newRig(t *testing.T, opts ...awstest.Option) *rig {
+func newRig(t *testing.T, queue awstest.QueueConfig) *rig {
 	t.Helper()
-	tq := awstest.NewTopicQueue(t, opts...)
+	tq := awstest.NewTopicQueue(t, queue)
 	pool := pgtest.New(t, ledgermigrations.FS)
 	store := ledgerstore.New(pool)
 	reg := prometheus.NewRegistry()
@@ -85,10 +85,9 @@ func (r *rig) start(t *testing.T, api sqs.API, workers int) {
 	if r.handler != nil {
 		h = r.handler
 	}
-	c := sqs.NewConsumer(api, h, sqs.Config{
-		QueueURL: r.tq.QueueURL, Workers: workers, WaitTime: 2 * time.Second,
-		VisibilityTimeout: attrs.VisibilityTimeout, Log: logtest.Discard(), Metrics: r.m,
-		Verifier: r.verifier, DLQURL: r.tq.DLQURL,
+	c := sqs.NewConsumer(api, h, r.tq.QueueURL, logtest.Discard(), r.m, time.Now, sqs.Config{
+		Workers: workers, WaitTime: 2 * time.Second,
+		VisibilityTimeout: attrs.VisibilityTimeout, Verifier: r.verifier, DLQURL: r.tq.DLQURL,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan error, 1)
@@ -220,7 +219,7 @@ func (e event) body() []byte {
 
 func TestSameEventDeliveredThreeTimes(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, awstest.QueueConfig{})
 	r.start(t, r.tq.SQS, 2)
 	body := newPayment(1050, "cus_1", "mer_1").body()
 	publish(t, r.tq, body)
@@ -254,7 +253,7 @@ func TestLostAckIsAbsorbedByTheInbox(t *testing.T) {
 	t.Parallel()
 	t.Run("delete fails", func(t *testing.T) {
 		t.Parallel()
-		r := newRig(t, awstest.WithVisibilityTimeout(time.Second))
+		r := newRig(t, awstest.QueueConfig{VisibilityTimeout: time.Second})
 		api := &lossyAcks{Client: r.tq.SQS}
 		api.lose.Store(1)
 		r.start(t, api, 1)
@@ -271,7 +270,7 @@ func TestLostAckIsAbsorbedByTheInbox(t *testing.T) {
 	})
 	t.Run("process stopped before the delete", func(t *testing.T) {
 		t.Parallel()
-		r := newRig(t)
+		r := newRig(t, awstest.QueueConfig{})
 		body := newPayment(900, "cus_3", "mer_3").body()
 		// A previous process committed this message and died before its
 		// delete: the message is still on the queue.
@@ -291,7 +290,7 @@ func TestLostAckIsAbsorbedByTheInbox(t *testing.T) {
 
 func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
+	r := newRig(t, awstest.QueueConfig{MaxReceiveCount: 2, VisibilityTimeout: time.Second})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = sqs.WatchDLQ(ctx, r.tq.SQS, r.tq.DLQURL, 200*time.Millisecond, r.m, logtest.Discard()) }()
@@ -338,7 +337,7 @@ func TestPoisonMessageGoesToTheDLQAndIsRedriven(t *testing.T) {
 // as if in order.
 func TestRefundBeforePaymentThroughTheBroker(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, awstest.WithVisibilityTimeout(time.Second))
+	r := newRig(t, awstest.QueueConfig{VisibilityTimeout: time.Second})
 	r.start(t, r.tq.SQS, 2)
 	p := newPayment(1000, "cus_o", "mer_o")
 	publish(t, r.tq, p.refund(400).body())
@@ -362,7 +361,7 @@ func TestRefundBeforePaymentThroughTheBroker(t *testing.T) {
 // authorization is applied the capture posts and releases the hold.
 func TestCaptureBeforeAuthorizationThroughTheBroker(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, awstest.WithVisibilityTimeout(time.Second))
+	r := newRig(t, awstest.QueueConfig{VisibilityTimeout: time.Second})
 	r.start(t, r.tq.SQS, 2)
 	p := newPayment(2500, "cus_h", "mer_h")
 	publish(t, r.tq, p.captured(2000))
@@ -381,7 +380,7 @@ func TestCaptureBeforeAuthorizationThroughTheBroker(t *testing.T) {
 
 func TestEightWorkersThroughTheBroker(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, awstest.QueueConfig{})
 	r.start(t, r.tq.SQS, 8)
 	var unique, all [][]byte
 	for i := range 250 {
@@ -431,7 +430,7 @@ func (h stuckHandler) Receive(ctx context.Context, _ []byte) (inbox.Result, erro
 
 func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t) // visibility timeout 30s: a message left hidden would miss the drain below
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{}) // visibility timeout 30s: a message left hidden would miss the drain below
 	var bodies [][]byte
 	for i := range 5 {
 		bodies = append(bodies, newPayment(int64(100+i), "cus_s", "mer_s").body())
@@ -439,9 +438,8 @@ func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 	send(t, tq.SQS, tq.QueueURL, bodies...)
 	reg := prometheus.NewRegistry()
 	h := stuckHandler{started: make(chan struct{}, 1)}
-	c := sqs.NewConsumer(tq.SQS, h, sqs.Config{
-		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
-		Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"),
+	c := sqs.NewConsumer(tq.SQS, h, tq.QueueURL, logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, ShutdownTimeout: 500 * time.Millisecond,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -474,7 +472,7 @@ func TestStopReleasesWhatItDidNotApply(t *testing.T) {
 
 func TestRedriveToAFIFOQueueKeepsEachPaymentsOrder(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t, awstest.WithFIFO())
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{FIFO: true})
 	ctx := context.Background()
 	// The first send of each body uses the deduplication id a redrive must
 	// not reuse: the copy would be dropped as its duplicate.

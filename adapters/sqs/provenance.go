@@ -68,13 +68,13 @@ func (c *Consumer) checkOrigin(ctx context.Context, m types.Message) (v verdict,
 	outcome, err := c.cfg.Verifier.Verify([]byte(aws.ToString(m.Body)), sig)
 	if err == nil {
 		if outcome == provenance.Unsigned {
-			c.cfg.Metrics.unsignedAccepted.Inc()
+			c.metrics.unsignedAccepted.Inc()
 		}
 		return 0, true
 	}
 	reason := provenance.Reason(err)
-	c.cfg.Metrics.unverified.WithLabelValues(reason).Inc()
-	log := c.cfg.Log.With("sqs_message_id", aws.ToString(m.MessageId), "reason", reason,
+	c.metrics.unverified.WithLabelValues(reason).Inc()
+	log := c.log.With("sqs_message_id", aws.ToString(m.MessageId), "reason", reason,
 		"sender_id", m.Attributes[string(types.MessageSystemAttributeNameSenderId)])
 	if moveErr := c.moveToDLQ(ctx, m, reason+": "+err.Error()); moveErr != nil {
 		log.ErrorContext(ctx, "message failed verification and could not be copied to the DLQ; left for the queue's redrive policy, unapplied",

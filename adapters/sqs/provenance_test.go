@@ -31,7 +31,7 @@ func keys(t testing.TB, acceptUnsigned bool) (*provenance.Signer, *provenance.Ve
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, provenance.NewVerifier(set, acceptUnsigned)
+	return s, provenance.NewVerifier(set, provenance.VerifierConfig{AcceptUnsigned: acceptUnsigned})
 }
 
 // TestForgedMessagesGoToTheDLQWithTheirReason puts the payments service's
@@ -40,13 +40,13 @@ func keys(t testing.TB, acceptUnsigned bool) (*provenance.Signer, *provenance.Ve
 // inbox, and waits in the DLQ with its reason, counted by it.
 func TestForgedMessagesGoToTheDLQWithTheirReason(t *testing.T) {
 	t.Parallel()
-	r := newRig(t)
+	r := newRig(t, awstest.QueueConfig{})
 	signer, verifier := keys(t, false)
 	r.verifier = verifier
 	r.start(t, r.tq.SQS, 2)
 
 	genuine := newPayment(1050, "cus_1", "mer_1").body()
-	pub := provenance.NewPublisher(sns.NewPublisher(awssns.NewFromConfig(r.tq.Config), r.tq.TopicARN, 1), signer)
+	pub := provenance.NewPublisher(sns.NewPublisher(awssns.NewFromConfig(r.tq.Config), r.tq.TopicARN, sns.Config{InFlight: 1}), signer)
 	if errs := pub.Publish(context.Background(), []outbox.Message{{ID: uuid.New(), Type: "payment.created", Payload: genuine}}); errs[0] != nil {
 		t.Fatalf("publish: %v", errs[0])
 	}
@@ -129,8 +129,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		}
 		h := &fakeHandler{sqs: f}
 		reg := prometheus.NewRegistry()
-		c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", DLQURL: dlq, Workers: 1, WaitTime: time.Second,
-			Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: v})
+		c := sqs.NewConsumer(f, h, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{DLQURL: dlq, Workers: 1, WaitTime: time.Second, Verifier: v})
 		stop, wait := runConsumer(t, c)
 		// A stop lets the batch in hand finish: once the one receive has
 		// taken every message, stopping leaves each handled or not for good.
@@ -186,8 +185,7 @@ func TestAnUnverifiedMessageNeverReachesTheHandler(t *testing.T) {
 		f.putMessage("q", forged)
 		h := &fakeHandler{sqs: f}
 		reg := prometheus.NewRegistry()
-		c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", DLQURL: "dlq", Workers: 1, WaitTime: time.Second,
-			Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"), Verifier: verifier})
+		c := sqs.NewConsumer(f, h, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{DLQURL: "dlq", Workers: 1, WaitTime: time.Second, Verifier: verifier})
 		stop, wait := runConsumer(t, c)
 		waitUntil(t, "the forgery made visible again", func() bool { return strings.Contains(strings.Join(calls(f), " "), "visibility0") })
 		stop()

@@ -44,7 +44,7 @@ func TestSchemaViolationGoesToTheDLQ(t *testing.T) {
 		t.Fatalf("without the schemas: got %v, %v; want it applied, or this test proves nothing about them", res.Disposition, err)
 	}
 
-	r := newRig(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
+	r := newRig(t, awstest.QueueConfig{MaxReceiveCount: 2, VisibilityTimeout: time.Second})
 	r.start(t, r.tq.SQS, 2)
 	publish(t, r.tq, newPayment(100, "cus_v", "mer_v").body(), bad, newPayment(200, "cus_v", "mer_v").body())
 

@@ -77,7 +77,7 @@ func TestShutdownAppliesTheBatchInHand(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "ok 1", "ok 2", "ok 3")
 	h := &gatedHandler{started: make(chan string, 3), release: make(chan struct{}), sqs: f}
-	c := sqs.NewConsumer(f, h, sqs.Config{QueueURL: "q", Workers: 1, WaitTime: time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger")})
+	c := sqs.NewConsumer(f, h, "q", logtest.Discard(), sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{Workers: 1, WaitTime: time.Second})
 	stop, wait := runConsumer(t, c)
 
 	if got := <-h.started; got != "ok 1" {
@@ -97,7 +97,7 @@ func TestShutdownAppliesTheBatchInHand(t *testing.T) {
 func TestStopDrainsTheReceivesInFlight(t *testing.T) {
 	f := newFakeSQS()
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{QueueURL: "q", Workers: 3, WaitTime: 2 * time.Second, Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger")})
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{Workers: 3, WaitTime: 2 * time.Second})
 	stop, wait := runConsumer(t, c)
 	waitUntil(t, "three idle long polls", func() bool { _, waiting := f.polls(); return waiting == 3 })
 	called, _ := f.polls()
@@ -127,9 +127,8 @@ func TestShutdownTimeoutReleasesWhatIsNotApplied(t *testing.T) {
 	f.put("q", "ok 1", "ok 2", "ok 3")
 	h := &gatedHandler{started: make(chan string, 3), release: make(chan struct{}), sqs: f} // never released: a stuck transaction
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, h, sqs.Config{
-		QueueURL: "q", Workers: 1, WaitTime: time.Second, ShutdownTimeout: 200 * time.Millisecond,
-		Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"),
+	c := sqs.NewConsumer(f, h, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, ShutdownTimeout: 200 * time.Millisecond,
 	})
 	stop, wait := runConsumer(t, c)
 	<-h.started
@@ -154,9 +153,8 @@ func TestHandlerTimeoutReleasesTheRestOfTheBatch(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "hang 1", "ok 2", "ok 3")
 	reg := prometheus.NewRegistry()
-	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, sqs.Config{
-		QueueURL: "q", Workers: 1, WaitTime: time.Second, HandlerTimeout: 100 * time.Millisecond,
-		Log: logtest.Discard(), Metrics: sqs.NewMetrics(reg, "ledger"),
+	c := sqs.NewConsumer(f, &fakeHandler{sqs: f}, "q", logtest.Discard(), sqs.NewMetrics(reg, "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, HandlerTimeout: 100 * time.Millisecond,
 	})
 	stop, wait := runConsumer(t, c)
 	waitUntil(t, "the rest of the batch released", func() bool {
@@ -185,9 +183,8 @@ func TestLongHandlerExtendsVisibility(t *testing.T) {
 	f := newFakeSQS()
 	f.put("q", "ok 1")
 	h := &gatedHandler{started: make(chan string, 1), release: make(chan struct{}), sqs: f}
-	c := sqs.NewConsumer(f, h, sqs.Config{
-		QueueURL: "q", Workers: 1, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, // extended every second
-		Log: logtest.Discard(), Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"),
+	c := sqs.NewConsumer(f, h, "q", logtest.Discard(), sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, VisibilityTimeout: 2 * time.Second, // extended every second
 	})
 	stop, wait := runConsumer(t, c)
 	<-h.started

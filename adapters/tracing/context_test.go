@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
 
 func TestExporterFrom(t *testing.T) {
@@ -80,5 +81,37 @@ func TestTraceContextRoundTrip(t *testing.T) {
 	}
 	if p, s := tracing.Inject(context.Background()); p != "" || s != "" {
 		t.Errorf("Inject without a span = %q, %q; want nothing", p, s)
+	}
+}
+
+// The inbox reads an event's trace id from its traceparent without
+// OpenTelemetry (inbox.Event.TraceID), so that the store keeps it as data:
+// it must read what OpenTelemetry's propagator reads, and refuse what it
+// refuses.
+func TestTheInboxReadsTheTraceIDAsOpenTelemetryDoes(t *testing.T) {
+	const id, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	for _, tp := range []string{
+		"00-" + id + "-" + parent + "-01",
+		"00-" + id + "-" + parent + "-00",
+		"01-" + id + "-" + parent + "-01",
+		"01-" + id + "-" + parent + "-01-what-comes-later",
+		"00-" + id + "-" + parent + "-01-more",
+		"ff-" + id + "-" + parent + "-01",
+		"00-" + strings.ToUpper(id) + "-" + parent + "-01",
+		"00-00000000000000000000000000000000-" + parent + "-01",
+		"00-" + id + "-0000000000000000-01",
+		"00-" + id + "-" + parent + "-0x",
+		"00-" + id + "-" + parent + "01",
+		"00_" + id + "_" + parent + "_01",
+		"00-" + id[1:] + "-" + parent + "-01",
+		"", "garbage",
+	} {
+		want := ""
+		if sc := tracing.SpanContext(tp, ""); sc.IsValid() {
+			want = sc.TraceID().String()
+		}
+		if got := (inbox.Event{TraceParent: tp}).TraceID(); got != want {
+			t.Errorf("traceparent %q: the inbox reads trace id %q, OpenTelemetry %q", tp, got, want)
+		}
 	}
 }

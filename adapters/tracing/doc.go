@@ -1,18 +1,19 @@
-// Package tracing is the OpenTelemetry side of every service: the tracer
+// Package tracing is the OpenTelemetry side every service shares: the tracer
 // provider the standard OTEL_* variables configure, the W3C trace context in
-// the plain strings the outbox and the broker carry, and the spans of the
-// payments repository's writes (Payments), of the relay (Relay, OrderedRelay) and of the
-// ledger's transactions and postings (Ledger), each a decorator of the
-// ports its store implements, so that no store starts a span of its own.
+// the plain strings the outbox and the broker carry, the spans of the relay
+// (Relay, OrderedRelay, decorators of the shared outbox's ports), and the
+// mechanics of a consumer's inbox decorator (Inbox). Each service's own
+// ports are decorated beside it (adapters/paymentstracing, ledgertracing,
+// webhookstracing): no store starts a span of its own.
 //
 // # One trace across the outbox
 //
 // The use case that writes a payment reads the trace context of the request
-// it serves (PaymentsTraceContext, the payments.TraceContextFunc port) and
+// it serves (paymentstracing.TraceContext, the payments.TraceContextFunc port) and
 // encodes it in each event the write records, as the CloudEvents
 // distributed-tracing extension; the outbox row stores it too. The write's
 // transaction is a span of its own under the request ("create payment",
-// Payments). The relay sends the context again as the SNS message attributes
+// paymentstracing.Repository). The relay sends the context again as the SNS message attributes
 // traceparent and tracestate, and the ledger starts its processing span as a
 // child of it (adapters/sqs). So the trace that begins with POST /payments
 // ends with the ledger's commit, although the publish happens later, in

@@ -23,7 +23,9 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgertracing"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentstracing"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/outboxstore"
@@ -134,7 +136,7 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	ctx := context.Background()
 	log := logtest.Discard()
 	pay, led := newService(t, "payments"), newService(t, "ledger")
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 
 	payDB := openTraced(t, paymentsmigrations.FS, func(ctx context.Context, p *pgxpool.Pool) error {
 		_, err := postgres.Migrate(ctx, p, paymentsmigrations.FS)
@@ -146,12 +148,12 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	}, led.tp)
 
 	// The payments service: its API and its relay.
-	svc := payments.NewService(tracing.Payments(paymentstore.New(payDB), pay.tp), time.Now,
-		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: tracing.PaymentsTraceContext})
-	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, paymentsapi.Config{TracerProvider: pay.tp}))
+	svc := payments.NewService(paymentstracing.Repository(paymentstore.New(payDB), pay.tp), time.Now,
+		func() string { return uuid.Must(uuid.NewV7()).String() }, payments.Config{TraceContext: paymentstracing.TraceContext})
+	api := httptest.NewServer(paymentsapi.NewHandler(svc, merchantKey{}, log, nil, paymentsapi.Config{TracerProvider: pay.tp}))
 	defer api.Close()
 	r := outbox.NewRelay(tracing.Relay(outboxstore.New(payDB), pay.tp, "payments-events"),
-		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, 1), log, nil, time.Now,
+		sns.NewPublisher(awssns.NewFromConfig(tq.Config), tq.TopicARN, sns.Config{InFlight: 1}), log, nil, time.Now,
 		outbox.Config{Workers: 1, PollInterval: 50 * time.Millisecond})
 
 	// The ledger: its consumer.
@@ -159,11 +161,10 @@ func TestOneTraceFromRequestToLedgerCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := tracing.Ledger(ledgerstore.New(ledDB), led.tp)
+	store := ledgertracing.Traced(ledgerstore.New(ledDB), led.tp)
 	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, log, nil, time.Now, inbox.ProcessorConfig{})
-	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), sqs.Config{
-		QueueURL: tq.QueueURL, Workers: 1, WaitTime: time.Second, Log: log,
-		Metrics: sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), TracerProvider: led.tp,
+	consumer := sqs.NewConsumer(tq.SQS, inbox.NewService(store, proc, time.Now, inbox.Config{}), tq.QueueURL, log, sqs.NewMetrics(prometheus.NewRegistry(), "ledger"), time.Now, sqs.Config{
+		Workers: 1, WaitTime: time.Second, TracerProvider: led.tp,
 	})
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -80,12 +80,10 @@ type Config struct {
 	// limit). It is counted before the key is verified, so a request over
 	// it costs the payments service nothing.
 	RateLimit int
-	// Metrics, when set, instruments every request.
-	Metrics *httpserver.Metrics
 	// RequestTimeout bounds each request's work (0: httpserver's default),
 	// the call to the payments service that verifies its key included.
 	RequestTimeout time.Duration
-	// TracerProvider, when set, traces every request (httpserver.API).
+	// TracerProvider, when set, traces every request (httpserver.Config).
 	TracerProvider trace.TracerProvider
 }
 
@@ -97,16 +95,17 @@ type api struct {
 
 // NewHandler returns the API's router: svc's use cases, each request
 // authenticated by auth, its unexpected errors logged to log.
-func NewHandler(svc Service, auth Authenticator, log *slog.Logger, cfg Config) http.Handler {
+// Every request is counted in metrics when it is not nil.
+func NewHandler(svc Service, auth Authenticator, log *slog.Logger, metrics *httpserver.Metrics, cfg Config) http.Handler {
 	a := &api{svc: svc, auth: auth, log: log}
-	r := httpserver.NewRouter(httpserver.API{Log: log, Metrics: cfg.Metrics, OpenAPI: apidoc.Webhooks(), TracerProvider: cfg.TracerProvider})
+	r := httpserver.NewRouter(log, metrics, httpserver.Config{OpenAPI: apidoc.Webhooks(), TracerProvider: cfg.TracerProvider})
 	r.Group(func(r chi.Router) {
 		r.Use(httpserver.Timeout(cfg.RequestTimeout))
 		// Before the key is verified, unlike the payments API: verifying it
 		// is a call to the payments service, which a request over the
 		// limit must not make. Counted by the credential presented, whose
 		// holder alone can fill its bucket (a key's id is no secret).
-		r.Use(httpserver.RateLimit(cfg.RateLimit, credential, cfg.Metrics))
+		r.Use(httpserver.RateLimit(cfg.RateLimit, credential, metrics))
 		r.Use(httpserver.RequireKey(a.authenticate, a.writeError))
 		r.Post("/webhook_endpoints", a.createEndpoint)
 		r.Get("/webhook_endpoints", a.listEndpoints)

@@ -46,7 +46,7 @@ func newKey(t testing.TB, platform bool) string {
 
 // newServer is the API on the fake service and Authenticator, every
 // exchange checked against the OpenAPI document.
-func newServer(t *testing.T, log *slog.Logger, cfg webhooksapi.Config) *server {
+func newServer(t *testing.T, log *slog.Logger, metrics *httpserver.Metrics, cfg webhooksapi.Config) *server {
 	t.Helper()
 	keys := testKeys{mer1: newKey(t, false), mer2: newKey(t, false), platform: newKey(t, true), unknown: newKey(t, false)}
 	auth := &fakeAuth{keys: map[string]access.Principal{
@@ -55,7 +55,7 @@ func newServer(t *testing.T, log *slog.Logger, cfg webhooksapi.Config) *server {
 		keys.platform: access.PlatformPrincipal("kplat"),
 	}}
 	svc := newFakeService()
-	h := webhooksapi.NewHandler(svc, auth, log, cfg)
+	h := webhooksapi.NewHandler(svc, auth, log, metrics, cfg)
 	srv := httptest.NewServer(apitest.New(t, apidoc.Webhooks()).Handler(t, h))
 	t.Cleanup(srv.Close)
 	return &server{srv, svc, auth, keys}
@@ -141,13 +141,13 @@ func (s *server) create(t *testing.T, key, body string, header ...string) map[st
 // TestRoutesAreDocumented: the router serves exactly the operations of the
 // OpenAPI document.
 func TestRoutesAreDocumented(t *testing.T) {
-	h := webhooksapi.NewHandler(nil, nil, logtest.Discard(), webhooksapi.Config{})
+	h := webhooksapi.NewHandler(nil, nil, logtest.Discard(), nil, webhooksapi.Config{})
 	apitest.New(t, apidoc.Webhooks()).CheckRoutes(t, h.(chi.Routes))
 }
 
 // TestServesItsOpenAPIDocument: GET /openapi.yaml is the document in api/.
 func TestServesItsOpenAPIDocument(t *testing.T) {
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	res := s.do(t, "", http.MethodGet, "/openapi.yaml", "")
 	if res.status != http.StatusOK || res.header.Get("Content-Type") != "application/yaml" || !bytes.Equal(res.body, apidoc.Webhooks()) {
 		t.Errorf("GET /openapi.yaml: %d %q; want 200 application/yaml with api/%s", res.status, res.header.Get("Content-Type"), apidoc.WebhooksFile)
@@ -160,7 +160,7 @@ func TestServesItsOpenAPIDocument(t *testing.T) {
 // nothing of it. A route added without an entry here fails.
 func TestEveryRouteNeedsAKey(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 
 	type want struct {
 		status int
@@ -181,7 +181,7 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 		"POST /webhook_endpoints/{id}/recover":                         {`{"since": "2026-11-29T00:00:00Z"}`, notFound, want{202, ""}},
 	}
 	var served []string
-	h := webhooksapi.NewHandler(nil, nil, logtest.Discard(), webhooksapi.Config{})
+	h := webhooksapi.NewHandler(nil, nil, logtest.Discard(), nil, webhooksapi.Config{})
 	_ = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		if route != "/openapi.yaml" {
 			served = append(served, method+" "+route)
@@ -255,7 +255,7 @@ func TestEveryRouteNeedsAKey(t *testing.T) {
 // second delete the same), and a deleted endpoint takes no other action.
 func TestEndpointLifecycle(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	res := s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody)
 	if res.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", res.status, res.body)
@@ -324,7 +324,7 @@ func TestEndpointLifecycle(t *testing.T) {
 // client as problems with their detail.
 func TestCreateIsRefusedAsTheServiceSays(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	for name, c := range map[string]struct{ key, body string }{
 		"http":                  {s.keys.mer1, `{"url": "http://shop.example/hooks", "enabled_events": ["*"]}`},
 		"no events":             {s.keys.mer1, `{"url": "https://shop.example/hooks", "enabled_events": []}`},
@@ -348,7 +348,7 @@ func TestCreateIsRefusedAsTheServiceSays(t *testing.T) {
 // the fake service applies as the use cases do), or sent twice, is refused.
 func TestIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	first := s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody, "Idempotency-Key", "ep-7")
 	retry := s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody, "Idempotency-Key", "ep-7")
 	secret, _ := first.json(t)["secret"].(string)
@@ -379,7 +379,7 @@ func TestIdempotencyKey(t *testing.T) {
 // API answers one, on every route that takes a key.
 func TestKeyInFlight(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	id := s.create(t, s.keys.mer1, endpointBody)["id"].(string)
 	for path, body := range map[string]string{
 		"/webhook_endpoints":                    endpointBody,
@@ -396,7 +396,7 @@ func TestKeyInFlight(t *testing.T) {
 // TestStrictJSON: a body is read as the payments API reads one.
 func TestStrictJSON(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	for body, typ := range map[string]string{
 		``:   "/problems/malformed-body",
 		`[]`: "/problems/malformed-body",
@@ -427,7 +427,7 @@ func TestStrictJSON(t *testing.T) {
 // merchant's own only; the platform lists every merchant's or one's.
 func TestListPagesThroughEveryEndpoint(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	var ids []string
 	for range 5 {
 		ids = append(ids, s.create(t, s.keys.mer1, endpointBody)["id"].(string))
@@ -499,7 +499,7 @@ func TestListPagesThroughEveryEndpoint(t *testing.T) {
 // and nothing of another merchant's.
 func TestAttemptsAndRedeliver(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	id := s.create(t, s.keys.mer1, endpointBody)["id"].(string)
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	s.svc.attempted(id,
@@ -548,7 +548,7 @@ func TestAttemptsAndRedeliver(t *testing.T) {
 // not held back.
 func TestRateLimitPerKey(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{RateLimit: 2, Metrics: httpserver.NewMetrics(prometheus.NewRegistry())})
+	s := newServer(t, logtest.Discard(), httpserver.NewMetrics(prometheus.NewRegistry()), webhooksapi.Config{RateLimit: 2})
 	var limited response
 	for range 10 {
 		if res := s.do(t, s.keys.mer1, http.MethodGet, "/webhook_endpoints", ""); res.status == http.StatusTooManyRequests {
@@ -567,7 +567,7 @@ func TestRateLimitPerKey(t *testing.T) {
 func TestKeysAndSecretsNeverReachTheLogs(t *testing.T) {
 	t.Parallel()
 	logs := &logtest.Buffer{}
-	s := newServer(t, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), webhooksapi.Config{})
+	s := newServer(t, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil, webhooksapi.Config{})
 	e := s.create(t, s.keys.mer1, endpointBody)
 	rot := s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints/"+e["id"].(string)+"/rotate_secret", "").json(t)
 	s.do(t, s.keys.unknown, http.MethodGet, "/webhook_endpoints", "")
@@ -591,7 +591,7 @@ func TestKeysAndSecretsNeverReachTheLogs(t *testing.T) {
 // answered 409 endpoint-limit-reached.
 func TestCreateOverTheMerchantsCap(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	s.svc.maxEndpoints = 1
 	s.create(t, s.keys.mer1, endpointBody)
 	assertProblem(t, s.do(t, s.keys.mer1, http.MethodPost, "/webhook_endpoints", endpointBody), 409, "/problems/endpoint-limit-reached")
@@ -601,7 +601,7 @@ func TestCreateOverTheMerchantsCap(t *testing.T) {
 // written, a replay marked, and its refusals answered as problems.
 func TestRecover(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{})
+	s := newServer(t, logtest.Discard(), nil, webhooksapi.Config{})
 	id := s.create(t, s.keys.mer1, endpointBody)["id"].(string)
 	s.svc.attempted(id, webhooks.Attempt{ID: "wa_1", EndpointID: id, EventID: "evt_1", Outcome: webhooks.Failed, Error: "answered 500"})
 	path := "/webhook_endpoints/" + id + "/recover"
@@ -645,7 +645,7 @@ func TestRecover(t *testing.T) {
 // is answered 429 too, not 503.
 func TestRateLimitIsCountedBeforeTheKeyIsVerified(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, logtest.Discard(), webhooksapi.Config{RateLimit: 2, Metrics: httpserver.NewMetrics(prometheus.NewRegistry())})
+	s := newServer(t, logtest.Discard(), httpserver.NewMetrics(prometheus.NewRegistry()), webhooksapi.Config{RateLimit: 2})
 	limited, answered := 0, 0
 	for range 20 {
 		switch res := s.do(t, s.keys.mer1, http.MethodGet, "/webhook_endpoints", ""); res.status {

@@ -104,7 +104,7 @@ func TestAuthenticate(t *testing.T) {
 	store := accesstest.NewFakeStore()
 	clk := &clock{now: t0}
 	keys := access.NewKeys(store, clk.Now)
-	auth := access.NewAuthenticator(store, clk.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, clk.Now, access.AuthenticatorConfig{})
 	mer := issue(t, keys, access.Issue{Env: access.EnvTest, MerchantID: "mer_1", Name: "shop"})
 	plat := issue(t, keys, access.Issue{Env: access.EnvTest, Platform: true, Name: "ops"})
 
@@ -141,7 +141,7 @@ func TestRevocationTakesEffectWithinTheTTL(t *testing.T) {
 	store := accesstest.NewFakeStore()
 	clk := &clock{now: t0}
 	keys := access.NewKeys(store, clk.Now)
-	auth := access.NewAuthenticator(store, clk.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, clk.Now, access.AuthenticatorConfig{})
 	key := issue(t, keys, access.Issue{Env: access.EnvTest, MerchantID: "mer_1", Name: "shop"})
 	id, _ := access.ParseKey(key)
 
@@ -188,7 +188,7 @@ func TestLastUseIsWrittenAtMostOncePerMinute(t *testing.T) {
 	store := accesstest.NewFakeStore()
 	clk := &clock{now: t0}
 	keys := access.NewKeys(store, clk.Now)
-	auth := access.NewAuthenticator(store, clk.Now, 0) // no cache: every call looks up
+	auth := access.NewAuthenticator(store, clk.Now, access.AuthenticatorConfig{CacheTTL: -1}) // no cache: every call looks up
 	key := issue(t, keys, access.Issue{Env: access.EnvTest, MerchantID: "mer_1", Name: "shop"})
 	lastUsed := func() time.Time {
 		ks, _ := store.List(ctx)
@@ -229,7 +229,7 @@ func TestLastUseIsWrittenAtMostOncePerMinute(t *testing.T) {
 func TestRunFlushesOnStop(t *testing.T) {
 	store := accesstest.NewFakeStore()
 	keys := access.NewKeys(store, time.Now)
-	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{})
 	key := issue(t, keys, access.Issue{Env: access.EnvTest, Platform: true, Name: "ops"})
 	if _, err := auth.Authenticate(context.Background(), key); err != nil {
 		t.Fatal(err)
@@ -349,7 +349,7 @@ func BenchmarkAuthenticateCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{})
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -45,10 +45,21 @@ type cached struct {
 	until     time.Time
 }
 
-// NewAuthenticator returns an Authenticator on store with the clock now and
-// a cache of ttl (CacheTTL unless a test needs another; 0 turns the cache
-// off).
-func NewAuthenticator(store Store, now func() time.Time, ttl time.Duration) *Authenticator {
+// AuthenticatorConfig tunes an Authenticator; its zero value means the
+// defaults.
+type AuthenticatorConfig struct {
+	// CacheTTL is how long a verified key is trusted before it is looked up
+	// again: 0 means CacheTTL, a negative value no cache (every call looks
+	// up; a test's).
+	CacheTTL time.Duration
+}
+
+// NewAuthenticator returns an Authenticator on store with the clock now.
+func NewAuthenticator(store Store, now func() time.Time, cfg AuthenticatorConfig) *Authenticator {
+	ttl := cfg.CacheTTL
+	if ttl == 0 {
+		ttl = CacheTTL
+	}
 	return &Authenticator{
 		store: store, now: now, ttl: ttl,
 		cache: map[[sha256.Size]byte]cached{}, pending: map[string]time.Time{}, touched: map[string]time.Time{},

@@ -28,11 +28,11 @@ func (a async[R, E]) Receive(ctx context.Context, body []byte) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{MessageID: ev.ID, Type: ev.Type, EventTime: ev.Time}
+	res := Result{MessageID: ev.ID, Type: ev.Type, EventTime: ev.Time, TraceID: ev.TraceID()}
 	if _, err := a.c.check(ev); err != nil {
 		return res, err
 	}
-	inserted, err := a.store.Record(ctx, Message{ID: ev.ID, Type: ev.Type, Payload: body, ReceivedAt: a.now()}, nil)
+	inserted, err := a.store.Record(ctx, Message{ID: ev.ID, Type: ev.Type, Payload: body, ReceivedAt: a.now(), TraceID: res.TraceID}, nil)
 	if err = conflicting(&res, err); err != nil {
 		return res, fmt.Errorf("record message %s: %w", ev.ID, err)
 	}

@@ -126,6 +126,38 @@ func Decode(body []byte) (Event, error) {
 	return ev, nil
 }
 
+// TraceID is the trace id of the event's trace context: the second field of
+// its W3C traceparent ("00-<trace id>-<parent id>-<flags>"), 32 lower-case
+// hex digits, or "" when the event carries none or a malformed one. It is
+// read here, from the event, so that the inbox row keeps it whether or not
+// this consumer traces (adapters/tracing's test holds it to OpenTelemetry's
+// own parsing).
+func (e Event) TraceID() string {
+	tp := e.TraceParent
+	// version-traceid-parentid-flags: 2+1+32+1+16+1+2 characters; a later
+	// version may append fields after another '-'.
+	if len(tp) < 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' || len(tp) > 55 && (tp[:2] == "00" || tp[55] != '-') {
+		return ""
+	}
+	version, id, parent, flags := tp[:2], tp[3:35], tp[36:52], tp[53:55]
+	if !lowerHex(version) || version == "ff" || !lowerHex(id) || !lowerHex(parent) || !lowerHex(flags) ||
+		strings.Trim(id, "0") == "" || strings.Trim(parent, "0") == "" {
+		return ""
+	}
+	return id
+}
+
+// lowerHex reports whether s is lower-case hexadecimal digits only, as the
+// W3C trace context writes its fields.
+func lowerHex(s string) bool {
+	for _, c := range []byte(s) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Version is the version of the event's data: the one its dataschema names
 // (…/<type>/v<N>.json, docs/CONTRACTS.md "Events").
 func (e Event) Version() (string, error) {

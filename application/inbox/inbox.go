@@ -54,7 +54,7 @@ func (in *Inbox[R, E]) Receive(ctx context.Context, body []byte) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{MessageID: ev.ID, Type: ev.Type, EventTime: ev.Time}
+	res := Result{MessageID: ev.ID, Type: ev.Type, EventTime: ev.Time, TraceID: ev.TraceID()}
 	// Check before touching the database: an invalid event must leave no
 	// inbox row, or its redelivery would be acknowledged as a duplicate
 	// instead of reaching the DLQ.
@@ -65,7 +65,7 @@ func (in *Inbox[R, E]) Receive(ctx context.Context, body []byte) (Result, error)
 	// The row is written processed: it is applied as of the commit that
 	// makes it visible.
 	now := in.now()
-	msg := Message{ID: ev.ID, Type: ev.Type, Payload: body, ReceivedAt: now, ProcessedAt: now}
+	msg := Message{ID: ev.ID, Type: ev.Type, Payload: body, ReceivedAt: now, ProcessedAt: now, TraceID: res.TraceID}
 	applied := false
 	inserted, err := in.store.Record(ctx, msg, func(ctx context.Context, repos R) (note string, err error) {
 		// Runs only for a new row, in its transaction.

@@ -32,7 +32,7 @@ func (p parking[R]) Receive(ctx context.Context, body []byte) (Result, error) {
 		return res, cause
 	}
 	now := p.now()
-	msg := Message{ID: res.MessageID, Type: res.Type, Payload: body, ReceivedAt: now, ParkedAt: now, Error: cause.Error()}
+	msg := Message{ID: res.MessageID, Type: res.Type, Payload: body, ReceivedAt: now, ParkedAt: now, Error: cause.Error(), TraceID: res.TraceID}
 	inserted, err := p.store.Record(ctx, msg, nil)
 	if err = conflicting(&res, err); err != nil {
 		return res, fmt.Errorf("%w; parking it failed: %w", cause, err)

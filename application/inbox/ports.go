@@ -20,6 +20,12 @@ type Message struct {
 	// operator (the service's `inbox retry` command).
 	ParkedAt time.Time
 	Error    string // why it was not applied, or a note about how it was
+	// TraceID is the trace id of the trace context the event carries
+	// (Event.TraceID), "" when it carries none: kept with the row so that an
+	// operator goes from the row to the trace of the write that recorded
+	// the fact. It is data the inbox hands the store; no store reads a
+	// trace from its context.
+	TraceID string
 }
 
 // Recorder is the inbox's write port for a received message: the same shape
@@ -75,6 +81,9 @@ type Result struct {
 	// EventTime is the event's own time (when the producer recorded the
 	// fact); zero if the event had none.
 	EventTime time.Time
+	// TraceID is the event's trace id (Event.TraceID), "" when it carries
+	// none: what the wrappers of the sync path record with the row.
+	TraceID string
 	// Conflicting is set on a Duplicate whose body is not the one the
 	// inbox recorded under its id (ErrConflictingDuplicate): dropped too,
 	// and worth a warning.

@@ -11,14 +11,24 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/claimloop"
 )
 
+// The defaults of the ProcessorConfig fields a deployment sets (the
+// consumers' cmd passes them as their variables' defaults): each stated here
+// once.
+const (
+	DefaultBatchSize    = 100
+	DefaultMaxAttempts  = 10
+	DefaultPollInterval = time.Second
+	DefaultWorkers      = 2
+)
+
 // ProcessorConfig tunes a Processor. Zero fields take the defaults named on
 // each.
 type ProcessorConfig struct {
-	BatchSize    int           // rows per claim transaction; default 100
-	MaxAttempts  int           // failed attempts before a row is parked; default 10
-	PollInterval time.Duration // claim at least this often when nothing wakes the processor; default 1s
+	BatchSize    int           // rows per claim transaction; DefaultBatchSize
+	MaxAttempts  int           // failed attempts before a row is parked; DefaultMaxAttempts
+	PollInterval time.Duration // claim at least this often when nothing wakes the processor; DefaultPollInterval
 	// Workers is how many claim loops run at once, each on its own
-	// connection. Default 2.
+	// connection. DefaultWorkers.
 	Workers     int
 	BackoffBase time.Duration // delay after the first failure; default 1s
 	BackoffMax  time.Duration // ceiling of the delay; default 5m
@@ -35,16 +45,16 @@ type ProcessorConfig struct {
 
 func (c ProcessorConfig) withDefaults() ProcessorConfig {
 	if c.BatchSize <= 0 {
-		c.BatchSize = 100
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 10
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.Workers <= 0 {
-		c.Workers = 2
+		c.Workers = DefaultWorkers
 	}
 	if c.BackoffBase <= 0 {
 		c.BackoffBase = time.Second

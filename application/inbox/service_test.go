@@ -1,6 +1,7 @@
 package inbox_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -272,5 +273,47 @@ func TestReceiveLeavesAMessageItCouldNotParkForRedelivery(t *testing.T) {
 	}
 	if _, ok := r.store.Inbox()[msgA]; ok {
 		t.Error("the message is in the inbox: its redelivery would be acknowledged as a duplicate")
+	}
+}
+
+// Every way a message is recorded — applied, recorded for the processor,
+// parked, of a type not applied — keeps the trace id of the trace context
+// the event carries, as data the store writes: no store reads a trace from
+// its context.
+func TestReceiveKeepsTheEventsTraceID(t *testing.T) {
+	const (
+		traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		msgD    = "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a04"
+		msgE    = "0b7e2f5e-7c41-4c55-9a57-3a3d0c1f6a05"
+	)
+	traced := func(body []byte) []byte {
+		return bytes.Replace(body, []byte(`{`), []byte(`{"traceparent":"00-`+traceID+`-00f067aa0ba902b7-01",`), 1)
+	}
+	r := defaultRig()
+	ctx := context.Background()
+	r.pages.refuseCommitsOf("k3", fmt.Errorf("%w: refused", inbox.ErrPermanent))
+	msgs := map[string]struct {
+		recv func(context.Context, []byte) (inbox.Result, error)
+		body []byte
+		want inbox.Disposition
+	}{
+		msgA: {r.sync.Receive, noted(msgA, "k1", 1), inbox.Applied},
+		msgB: {r.async.Receive, noted(msgB, "k2", 1), inbox.Recorded},
+		msgC: {r.sync.Receive, noted(msgC, "k3", 1), inbox.Parked},
+		msgD: {r.sync.Receive, []byte(`{"specversion":"1.0","id":"` + msgD + `","type":"note.erased","source":"/tests"}`), inbox.Ignored},
+	}
+	for id, m := range msgs {
+		if res, err := m.recv(ctx, traced(m.body)); err != nil || res.Disposition != m.want {
+			t.Fatalf("%s: got %v, %v; want %v", id, res.Disposition, err, m.want)
+		}
+		if got := r.store.Inbox()[id].TraceID; got != traceID {
+			t.Errorf("%s (%v): trace id %q, want the event's %s", id, m.want, got, traceID)
+		}
+	}
+	if _, err := r.sync.Receive(ctx, noted(msgE, "k4", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.store.Inbox()[msgE].TraceID; got != "" {
+		t.Errorf("an event without a trace context: trace id %q, want none", got)
 	}
 }

@@ -59,7 +59,7 @@ func (u unhandled[R]) Receive(ctx context.Context, body []byte) (Result, error) 
 		return res, err
 	}
 	now := u.now()
-	msg := Message{ID: res.MessageID, Type: res.Type, Payload: body, ReceivedAt: now}
+	msg := Message{ID: res.MessageID, Type: res.Type, Payload: body, ReceivedAt: now, TraceID: res.TraceID}
 	if reason, ignored := u.ignored[res.Type]; ignored {
 		msg.Error = fmt.Sprintf("event type %q is not applied: %s", res.Type, reason)
 		msg.ProcessedAt = now

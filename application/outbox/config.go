@@ -2,14 +2,22 @@ package outbox
 
 import "time"
 
+// The defaults of the Config fields a deployment sets (cmd/payments passes
+// them as its variables' defaults): each stated here once.
+const (
+	DefaultBatchSize    = 100
+	DefaultMaxAttempts  = 10
+	DefaultPollInterval = time.Second
+)
+
 // Config tunes a Relay. Zero fields take the defaults named on each.
 type Config struct {
 	// BatchSize is the most rows a claim transaction takes; fewer while
 	// the broker answers slower than the publish deadline (batchsize.go).
-	// Default 100.
+	// DefaultBatchSize.
 	BatchSize    int
-	MaxAttempts  int           // failed publishes before DEAD; default 10
-	PollInterval time.Duration // safety-net poll when no wake-up arrives; default 1s
+	MaxAttempts  int           // failed publishes before DEAD; DefaultMaxAttempts
+	PollInterval time.Duration // safety-net poll when no wake-up arrives; DefaultPollInterval
 	// Workers is how many claim loops run at once. Each holds one database
 	// connection while its batch is at the broker, so several keep the
 	// broker busy while one waits on the database. Default 4; WorkersFor
@@ -26,13 +34,13 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.BatchSize <= 0 {
-		c.BatchSize = 100
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 10
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.Workers <= 0 {
 		c.Workers = defaultWorkers

@@ -21,11 +21,15 @@ import (
 // Errors: dependency.ErrUnavailable.
 type ExpiredAuthorizations func(ctx context.Context, now time.Time, limit int) ([]payment.ID, error)
 
+// DefaultExpiryInterval is ExpiryConfig.Interval's default (cmd/payments
+// passes it as its variable's default).
+const DefaultExpiryInterval = time.Minute
+
 // ExpiryConfig tunes an Expiry; its zero value means the defaults.
 type ExpiryConfig struct {
 	// Interval is the pause between sweeps, varied at random by up to a
 	// tenth either way so that replicas started together do not sweep at
-	// the same moment; 0 means a minute.
+	// the same moment; 0 means DefaultExpiryInterval.
 	Interval time.Duration
 	// Batch is how many payments one listing returns; 0 means 100.
 	Batch int
@@ -33,7 +37,7 @@ type ExpiryConfig struct {
 
 func (c ExpiryConfig) withDefaults() ExpiryConfig {
 	if c.Interval <= 0 {
-		c.Interval = time.Minute
+		c.Interval = DefaultExpiryInterval
 	}
 	if c.Batch <= 0 {
 		c.Batch = 100

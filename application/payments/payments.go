@@ -88,9 +88,9 @@ type Change struct {
 
 // TraceContextFunc returns the trace context of the call ctx belongs to, or
 // the zero TraceContext when it is not traced: the port through which the
-// events a write records learn the trace they continue. adapters/tracing
-// implements it (tracing.PaymentsTraceContext); the application knows
-// nothing of OpenTelemetry.
+// events a write records learn the trace they continue.
+// adapters/paymentstracing implements it (TraceContext); the application
+// knows nothing of OpenTelemetry.
 type TraceContextFunc func(ctx context.Context) TraceContext
 
 // DefaultAuthorizationTTL is how long a manual payment stays authorized,

@@ -235,13 +235,19 @@ type Verifier struct {
 	acceptUnsigned bool
 }
 
-// NewVerifier returns a Verifier of keys. With acceptUnsigned, a message
-// that carries no signature at all passes (Unsigned): the transition while
-// a producer that does not sign yet may still publish, and only then
-// (docs/SECURITY.md, "Turning signatures on"). A message that carries a
-// signature is verified either way.
-func NewVerifier(keys KeySet, acceptUnsigned bool) *Verifier {
-	return &Verifier{keys: keys, acceptUnsigned: acceptUnsigned}
+// VerifierConfig tunes a Verifier; its zero value refuses every message
+// without a valid signature.
+type VerifierConfig struct {
+	// AcceptUnsigned lets a message that carries no signature at all pass
+	// (Unsigned): the transition while a producer that does not sign yet may
+	// still publish, and only then (docs/SECURITY.md, "Turning signatures
+	// on"). A message that carries a signature is verified either way.
+	AcceptUnsigned bool
+}
+
+// NewVerifier returns a Verifier of keys.
+func NewVerifier(keys KeySet, cfg VerifierConfig) *Verifier {
+	return &Verifier{keys: keys, acceptUnsigned: cfg.AcceptUnsigned}
 }
 
 // Outcome is how a message passed verification.

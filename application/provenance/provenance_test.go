@@ -44,7 +44,7 @@ func TestOnlyThePaymentsKeySignsWhatItPublished(t *testing.T) {
 	payments := mustSigner(t, "k1")
 	other := mustSigner(t, "k1") // another key under the same id: an attacker's
 	stranger := mustSigner(t, "k9")
-	v := provenance.NewVerifier(mustSet(t, payments.PublicKey()), false)
+	v := provenance.NewVerifier(mustSet(t, payments.PublicKey()), provenance.VerifierConfig{})
 
 	genuine := []byte(`{"id":"0198b5f4-0000-7000-8000-000000000001","type":"payment.created","data":{"amount":1050}}`)
 	forged := []byte(`{"id":"0198b5f4-0000-7000-8000-000000000002","type":"payment.captured","data":{"amount":9999999999}}`)
@@ -94,17 +94,17 @@ func TestUnsignedIsAcceptedOnlyWhileConfiguredTo(t *testing.T) {
 	payments := mustSigner(t, "k1")
 	set := mustSet(t, payments.PublicKey())
 	body := []byte(`{"id":"x"}`)
-	if out, err := provenance.NewVerifier(set, true).Verify(body, provenance.Signature{}); err != nil || out != provenance.Unsigned {
+	if out, err := provenance.NewVerifier(set, provenance.VerifierConfig{AcceptUnsigned: true}).Verify(body, provenance.Signature{}); err != nil || out != provenance.Unsigned {
 		t.Errorf("accepting unsigned, an unsigned message: got %v, %v; want Unsigned", out, err)
 	}
-	if _, err := provenance.NewVerifier(set, false).Verify(body, provenance.Signature{}); !errors.Is(err, provenance.ErrMissing) {
+	if _, err := provenance.NewVerifier(set, provenance.VerifierConfig{}).Verify(body, provenance.Signature{}); !errors.Is(err, provenance.ErrMissing) {
 		t.Errorf("refusing unsigned, an unsigned message: got %v, want ErrMissing", err)
 	}
 	bad := mustSigner(t, "k1").Sign(body)
-	if _, err := provenance.NewVerifier(set, true).Verify(body, bad); !errors.Is(err, provenance.ErrBadSignature) {
+	if _, err := provenance.NewVerifier(set, provenance.VerifierConfig{AcceptUnsigned: true}).Verify(body, bad); !errors.Is(err, provenance.ErrBadSignature) {
 		t.Errorf("accepting unsigned, a bad signature: got %v, want ErrBadSignature", err)
 	}
-	if out, err := provenance.NewVerifier(set, true).Verify(body, payments.Sign(body)); err != nil || out != provenance.Verified {
+	if out, err := provenance.NewVerifier(set, provenance.VerifierConfig{AcceptUnsigned: true}).Verify(body, payments.Sign(body)); err != nil || out != provenance.Verified {
 		t.Errorf("accepting unsigned, a good signature: got %v, %v; want Verified", out, err)
 	}
 }
@@ -116,13 +116,13 @@ func TestRotation(t *testing.T) {
 	t.Parallel()
 	old, next := mustSigner(t, "2026-01"), mustSigner(t, "2026-07")
 	body := []byte(`{"id":"y"}`)
-	both := provenance.NewVerifier(mustSet(t, old.PublicKey(), next.PublicKey()), false)
+	both := provenance.NewVerifier(mustSet(t, old.PublicKey(), next.PublicKey()), provenance.VerifierConfig{})
 	for _, s := range []*provenance.Signer{old, next} {
 		if _, err := both.Verify(body, s.Sign(body)); err != nil {
 			t.Errorf("holding both keys, %s's signature: %v", s.KeyID(), err)
 		}
 	}
-	after := provenance.NewVerifier(mustSet(t, next.PublicKey()), false)
+	after := provenance.NewVerifier(mustSet(t, next.PublicKey()), provenance.VerifierConfig{})
 	if _, err := after.Verify(body, old.Sign(body)); !errors.Is(err, provenance.ErrUnknownKey) {
 		t.Errorf("the old key removed, its signature: got %v, want ErrUnknownKey", err)
 	}
@@ -148,7 +148,7 @@ func TestKeyTextForms(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte("b")
-	if _, err := provenance.NewVerifier(set, false).Verify(body, again.Sign(body)); err != nil {
+	if _, err := provenance.NewVerifier(set, provenance.VerifierConfig{}).Verify(body, again.Sign(body)); err != nil {
 		t.Errorf("a signer read back from its seed, verified with the key set read back from its text: %v", err)
 	}
 
@@ -172,7 +172,7 @@ func TestKeyTextForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := provenance.NewVerifier(derSet, false).Verify(body, fromDER.Sign(body)); err != nil {
+	if _, err := provenance.NewVerifier(derSet, provenance.VerifierConfig{}).Verify(body, fromDER.Sign(body)); err != nil {
 		t.Errorf("keys taken from openssl's DER forms: %v", err)
 	}
 
@@ -237,7 +237,7 @@ func TestPublisherSignsEachPayload(t *testing.T) {
 	if len(errs) != 2 || errs[0] != nil || errs[1] == nil {
 		t.Fatalf("errors %v, want the broker's: nil, refused", errs)
 	}
-	v := provenance.NewVerifier(mustSet(t, s.PublicKey()), false)
+	v := provenance.NewVerifier(mustSet(t, s.PublicKey()), provenance.VerifierConfig{})
 	if len(b.sigs) != len(msgs) {
 		t.Fatalf("the broker got %d signatures for %d messages", len(b.sigs), len(msgs))
 	}

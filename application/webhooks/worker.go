@@ -12,26 +12,37 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/claimloop"
 )
 
+// The defaults of the WorkerConfig fields a deployment sets (cmd/webhooks
+// passes them as its variables' defaults): each stated here once.
+const (
+	DefaultDeliveryWorkers = 16
+	DefaultPerEndpoint     = 4
+	DefaultPerMerchant     = 8
+	DefaultAttemptTimeout  = 15 * time.Second
+	DefaultDisableAfter    = 120 * time.Hour
+)
+
 // WorkerConfig tunes a Worker. Zero fields take the defaults named on each.
 type WorkerConfig struct {
-	// Workers is how many attempts run at once in this process; default 16.
+	// Workers is how many attempts run at once in this process;
+	// DefaultDeliveryWorkers.
 	Workers int
 	// PerEndpoint caps the attempts in flight to one endpoint, across every
 	// worker and replica (the claim enforces it), so that one slow endpoint
-	// cannot take all the workers; default 4. An endpoint whose last
+	// cannot take all the workers; DefaultPerEndpoint. An endpoint whose last
 	// attempt timed out has one in flight at most, until it answers again.
 	PerEndpoint int
 	// PerMerchant caps the attempts in flight to one merchant's endpoints,
 	// across every worker and replica: the merchant's share, so that no
 	// number of endpoints, redeliveries or recoveries of one merchant
-	// takes the workers from the others; default 8.
+	// takes the workers from the others; DefaultPerMerchant.
 	PerMerchant int
 	// AttemptTimeout bounds one attempt, from dial to the answer's last
-	// byte read; default 15s. An endpoint that keeps timing out is given
+	// byte read; DefaultAttemptTimeout. An endpoint that keeps timing out is given
 	// less (budget).
 	AttemptTimeout time.Duration
 	// DisableAfter disables an endpoint whose attempts have all failed for
-	// this long; default 120h.
+	// this long; DefaultDisableAfter.
 	DisableAfter time.Duration
 	// PollInterval is how often an idle worker claims when nothing wakes
 	// it; default 1s.
@@ -45,19 +56,19 @@ type WorkerConfig struct {
 
 func (c WorkerConfig) withDefaults() WorkerConfig {
 	if c.Workers <= 0 {
-		c.Workers = 16
+		c.Workers = DefaultDeliveryWorkers
 	}
 	if c.PerEndpoint <= 0 {
-		c.PerEndpoint = 4
+		c.PerEndpoint = DefaultPerEndpoint
 	}
 	if c.PerMerchant <= 0 {
-		c.PerMerchant = 8
+		c.PerMerchant = DefaultPerMerchant
 	}
 	if c.AttemptTimeout <= 0 {
-		c.AttemptTimeout = 15 * time.Second
+		c.AttemptTimeout = DefaultAttemptTimeout
 	}
 	if c.DisableAfter <= 0 {
-		c.DisableAfter = 120 * time.Hour
+		c.DisableAfter = DefaultDisableAfter
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second

@@ -61,15 +61,15 @@ func loadConfig(getenv func(string) string, needQueues bool) (config, error) {
 	e := envconfig.New(getenv)
 	cfg := config{
 		Common:          lifecycle.ReadCommon(e, getenv, "127.0.0.1:8081", "127.0.0.1:9091"),
-		Workers:         e.Int("LEDGER_WORKERS", 4, 1, 256),
+		Workers:         e.Int("LEDGER_WORKERS", sqs.DefaultWorkers, 1, 256),
 		WaitTime:        e.Duration("LEDGER_WAIT_TIME", 10*time.Second),
 		InboxRetention:  e.Duration("INBOX_RETENTION", 360*time.Hour),
 		DLQPollInterval: e.Duration("LEDGER_DLQ_POLL_INTERVAL", 30*time.Second),
 
-		InboxWorkers:     e.Int("LEDGER_INBOX_WORKERS", 2, 0, 64),
-		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", 100, 1, 1000),
-		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", 10, 1, 1000),
-		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", time.Second),
+		InboxWorkers:     e.Int("LEDGER_INBOX_WORKERS", inbox.DefaultWorkers, 0, 64),
+		InboxBatchSize:   e.Int("LEDGER_INBOX_BATCH_SIZE", inbox.DefaultBatchSize, 1, 1000),
+		InboxMaxAttempts: e.Int("LEDGER_INBOX_MAX_ATTEMPTS", inbox.DefaultMaxAttempts, 1, 1000),
+		InboxPoll:        e.Duration("LEDGER_INBOX_POLL_INTERVAL", inbox.DefaultPollInterval),
 
 		MaxAmount: e.Int64("LEDGER_MAX_AMOUNT", ledgers.DefaultMaxAmount, 1, math.MaxInt64),
 

@@ -121,9 +121,7 @@ func inboxProcess(ctx context.Context, getenv func(string) string, out io.Writer
 		return err
 	}
 	proc := inbox.NewProcessor(store, cfg.handler(ledgerMetrics), schemas, log, inboxMetrics, time.Now, cfg.processorConfig())
-	servers, err := lifecycle.ListenOps(cfg.OpsAddr, httpserver.NewOpsRouter(httpserver.Ops{
-		Log: log, Ready: store.Ping, Metrics: httpserver.NewMetrics(reg), Gatherer: reg,
-	}), log)
+	servers, err := lifecycle.ListenOps(cfg.OpsAddr, httpserver.NewOpsRouter(store.Ping, log, httpserver.NewMetrics(reg), httpserver.OpsConfig{Gatherer: reg}), log)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func TestForgedPaymentsOverTheLimitAreNotPosted(t *testing.T) {
 }
 
 func testForgedOverTheLimit(t *testing.T, mode string) {
-	tq := awstest.NewTopicQueue(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(time.Second))
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{MaxReceiveCount: 2, VisibilityTimeout: time.Second})
 	dbURL := pgtest.NewDatabase(t)
 	env := map[string]string{
 		"DATABASE_URL":             dbURL,

@@ -17,7 +17,7 @@ import (
 func TestLogLinesCarryTheRequestID(t *testing.T) {
 	var out strings.Builder
 	log := newLogger(&out, slog.LevelInfo)
-	r := httpserver.NewRouter(httpserver.API{Log: log})
+	r := httpserver.NewRouter(log, nil, httpserver.Config{})
 	r.Get("/x", func(w http.ResponseWriter, r *http.Request) {
 		log.InfoContext(r.Context(), "application line")
 		w.WriteHeader(http.StatusNoContent)

@@ -17,10 +17,10 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/ledgerapi"
 	"github.com/payments-outbox/payments-outbox/adapters/ledgermetrics"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgertracing"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/ledgers"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/cli"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/consumer"
@@ -139,7 +139,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	if err != nil {
 		return err
 	}
-	api := ledgerapi.NewHandler(ledgers.NewService(store), cfg.APITokens, p.Log, ledgerapi.Config{Metrics: p.HTTPMetrics, TracerProvider: p.TracerProvider})
+	api := ledgerapi.NewHandler(ledgers.NewService(store), cfg.APITokens, p.Log, p.HTTPMetrics, ledgerapi.Config{TracerProvider: p.TracerProvider})
 	if cfg.APITokens.Len() == 0 {
 		p.Log.WarnContext(ctx, "LEDGER_API_TOKENS is unset: the read API refuses every request")
 	}
@@ -147,7 +147,7 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		Store: store,
 		// The inbox's transactions and postings are traced, each posting of
 		// the processor in the trace of the write that recorded its payment.
-		Inbox:     tracing.Ledger(store, p.TracerProvider),
+		Inbox:     ledgertracing.Traced(store, p.TracerProvider),
 		Handler:   cfg.handler(ledgerMetrics),
 		Mode:      cfg.InboxMode,
 		Processor: cfg.processorConfig(),

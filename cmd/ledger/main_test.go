@@ -163,7 +163,7 @@ func TestServeConsumesAndAnswers(t *testing.T) {
 }
 
 func testServe(t *testing.T, mode string, wantMetrics []string) {
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	env := map[string]string{
 		"DATABASE_URL":      pgtest.NewDatabase(t),
 		"HTTP_ADDR":         "127.0.0.1:0",
@@ -316,7 +316,7 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // unhandled rows' window must each outlive the queue's redelivery window.
 func TestServeRefusesAShortInboxRetention(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	for _, key := range []string{"INBOX_RETENTION", "INBOX_UNHANDLED_RETENTION"} {
 		env := map[string]string{
 			"DATABASE_URL":     pgtest.NewDatabase(t),

@@ -36,7 +36,7 @@ var testKey = provenancetest.NewSigner("payments-test")
 // recorded; each waits in the DLQ with its reason, counted by it.
 func TestForgedEventsAreNeverPosted(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	dbURL := pgtest.NewDatabase(t)
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "OPS_ADDR": "127.0.0.1:0", "LEDGER_API_TOKENS": operatorToken,

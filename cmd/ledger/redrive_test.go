@@ -15,7 +15,7 @@ import (
 
 func TestDLQRedriveCommand(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	ctx := context.Background()
 	for _, body := range []string{"first", "second"} {
 		if _, err := tq.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(tq.DLQURL), MessageBody: aws.String(body)}); err != nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/payments-outbox/payments-outbox/adapters/sns"
+	"github.com/payments-outbox/payments-outbox/application/outbox"
+	"github.com/payments-outbox/payments-outbox/application/outbox/partition"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/application/provenance"
 	"github.com/payments-outbox/payments-outbox/cmd/internal/envconfig"
@@ -64,18 +66,18 @@ func loadConfig(getenv func(string) string, requireTopic bool) (config, error) {
 	cfg := config{
 		Common:             lifecycle.ReadCommon(e, getenv, "127.0.0.1:8080", "127.0.0.1:9090"),
 		TopicARN:           e.String("PAYMENTS_TOPIC_ARN", ""),
-		OutboxPollInterval: e.Duration("OUTBOX_POLL_INTERVAL", time.Second),
-		OutboxBatchSize:    e.Int("OUTBOX_BATCH_SIZE", 100, 1, 10_000),
-		OutboxMaxAttempts:  e.Int("OUTBOX_MAX_ATTEMPTS", 10, 1, 1_000),
+		OutboxPollInterval: e.Duration("OUTBOX_POLL_INTERVAL", outbox.DefaultPollInterval),
+		OutboxBatchSize:    e.Int("OUTBOX_BATCH_SIZE", outbox.DefaultBatchSize, 1, 10_000),
+		OutboxMaxAttempts:  e.Int("OUTBOX_MAX_ATTEMPTS", outbox.DefaultMaxAttempts, 1, 1_000),
 		OutboxNotify:       e.Bool("OUTBOX_NOTIFY", true),
 		OutboxRetention:    e.Duration("OUTBOX_RETENTION", 168*time.Hour),
 		APIRateLimit:       e.Int("API_RATE_LIMIT", 100, 0, 1_000_000),
 
-		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", 15*time.Second),
-		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", 2, 1, 256),
+		OutboxLeaseDuration: e.Duration("OUTBOX_LEASE_DURATION", partition.DefaultLeaseDuration),
+		OutboxActiveClaims:  e.Int("OUTBOX_ACTIVE_CLAIMS", partition.DefaultActiveClaims, 1, 256),
 
 		AuthorizationTTL:            e.Duration("PAYMENTS_AUTHORIZATION_TTL", payments.DefaultAuthorizationTTL),
-		AuthorizationExpiryInterval: e.Duration("PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", time.Minute),
+		AuthorizationExpiryInterval: e.Duration("PAYMENTS_AUTHORIZATION_EXPIRY_INTERVAL", payments.DefaultExpiryInterval),
 		MaxAmount:                   e.Int64("PAYMENTS_MAX_AMOUNT", payments.DefaultMaxAmount, 1, math.MaxInt64),
 	}
 	if cfg.AuthorizationTTL <= 0 {

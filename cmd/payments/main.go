@@ -17,10 +17,10 @@ import (
 
 	"github.com/payments-outbox/payments-outbox/adapters/httpserver"
 	"github.com/payments-outbox/payments-outbox/adapters/paymentsapi"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentstracing"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/apikeystore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/paymentstore"
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/payments"
@@ -165,13 +165,13 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 	repo := paymentstore.Notifying(paymentstore.New(pool), notifier)
 	svcCfg := payments.Config{AuthorizationTTL: cfg.AuthorizationTTL, MaxAmount: cfg.MaxAmount}
 	if tp.Provider != nil {
-		repo = tracing.Payments(repo, tp.Provider)
-		svcCfg.TraceContext = tracing.PaymentsTraceContext
+		repo = paymentstracing.Repository(repo, tp.Provider)
+		svcCfg.TraceContext = paymentstracing.TraceContext
 	}
 	svc := payments.NewService(repo, time.Now, func() string { return uuid.Must(uuid.NewV7()).String() }, svcCfg)
-	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.CacheTTL)
-	api := paymentsapi.NewHandler(svc, auth, log, paymentsapi.Config{RateLimit: cfg.APIRateLimit, Metrics: httpMetrics, TracerProvider: tp.Provider})
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: pool.Ping, Status: b.Status, Metrics: httpMetrics, Gatherer: reg})
+	auth := access.NewAuthenticator(apikeystore.New(pool), time.Now, access.AuthenticatorConfig{})
+	api := paymentsapi.NewHandler(svc, auth, log, httpMetrics, paymentsapi.Config{RateLimit: cfg.APIRateLimit, TracerProvider: tp.Provider})
+	ops := httpserver.NewOpsRouter(pool.Ping, log, httpMetrics, httpserver.OpsConfig{Status: b.Status, Gatherer: reg})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, api, ops, log)
 	if err != nil {
 		return err

@@ -292,7 +292,7 @@ func get(t *testing.T, url string) (int, string) {
 // every event retries towards DEAD; with the topic there it serves and
 // /readyz reports the topic ok.
 func TestStartChecksTheTopic(t *testing.T) {
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	env := map[string]string{
 		"DATABASE_URL":          pgtest.NewDatabase(t),
 		"HTTP_ADDR":             "127.0.0.1:0",

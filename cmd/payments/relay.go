@@ -52,7 +52,7 @@ const (
 // serves: a topic SNS says does not exist stops start-up, a broker that does
 // not answer does not (sns.OpenBroker).
 func openBroker(ctx context.Context, cfg config, log *slog.Logger) (sns.Broker, error) {
-	b, err := sns.OpenBroker(ctx, cfg.AWSRegion, cfg.AWSEndpointURL, cfg.TopicARN, publishCallsInFlight, log.With("component", "outbox-relay"))
+	b, err := sns.OpenBroker(ctx, cfg.AWSRegion, cfg.AWSEndpointURL, cfg.TopicARN, log.With("component", "outbox-relay"), sns.Config{InFlight: publishCallsInFlight})
 	switch {
 	case errors.Is(err, sns.ErrTopicNotFound):
 		return b, fmt.Errorf("PAYMENTS_TOPIC_ARN: %w; create the topic first (localstack/init-aws.sh does) or correct the ARN", err)

@@ -47,7 +47,7 @@ func TestTheDefaultRelayRunsTheArticlesClaim(t *testing.T) {
 	defer db.Close()
 	requireStatementStats(t, db)
 
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	env := map[string]string{
 		"DATABASE_URL":          dbURL,
 		"HTTP_ADDR":             "127.0.0.1:0",

@@ -64,7 +64,7 @@ func TestSigningKeyCreatePrintsAWorkingPair(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte(`{"id":"e"}`)
-	if _, err := provenance.NewVerifier(keys, false).Verify(body, cfg.Signer.Sign(body)); err != nil {
+	if _, err := provenance.NewVerifier(keys, provenance.VerifierConfig{}).Verify(body, cfg.Signer.Sign(body)); err != nil {
 		t.Errorf("the printed public key does not verify the printed private key's signature: %v", err)
 	}
 	var again strings.Builder
@@ -83,7 +83,7 @@ func TestSigningKeyCreatePrintsAWorkingPair(t *testing.T) {
 func TestTheServicePublishesSignedEvents(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewDatabase(t)
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "OPS_ADDR": "127.0.0.1:0",
 		"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
@@ -135,7 +135,7 @@ func TestTheServicePublishesSignedEvents(t *testing.T) {
 		KeyID: aws.ToString(m.MessageAttributes[provenance.KeyIDAttribute].StringValue),
 		Value: aws.ToString(m.MessageAttributes[provenance.SignatureAttribute].StringValue),
 	}
-	if _, err := provenance.NewVerifier(keys, false).Verify([]byte(aws.ToString(m.Body)), sig); err != nil {
+	if _, err := provenance.NewVerifier(keys, provenance.VerifierConfig{}).Verify([]byte(aws.ToString(m.Body)), sig); err != nil {
 		t.Errorf("the published event: %v", err)
 	}
 	if strings.Contains(logs.String(), testKey.Seed()) {

@@ -22,5 +22,5 @@ func newAPI(svc *webhooks.Service, cfg config, log *slog.Logger, m *httpserver.M
 	if err != nil {
 		return nil, fmt.Errorf("WEBHOOKS_PAYMENTS_URL: %w", err)
 	}
-	return webhooksapi.NewHandler(svc, auth, log, webhooksapi.Config{RateLimit: cfg.APIRateLimit, Metrics: m, TracerProvider: tp}), nil
+	return webhooksapi.NewHandler(svc, auth, log, m, webhooksapi.Config{RateLimit: cfg.APIRateLimit, TracerProvider: tp}), nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/payments-outbox/payments-outbox/adapters/sqs"
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksender"
 	"github.com/payments-outbox/payments-outbox/adapters/webhooksmetrics"
+	"github.com/payments-outbox/payments-outbox/adapters/webhookstracing"
 	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 	"github.com/payments-outbox/payments-outbox/application/retention"
@@ -157,14 +158,18 @@ func serve(ctx context.Context, getenv func(string) string, out io.Writer, liste
 		p.Log.WarnContext(ctx, "WEBHOOKS_ALLOW_PRIVATE_TARGETS=true: webhooks may be sent over http and to private and loopback addresses; never in production")
 	}
 	sender := webhooksender.New(webhooksender.Config{AllowPrivateTargets: cfg.AllowPrivateTargets})
-	worker := webhooks.NewWorker(store, sender, sealer, cfg.Schedule, p.Log, webhookMetrics, time.Now, cfg.workerConfig())
-	svc := webhooks.NewService(store, sealer, time.Now, cfg.serviceConfig())
+	// Each port is traced by its decorator when tracing is configured (and
+	// is itself otherwise): the store and the sender know nothing of it.
+	tp := p.TracerProvider
+	worker := webhooks.NewWorker(webhookstracing.Deliveries(store, tp), webhookstracing.Sender(sender, tp), sealer, cfg.Schedule, p.Log, webhookMetrics, time.Now, cfg.workerConfig())
+	svc := webhooks.NewService(webhookstracing.Endpoints(store, tp), sealer, time.Now, cfg.serviceConfig())
 	api, err := newAPI(svc, cfg, p.Log, p.HTTPMetrics, p.TracerProvider)
 	if err != nil {
 		return err
 	}
 	return consumer.Serve(ctx, p, consumer.Service[webhooks.Fanout, webhooks.Event]{
 		Store:   store,
+		Inbox:   webhookstracing.Inbox(store, tp),
 		Handler: webhooks.Handler{MaxAmount: cfg.MaxAmount},
 		// The async mode only: a message is recorded and acknowledged at
 		// once, and the processor fans it out in the inbox row's

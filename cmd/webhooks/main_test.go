@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -208,8 +209,14 @@ type service struct {
 }
 
 func startService(t *testing.T, allowPrivate bool) *service {
+	return startServiceWith(t, allowPrivate, nil)
+}
+
+// startServiceWith is startService with extra variables in its
+// environment.
+func startServiceWith(t *testing.T, allowPrivate bool, extra map[string]string) *service {
 	payments, merchantKey := startPaymentsKeys(t)
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	dbURL := pgtest.NewDatabase(t)
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "HTTP_ADDR": "127.0.0.1:0", "OPS_ADDR": "127.0.0.1:0",
@@ -219,6 +226,7 @@ func startService(t *testing.T, allowPrivate bool) *service {
 		"WEBHOOKS_WAIT_TIME": "1s", "WEBHOOKS_RETRY_SCHEDULE": "1s,1s,1s", "WEBHOOKS_ATTEMPT_TIMEOUT": "5s",
 		"WEBHOOKS_ALLOW_PRIVATE_TARGETS": fmt.Sprint(allowPrivate), "LOG_LEVEL": "debug",
 	}
+	maps.Copy(env, extra)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &service{merchantKey: merchantKey, tq: tq, logs: &logtest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	listening := make(chan addrs, 1)
@@ -276,9 +284,9 @@ func startPaymentsKeys(t *testing.T) (string, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := access.NewAuthenticator(store, time.Now, access.CacheTTL)
+	auth := access.NewAuthenticator(store, time.Now, access.AuthenticatorConfig{})
 	// No payments use case is reached: GET /api_key asks only the keys.
-	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, logtest.Discard(), paymentsapi.Config{}))
+	srv := httptest.NewServer(paymentsapi.NewHandler(nil, auth, logtest.Discard(), nil, paymentsapi.Config{}))
 	t.Cleanup(srv.Close)
 	return srv.URL, key
 }

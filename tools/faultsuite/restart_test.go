@@ -41,7 +41,7 @@ func TestRestartsNeverDeadLetterAGoodMessage(t *testing.T) {
 		postWithin = 15 * time.Second // of a start: half the visibility timeout
 		perBurst   = 20
 	)
-	tq := awstest.NewTopicQueue(t, awstest.WithMaxReceiveCount(2), awstest.WithVisibilityTimeout(visibility))
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{MaxReceiveCount: 2, VisibilityTimeout: visibility})
 	dbURL := pgtest.NewDatabase(t)
 	ctx := context.Background()
 	dir := t.TempDir()

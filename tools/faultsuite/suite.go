@@ -136,11 +136,7 @@ func runSuite(ctx context.Context, t testing.TB, bins binaries, name string, p p
 
 	// Fresh databases and a fresh topic, queue and DLQ.
 	payDB, ledDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
-	queueOpts := []awstest.Option{awstest.WithVisibilityTimeout(visibilityTimeout)}
-	if p.Ordered {
-		queueOpts = append(queueOpts, awstest.WithFIFO())
-	}
-	tq := awstest.NewTopicQueue(t, queueOpts...)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{VisibilityTimeout: visibilityTimeout, FIFO: p.Ordered})
 
 	// A proxy in front of every link the suite breaks.
 	pgAddr := hostPort(t, pgtest.URL(t))

@@ -82,7 +82,7 @@ func TestPreviousReleaseRunsOnTheNewSchema(t *testing.T) {
 	// A standard queue delivers in no order: a refund that arrives before
 	// its payment is released and comes back after the visibility
 	// timeout, which a short one keeps short.
-	fixture := awstest.NewTopicQueue(t, awstest.WithVisibilityTimeout(2*time.Second))
+	fixture := awstest.NewTopicQueue(t, awstest.QueueConfig{VisibilityTimeout: 2 * time.Second})
 	paymentsDB, ledgerDB := pgtest.NewDatabase(t), pgtest.NewDatabase(t)
 
 	ctx := t.Context()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/tools/internal/proc"
 )
@@ -41,7 +42,7 @@ func TestCrossMerchantPayerIDs(t *testing.T) {
 			svc := startServices(t, map[string]map[string]string{
 				"payments": {"PAYMENTS_MAX_AMOUNT": noLimit},
 				"ledger":   {"LEDGER_INBOX_MODE": mode, "LEDGER_MAX_AMOUNT": noLimit},
-			})
+			}, awstest.QueueConfig{})
 			merB := createKey(t, svc, "mer_B")
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

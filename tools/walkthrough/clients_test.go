@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/payments-outbox/payments-outbox/adapters/awstest"
 	apidoc "github.com/payments-outbox/payments-outbox/api"
 	"github.com/payments-outbox/payments-outbox/tools/apiclients/ledgerclient"
 	"github.com/payments-outbox/payments-outbox/tools/apiclients/paymentsclient"
@@ -39,7 +40,7 @@ func TestGeneratedClientsReadLiveAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the services")
 	}
-	svc := startServices(t, nil)
+	svc := startServices(t, nil, awstest.QueueConfig{})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	c := &clientCheck{t: t, answered: map[string]map[string][]int{}}

@@ -36,19 +36,19 @@ func TestMain(m *testing.M) {
 // walkthrough, and checks that its output is, up to ids and timestamps, what
 // the README shows. If this fails after an intended change, regenerate the
 // README's walkthrough with `make demo`.
-func TestReadmeWalkthrough(t *testing.T) { walkthrough(t) }
+func TestReadmeWalkthrough(t *testing.T) { walkthrough(t, awstest.QueueConfig{}) }
 
 // TestReadmeWalkthroughFIFO runs the walkthrough with the FIFO topic and
 // queues localstack/init-aws.sh creates with PAYMENTS_FIFO=true: payments
 // publishes in ordered mode (the default for a FIFO topic) and the ledger
 // consumes the FIFO queue, with the same answers.
-func TestReadmeWalkthroughFIFO(t *testing.T) { walkthrough(t, awstest.WithFIFO()) }
+func TestReadmeWalkthroughFIFO(t *testing.T) { walkthrough(t, awstest.QueueConfig{FIFO: true}) }
 
-func walkthrough(t *testing.T, opts ...awstest.Option) {
+func walkthrough(t *testing.T, queue awstest.QueueConfig) {
 	if testing.Short() {
 		t.Skip("starts the services")
 	}
-	svc := startServices(t, nil, opts...)
+	svc := startServices(t, nil, queue)
 
 	var out strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -125,14 +125,14 @@ type services struct {
 // the one-shot jobs compose runs before payments (the schema, the demo's
 // key). extraEnv overrides variables by service ("payments", "ledger",
 // "webhooks").
-func startServices(t *testing.T, extraEnv map[string]map[string]string, opts ...awstest.Option) *services {
+func startServices(t *testing.T, extraEnv map[string]map[string]string, queue awstest.QueueConfig) *services {
 	t.Helper()
 	dbServer, err := url.Parse(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	endpoint := awstest.Endpoint(t)
-	fixture := awstest.NewTopicQueue(t, opts...)
+	fixture := awstest.NewTopicQueue(t, queue)
 	webhooksQueue := subscribeQueue(t, fixture)
 	svc := &services{paymentsDB: pgtest.NewDatabase(t), ledgerDB: pgtest.NewDatabase(t), webhooksDB: pgtest.NewDatabase(t), dir: t.TempDir()}
 

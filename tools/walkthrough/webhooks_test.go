@@ -328,7 +328,7 @@ func TestCrossMerchantWebhooks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the services")
 	}
-	svc := startServices(t, nil)
+	svc := startServices(t, nil, awstest.QueueConfig{})
 	merB := createKey(t, svc, "mer_B")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

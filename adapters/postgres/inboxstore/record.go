@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/inbox"
 )
@@ -63,13 +61,13 @@ func sameBody(ctx context.Context, tx Tx, msg inbox.Message) error {
 }
 
 // insert is the first layer of idempotency: the primary key on the message id
-// turns a redelivery into zero inserted rows. The row keeps the trace id of
-// the message, which the consumer put in ctx (NULL when it carried none).
+// turns a redelivery into zero inserted rows. The row keeps the trace id the
+// message carries (NULL when it carried none): data the inbox hands over,
+// never read from ctx, so the store knows nothing of tracing.
 func insert(ctx context.Context, tx Tx, msg inbox.Message) (bool, error) {
 	var traceID *string
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		id := sc.TraceID().String()
-		traceID = &id
+	if msg.TraceID != "" {
+		traceID = &msg.TraceID
 	}
 	var processed *time.Time
 	if !msg.ProcessedAt.IsZero() {

@@ -25,7 +25,7 @@ import (
 // database: the inbox's are inboxstore's, with the ledger's repository
 // (ledgers.Ledger) bound to each transaction and savepoint, and the
 // ledger's refusals of a commit mapped to its errors. It starts no span:
-// adapters/tracing decorates it (tracing.Ledger).
+// adapters/ledgertracing decorates it (ledgertracing.Traced).
 type Store struct {
 	*inboxstore.Store[ledgers.Ledger]
 	pool *pgxpool.Pool

@@ -30,7 +30,7 @@ var (
 )
 
 // Repository implements payments.Repository on Postgres. Tracing its writes
-// (tracing.Payments) and waking the relays after them (Notifying) are
+// (paymentstracing.Repository) and waking the relays after them (Notifying) are
 // decorators around it.
 type Repository struct {
 	pool *pgxpool.Pool

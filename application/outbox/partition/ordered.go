@@ -14,6 +14,13 @@ import (
 	"github.com/payments-outbox/payments-outbox/application/outbox/turns"
 )
 
+// The defaults of the Config fields a deployment sets (cmd/payments passes
+// them as its variables' defaults): each stated here once.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultActiveClaims  = 2
+)
+
 // Config tunes an Ordered. Zero fields take the defaults named on each.
 type Config struct {
 	// Owner names this replica in the leases. Two replicas must never share
@@ -24,7 +31,7 @@ type Config struct {
 	Owner string
 	// LeaseDuration is how long a lease lasts without renewal: the longest a
 	// crashed replica's partitions wait before another replica takes them.
-	// Default 15s.
+	// DefaultLeaseDuration.
 	LeaseDuration time.Duration
 	// Heartbeat is how often leases are renewed and rebalanced; default a
 	// third of LeaseDuration, so two heartbeats may fail before a lease
@@ -33,7 +40,7 @@ type Config struct {
 	// ActiveClaims is how many claim transactions the replicas together
 	// keep at work in the database at once: each of n replicas, counted by
 	// the heartbeat, has ActiveClaims/n turns, at least one
-	// (application/outbox/turns). Default 2.
+	// (application/outbox/turns). DefaultActiveClaims.
 	ActiveClaims int
 }
 
@@ -42,13 +49,13 @@ func (c Config) withDefaults() Config {
 		c.Owner = hostOwner()
 	}
 	if c.LeaseDuration <= 0 {
-		c.LeaseDuration = 15 * time.Second
+		c.LeaseDuration = DefaultLeaseDuration
 	}
 	if c.Heartbeat <= 0 || c.Heartbeat > c.LeaseDuration/2 {
 		c.Heartbeat = c.LeaseDuration / 3
 	}
 	if c.ActiveClaims <= 0 {
-		c.ActiveClaims = 2
+		c.ActiveClaims = DefaultActiveClaims
 	}
 	return c
 }

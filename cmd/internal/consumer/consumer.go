@@ -225,7 +225,7 @@ type Service[R, E any] struct {
 	// retention and /readyz.
 	Store Store[R]
 	// Inbox, when not nil, is what the inbox records and claims through
-	// instead of Store: Store decorated (the ledger's tracing.Ledger).
+	// instead of Store: Store decorated (ledgertracing.Traced, webhookstracing.Inbox).
 	Inbox interface {
 		inbox.Recorder[R]
 		inbox.Backlog[R]
@@ -271,17 +271,17 @@ func Serve[R, E any](ctx context.Context, p *Process, svc Service[R, E], listeni
 	}
 	// Each message's signature is checked before the inbox sees it: one
 	// the payments service did not sign goes to the DLQ, unrecorded.
-	consumer := sqs.NewConsumer(p.client, receiver, sqs.Config{
-		QueueURL: cfg.QueueURL, Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
-		VisibilityTimeout: p.queue.VisibilityTimeout, Log: log, Metrics: p.sqsm, TracerProvider: p.TracerProvider,
-		Verifier: provenance.NewVerifier(cfg.Provenance.Keys, cfg.Provenance.AcceptUnsigned), DLQURL: cfg.DLQURL,
+	consumer := sqs.NewConsumer(p.client, receiver, cfg.QueueURL, log, p.sqsm, time.Now, sqs.Config{
+		Workers: cfg.Workers, WaitTime: cfg.WaitTime, ShutdownTimeout: cfg.ShutdownTimeout,
+		VisibilityTimeout: p.queue.VisibilityTimeout, TracerProvider: p.TracerProvider,
+		Verifier: provenance.NewVerifier(cfg.Provenance.Keys, provenance.VerifierConfig{AcceptUnsigned: cfg.Provenance.AcceptUnsigned}), DLQURL: cfg.DLQURL,
 	})
 	if cfg.Provenance.AcceptUnsigned {
 		log.WarnContext(ctx, "PAYMENTS_UNSIGNED_EVENTS=accept: events without a signature are applied (counted in "+cfg.Name+
 			"_messages_unsigned_accepted_total); set refuse once every producer signs")
 	}
 
-	ops := httpserver.NewOpsRouter(httpserver.Ops{Log: log, Ready: svc.Store.Ping, Metrics: p.HTTPMetrics, Gatherer: p.Registry})
+	ops := httpserver.NewOpsRouter(svc.Store.Ping, log, p.HTTPMetrics, httpserver.OpsConfig{Gatherer: p.Registry})
 	servers, err := lifecycle.Listen(cfg.HTTPAddr, cfg.OpsAddr, svc.API, ops, log)
 	if err != nil {
 		return err

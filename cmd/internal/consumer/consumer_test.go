@@ -63,7 +63,7 @@ func (s auditStore) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 // and it stops when its context ends.
 func TestAFourthConsumerStartsFromTheSkeleton(t *testing.T) {
 	t.Parallel()
-	tq := awstest.NewTopicQueue(t)
+	tq := awstest.NewTopicQueue(t, awstest.QueueConfig{})
 	payments := provenancetest.NewSigner("payments")
 	keys, err := provenance.NewKeySet(payments.PublicKey())
 	if err != nil {

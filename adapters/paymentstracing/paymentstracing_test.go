@@ -1,4 +1,4 @@
-package tracing_test
+package paymentstracing_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/payments-outbox/payments-outbox/adapters/tracing"
+	"github.com/payments-outbox/payments-outbox/adapters/paymentstracing"
 	"github.com/payments-outbox/payments-outbox/application/access"
 	"github.com/payments-outbox/payments-outbox/application/idempotency"
 	"github.com/payments-outbox/payments-outbox/application/outbox"
@@ -26,14 +26,14 @@ import (
 // span named for it, with the payment's id, a child of the caller's span, in
 // whose context the repository runs (its statements are the span's
 // children); a failed write's span has an error status. The events carry the
-// caller's trace context, read through PaymentsTraceContext.
+// caller's trace context, read through TraceContext.
 func TestPaymentsWriteSpans(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	fake := paymentstest.NewFakeRepository()
 	inner := &spanOfCall{Repository: fake}
-	svc := payments.NewService(tracing.Payments(inner, tp), time.Now, func() string { return uuid.NewString() },
-		payments.Config{TraceContext: tracing.PaymentsTraceContext})
+	svc := payments.NewService(paymentstracing.Repository(inner, tp), time.Now, func() string { return uuid.NewString() },
+		payments.Config{TraceContext: paymentstracing.TraceContext})
 	platform := access.PlatformPrincipal("platkey")
 
 	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
@@ -68,18 +68,18 @@ func TestPaymentsWriteSpans(t *testing.T) {
 	}
 
 	msgs := fake.Outbox()
-	want := tracing.PaymentsTraceContext(ctx)
+	want := paymentstracing.TraceContext(ctx)
 	if want.Parent == "" || len(msgs) != 1 || msgs[0].TraceParent != want.Parent || msgs[0].TraceState != want.State {
 		t.Errorf("outbox %+v, want one message carrying the request's trace context %+v", msgs, want)
 	}
-	if untraced := tracing.PaymentsTraceContext(context.Background()); untraced != (payments.TraceContext{}) {
+	if untraced := paymentstracing.TraceContext(context.Background()); untraced != (payments.TraceContext{}) {
 		t.Errorf("the trace context of an untraced call is %+v, want none", untraced)
 	}
 }
 
 func TestPaymentsWithoutTracingIsTheRepository(t *testing.T) {
 	repo := paymentstest.NewFakeRepository()
-	if got := tracing.Payments(repo, nil); got != payments.Repository(repo) {
+	if got := paymentstracing.Repository(repo, nil); got != payments.Repository(repo) {
 		t.Errorf("with a nil provider the decorator returned %T, want the repository itself", got)
 	}
 }
@@ -108,4 +108,12 @@ func hasAttribute(s sdktrace.ReadOnlySpan, want attribute.KeyValue) bool {
 		}
 	}
 	return false
+}
+
+func names(spans []sdktrace.ReadOnlySpan) []string {
+	out := make([]string, 0, len(spans))
+	for _, sp := range spans {
+		out = append(out, sp.Name())
+	}
+	return out
 }

@@ -1,10 +1,11 @@
-package tracing_test
+package ledgertracing_test
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/payments-outbox/payments-outbox/adapters/eventschema"
+	"github.com/payments-outbox/payments-outbox/adapters/ledgertracing"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/ledgerstore"
 	"github.com/payments-outbox/payments-outbox/adapters/postgres/pgtest"
 	"github.com/payments-outbox/payments-outbox/adapters/tracing"
@@ -29,6 +31,8 @@ import (
 // eventParent is the trace context a stored event carries in the tests
 // below: the write that recorded its payment.
 const eventParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func transfer(t *testing.T) ledger.Transaction {
 	t.Helper()
@@ -62,7 +66,7 @@ func ended(rec *tracetest.SpanRecorder, name string) []sdktrace.ReadOnlySpan {
 func TestLedgerTracesTheConsumersTransactions(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	store := tracing.Ledger(ledgerstest.NewFakeStore(), tp)
+	store := ledgertracing.Traced(ledgerstest.NewFakeStore(), tp)
 	ctx, process := tp.Tracer("test").Start(context.Background(), "process payment.created")
 
 	_, err := store.Record(ctx, message(), func(ctx context.Context, l ledgers.Ledger) (string, error) {
@@ -102,7 +106,7 @@ func TestLedgerContinuesEachClaimedEventsTrace(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	fake := ledgerstest.NewFakeStore()
-	store := tracing.Ledger(fake, tp)
+	store := ledgertracing.Traced(fake, tp)
 	for range 2 {
 		if _, err := fake.Record(context.Background(), message(), nil); err != nil {
 			t.Fatal(err)
@@ -149,7 +153,7 @@ func TestProcessorContinuesTheEventsTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := tracing.Ledger(ledgerstore.New(pool), tp)
+	store := ledgertracing.Traced(ledgerstore.New(pool), tp)
 	proc := inbox.NewProcessor(store, ledgers.Handler{}, schemas, logtest.Discard(), nil, time.Now, inbox.ProcessorConfig{})
 	recorder := inbox.NewService(store, proc, time.Now, inbox.Config{Mode: inbox.Async})
 
