@@ -79,3 +79,49 @@ func TestStateChangeChecklistCitesRealTests(t *testing.T) {
 		}
 	}
 }
+
+// recipeHeadings start the sections of docs/FORKING.md that say, file by
+// file, what a new event or a new state change touches.
+var recipeHeadings = []string{"## Add an event type", "## Adding a state change"}
+
+// TestRecipeNamesFilesThatExist: every repository path the recipe of
+// docs/FORKING.md names in backticks (one with a directory in it, and no
+// placeholder such as <type>) exists, so a file moved or folded into
+// another cannot leave a forker looking for it. Markdown links are
+// TestDocLinksResolve's.
+func TestRecipeNamesFilesThatExist(t *testing.T) {
+	b, err := os.ReadFile("docs/FORKING.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	quoted := regexp.MustCompile("`([^`\\s]+)`")
+	checked := 0
+	for _, heading := range recipeHeadings {
+		_, section, ok := strings.Cut(text, "\n"+heading+"\n")
+		if !ok {
+			t.Errorf("docs/FORKING.md has no section %q", heading)
+			continue
+		}
+		if i := strings.Index(section, "\n## "); i >= 0 {
+			section = section[:i]
+		}
+		for _, m := range quoted.FindAllStringSubmatch(section, -1) {
+			path := strings.TrimSuffix(m[1], "/")
+			top, _, nested := strings.Cut(path, "/")
+			if !nested || strings.ContainsAny(path, "<>{}*") {
+				continue
+			}
+			if _, err := os.Stat(top); err != nil {
+				continue // not a path of the repository: a route, say
+			}
+			checked++
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("docs/FORKING.md's %q names `%s`, which does not exist: name the file that holds that step now", heading, m[1])
+			}
+		}
+	}
+	if checked < 30 {
+		t.Fatalf("checked %d paths of the recipe; the test is not reading what it should", checked)
+	}
+}
