@@ -37,7 +37,7 @@ func TestInboxCommands(t *testing.T) {
 	for _, r := range []struct {
 		id, typ string
 		parked  bool
-	}{{pending, "payment.created", false}, {parked, "payment.created", true}, {unknown, "payment.disputed", false}} {
+	}{{pending, "payment.created", false}, {parked, "payment.created", true}, {unknown, "payment.not_yet_known", false}} {
 		var parkedAt *time.Time
 		attempts := 0
 		if r.parked {

@@ -559,7 +559,7 @@ func poisonMessages() (poison []string, unknown string, err error) {
 		return nil, "", err
 	}
 	unknown, err = editedEvent(func(doc map[string]any) error {
-		doc["type"] = "payment.disputed"
+		doc["type"] = "payment.not_yet_known"
 		return nil
 	})
 	if err != nil {

@@ -360,7 +360,7 @@ func TestRetentionKeepsWorkNotDone(t *testing.T) {
 		{uuid.NewString(), ledgers.TypePaymentCreated, true, false},
 		{uuid.NewString(), ledgers.TypePaymentCreated, false, false},
 		{uuid.NewString(), ledgers.TypePaymentCreated, false, true},
-		{uuid.NewString(), "payment.disputed", false, false},
+		{uuid.NewString(), "payment.not_yet_known", false, false},
 	} {
 		var processed, parked *time.Time
 		if r.processed {

@@ -25,7 +25,7 @@ func (c *deletedCounter) UnhandledDeleted(n int) { c.calls++; c.rows += n }
 // size bytes long.
 func unhandledBody(t *testing.T, id string, size int) []byte {
 	t.Helper()
-	head := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.disputed","source":"/payments","data":{"pad":"`, id)
+	head := fmt.Sprintf(`{"specversion":"1.0","id":%q,"type":"payment.not_yet_known","source":"/payments","data":{"pad":"`, id)
 	return []byte(head + strings.Repeat("x", size-len(head)-len(`"}}`)) + `"}}`)
 }
 
@@ -76,19 +76,19 @@ func TestUnhandledRowsExpireAtTheEndOfTheirWindow(t *testing.T) {
 	}
 	var expired []string
 	for range 3 {
-		expired = append(expired, add(inboxState{typ: "payment.disputed"}))
+		expired = append(expired, add(inboxState{typ: "payment.not_yet_known"}))
 	}
-	held := add(inboxState{typ: "payment.disputed"})
+	held := add(inboxState{typ: "payment.not_yet_known"})
 	kept := []string{
 		recent, held,
-		add(inboxState{typ: "payment.disputed", parked: true}),
-		add(inboxState{typ: "payment.disputed", processed: true}), // an ignored type's row: INBOX_RETENTION's
+		add(inboxState{typ: "payment.not_yet_known", parked: true}),
+		add(inboxState{typ: "payment.not_yet_known", processed: true}), // an ignored type's row: INBOX_RETENTION's
 		add(inboxState{typ: ledgers.TypePaymentCreated}),
 		add(inboxState{typ: ledgers.TypePaymentCreated, parked: true}),
 		add(inboxState{typ: ledgers.TypePaymentRefunded, processed: true}),
 	}
 
-	// A processor of a version that applies payment.disputed holds one row.
+	// A processor of a version that applies payment.not_yet_known holds one row.
 	claim, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

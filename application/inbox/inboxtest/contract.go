@@ -39,7 +39,7 @@ const (
 // does not know. The store never reads a payload; it keeps what it is given.
 const (
 	applied = "payment.created"
-	unknown = "payment.disputed"
+	unknown = "payment.not_yet_known"
 )
 
 var at = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -285,7 +285,7 @@ func runBacklogContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 	t.Run("unhandled rows past the cutoff are deleted, in batches; nothing else is", func(t *testing.T) {
 		s := open(t)
 		const (
-			disputed = unknown // a type this version does not apply
+			unapplied = unknown // a type this version does not apply
 			old1     = "0190e7a0-0000-7000-8000-0000000000c1"
 			old2     = "0190e7a0-0000-7000-8000-0000000000c2"
 			old3     = "0190e7a0-0000-7000-8000-0000000000c3"
@@ -295,16 +295,16 @@ func runBacklogContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 		)
 		cutoff := at.Add(-time.Hour)
 		past := cutoff.Add(-24 * time.Hour)
-		processed := pendingMsg(done, disputed, past) // an ignored type's row: done on arrival
+		processed := pendingMsg(done, unapplied, past) // an ignored type's row: done on arrival
 		processed.ProcessedAt = past
 		insert(t, s,
-			pendingMsg(old1, disputed, past), pendingMsg(old2, disputed, past.Add(time.Second)), pendingMsg(old3, disputed, past.Add(2*time.Second)),
-			pendingMsg(recent, disputed, cutoff.Add(time.Second)),
-			pendingMsg(parked, disputed, past), processed,
+			pendingMsg(old1, unapplied, past), pendingMsg(old2, unapplied, past.Add(time.Second)), pendingMsg(old3, unapplied, past.Add(2*time.Second)),
+			pendingMsg(recent, unapplied, cutoff.Add(time.Second)),
+			pendingMsg(parked, unapplied, past), processed,
 			pendingMsg(msg1, applied, past), pendingMsg(msg2, applied, past))
 		// A version that applies the type parked two rows; an older one must
 		// keep them.
-		claimIDs(t, s, inbox.Claim{Limit: 10, Types: []string{disputed, applied}, IDs: []string{parked, msg2}},
+		claimIDs(t, s, inbox.Claim{Limit: 10, Types: []string{unapplied, applied}, IDs: []string{parked, msg2}},
 			func(rows []inbox.PendingMessage, _ inbox.ApplyFunc[R]) inbox.BatchResult {
 				return inbox.BatchResult{At: time.Now(), Parked: []inbox.Failure{{ID: parked, Error: "boom", Attempts: 1}, {ID: msg2, Error: "boom", Attempts: 1}}}
 			})
@@ -332,7 +332,7 @@ func runBacklogContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 		probe := errors.New("roll back the probe")
 		for _, id := range []string{old1, old2, old3, recent, parked, done, msg1, msg2} {
 			ran := false
-			_, err := s.Record(ctx, pendingMsg(id, disputed, at), func(context.Context, R) (string, error) {
+			_, err := s.Record(ctx, pendingMsg(id, unapplied, at), func(context.Context, R) (string, error) {
 				ran = true
 				return "", probe
 			})
