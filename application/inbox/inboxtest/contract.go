@@ -286,12 +286,12 @@ func runBacklogContract[R any](t *testing.T, open func(t *testing.T) Store[R]) {
 		s := open(t)
 		const (
 			unapplied = unknown // a type this version does not apply
-			old1     = "0190e7a0-0000-7000-8000-0000000000c1"
-			old2     = "0190e7a0-0000-7000-8000-0000000000c2"
-			old3     = "0190e7a0-0000-7000-8000-0000000000c3"
-			recent   = "0190e7a0-0000-7000-8000-0000000000c4"
-			parked   = "0190e7a0-0000-7000-8000-0000000000c5"
-			done     = "0190e7a0-0000-7000-8000-0000000000c6"
+			old1      = "0190e7a0-0000-7000-8000-0000000000c1"
+			old2      = "0190e7a0-0000-7000-8000-0000000000c2"
+			old3      = "0190e7a0-0000-7000-8000-0000000000c3"
+			recent    = "0190e7a0-0000-7000-8000-0000000000c4"
+			parked    = "0190e7a0-0000-7000-8000-0000000000c5"
+			done      = "0190e7a0-0000-7000-8000-0000000000c6"
 		)
 		cutoff := at.Add(-time.Hour)
 		past := cutoff.Add(-24 * time.Hour)
