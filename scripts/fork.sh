@@ -160,6 +160,10 @@ else
 	previous="unchanged: the same module"
 fi
 
+# A renamed identifier or string changes the width gofmt aligns a block of
+# fields or comments to.
+gofmt -w $(git ls-files '*.go')
+
 # tools/go.mod requires the services' module again, where its new path sorts.
 # Quiet, unless it fails: tidy names every package it finds in the module.
 for dir in . tools; do
