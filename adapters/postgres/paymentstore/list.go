@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payments-outbox/payments-outbox/adapters/postgres"
 	"github.com/payments-outbox/payments-outbox/application/payments"
 	"github.com/payments-outbox/payments-outbox/domain/payment"
 )
@@ -23,11 +24,11 @@ func (r *Repository) List(ctx context.Context, q payments.PaymentQuery) ([]*paym
 	sql, args := listSQL(q)
 	rows, err := r.pool.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("list payments: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("list payments: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*payment.Payment, error) { return scanPayment(row) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("list payments: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("list payments: %w", err))
 	}
 	if q.Before != nil {
 		slices.Reverse(out)

@@ -58,7 +58,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 		// and Close returns the first error — the commit's included. (The
 		// shapes of transaction and when each fits: adapters/postgres/tx.go.)
 		if err := r.pool.SendBatch(ctx, b).Close(); err != nil {
-			return payments.Committed{}, mapErr(fmt.Errorf("create payment %s: %w", s.ID, err))
+			return payments.Committed{}, postgres.Unavailable(fmt.Errorf("create payment %s: %w", s.ID, err))
 		}
 		return out, nil
 	}
@@ -70,7 +70,7 @@ func (r *Repository) Create(ctx context.Context, p *payment.Payment, msgs []outb
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return payments.Committed{}, mapErr(err)
+		return payments.Committed{}, postgres.Unavailable(err)
 	}
 	return out, nil
 }
@@ -105,7 +105,7 @@ func (r *Repository) Update(ctx context.Context, id payment.ID, key *idempotency
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
-		return payments.Committed{}, mapErr(err)
+		return payments.Committed{}, postgres.Unavailable(err)
 	}
 	return out, nil
 }
@@ -157,7 +157,7 @@ func get(ctx context.Context, q querier, id payment.ID, lock string) (*payment.P
 		return nil, fmt.Errorf("%w: %s", payment.ErrNotFound, id)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("read payment %s: %w", id, err))
+		return nil, postgres.Unavailable(fmt.Errorf("read payment %s: %w", id, err))
 	}
 	return p, nil
 }
@@ -177,21 +177,11 @@ func (r *Repository) ExpiredAuthorizations(ctx context.Context, now time.Time, l
 	rows, err := r.pool.Query(ctx, `SELECT id::text FROM payments
 		WHERE status = 'authorized' AND capture_before <= $1 ORDER BY capture_before LIMIT $2`, now, limit)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("list expired authorizations: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("list expired authorizations: %w", err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[payment.ID])
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("list expired authorizations: %w", err))
+		return nil, postgres.Unavailable(fmt.Errorf("list expired authorizations: %w", err))
 	}
 	return ids, nil
-}
-
-// mapErr turns the storage errors a caller can act on into port errors: a twin
-// request that committed the same key between our lock and our insert is
-// this store's to name; an outage is postgres.Unavailable's.
-func mapErr(err error) error {
-	if postgres.IsUniqueViolation(err, "idempotency_keys_pkey") {
-		return fmt.Errorf("%w: %w", idempotency.ErrKeyInFlight, err)
-	}
-	return postgres.Unavailable(err)
 }
